@@ -1,0 +1,78 @@
+"""The one exception tree of letterchunk.
+
+::
+
+    LetterchunkError                 root; every message says what to do next
+    ├── InputError                   a file we were given is unusable (empty, binary, not UTF-8,
+    │                                no year, not JSONL); carries ``path``
+    ├── ConfigError                  options / env vars / missing optional dependency
+    ├── BackendError                 the LLM backend could not be started or reached
+    ├── CacheMiss                    offline-only cache mode and no cached answer; carries chunk_id
+    ├── BudgetExceeded               --max-tokens-total / --max-cost would be passed
+    └── RepairExhausted              a chunk still fails validation after the last attempt;
+                                     carries chunk_id, attempts, violations, usage
+
+The CLI maps each to a message and an exit code (see ``cli.py``); library code never exits.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "LetterchunkError",
+    "InputError",
+    "ConfigError",
+    "BackendError",
+    "CacheMiss",
+    "BudgetExceeded",
+    "RepairExhausted",
+]
+
+
+class LetterchunkError(Exception):
+    """Root of every error letterchunk raises on purpose."""
+
+
+class InputError(LetterchunkError):
+    def __init__(self, path: str | Path, message: str) -> None:
+        self.path = str(path)
+        super().__init__(f"{self.path}: {message}")
+
+
+class ConfigError(LetterchunkError):
+    pass
+
+
+class BackendError(LetterchunkError):
+    pass
+
+
+class CacheMiss(LetterchunkError):
+    def __init__(self, chunk_id: str, message: str | None = None) -> None:
+        self.chunk_id = chunk_id
+        super().__init__(
+            message
+            or f"{chunk_id}: no cached answer and the cache mode is offline-only; "
+            "rerun with --cache use (or refresh) and a reachable backend"
+        )
+
+
+class BudgetExceeded(LetterchunkError):
+    def __init__(self, what: str, used: float, cap: float, message: str) -> None:
+        self.what, self.used, self.cap = what, used, cap
+        super().__init__(message)
+
+
+class RepairExhausted(LetterchunkError):
+    def __init__(self, chunk_id: str, attempts: int, violations: list[Any], usage: Any) -> None:
+        self.chunk_id = chunk_id
+        self.attempts = attempts
+        self.violations = violations
+        self.usage = usage
+        rules = ", ".join(sorted({getattr(v, "code", str(v)) for v in violations})) or "?"
+        super().__init__(
+            f"{chunk_id}: still invalid after {attempts} attempt(s) (rules: {rules}); "
+            "see the repair report, raise --max-attempts, or use --on-failure skip"
+        )
