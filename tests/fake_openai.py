@@ -1,0 +1,527 @@
+"""A real, scripted OpenAI-compatible HTTP server for tests and benchmarks.
+
+It listens on ``127.0.0.1`` (a free port), speaks just enough of the OpenAI HTTP API for the
+``openai`` client and instructor (``POST /v1/chat/completions``, ``GET /v1/models``,
+``GET /health``), and answers each chat request from a queue of scripted replies, then from a
+default responder.  It records every request and the usage it served, so tests can assert on
+what was sent and on token counts without trusting the client under test.
+
+::
+
+    from fake_openai import FakeOpenAI, answer, rate_limited, hang, reset   # tests/ is on sys.path under pytest
+
+    with FakeOpenAI(default=lambda req: '{"ok": true}') as server:
+        server.enqueue(rate_limited(retry_after=0.05), answer('{"ok": true}'))
+        client = OpenAI(base_url=server.base_url, api_key="test")
+        ...
+        assert server.chat_count == 2
+
+Reply kinds (module-level constructors):
+
+==================  ======================================================================
+``answer``          JSON answer text placed in ``choices[0].message.content`` (or in a tool
+                    call when the request used ``tools``); finish_reason and usage settable
+``malformed``       content that is not JSON
+``truncated``       a JSON document cut in half, finish_reason ``"length"``
+``refusal``         ``message.refusal`` set, content ``null``
+``status``          raw status + headers + body (``rate_limited`` = 429 with Retry-After,
+                    ``server_error`` = 500)
+``hang``            wait (past the client's timeout), then answer or drop the connection
+``reset``           close the socket without a response (TCP RST)
+==================  ======================================================================
+
+The default responder is ``callable(request_json) -> str | dict | Reply``; a dict is sent as
+JSON text.  Without one, an empty queue answers HTTP 500 naming the problem, so a test that
+sends more requests than it scripted fails loudly.
+
+Usage is deterministic: prompt tokens = ``count_tokens`` over the messages' text contents
+(+ 4 per message), completion tokens = ``count_tokens`` of the answer text, unless a reply sets
+them.  An optional fixed ``latency_s`` is added to every chat request, and an optional
+tokens-per-minute / requests-per-minute limit over a rolling window (``window_s``, 60 by
+default; shorten it for fast tests) answers 429 with ``Retry-After`` when a request would pass it.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from letterchunk.tokens import count_tokens
+
+__all__ = [
+    "FakeOpenAI",
+    "Reply",
+    "RecordedRequest",
+    "ServedUsage",
+    "answer",
+    "malformed",
+    "truncated",
+    "refusal",
+    "status",
+    "rate_limited",
+    "server_error",
+    "hang",
+    "reset",
+    "response_schema",
+]
+
+MODEL_ID = "fake-model"
+
+
+# --------------------------------------------------------------------------- replies
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted reply.  Build it with the constructors below rather than by hand."""
+
+    kind: str  # "answer" | "refusal" | "status" | "hang" | "reset"
+    content: str | None = None
+    finish_reason: str = "stop"
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    refusal_text: str | None = None
+    status_code: int = 200
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    delay_s: float = 0.0
+    then: Reply | None = None  # for "hang": what to do after the delay (None = drop)
+
+
+def answer(
+    content: str | dict | list,
+    *,
+    finish_reason: str = "stop",
+    prompt_tokens: int | None = None,
+    completion_tokens: int | None = None,
+) -> Reply:
+    """A 200 answer; ``content`` (a dict/list is JSON-encoded) becomes the message content."""
+    text = content if isinstance(content, str) else json.dumps(content)
+    return Reply(
+        "answer",
+        content=text,
+        finish_reason=finish_reason,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+    )
+
+
+def malformed(text: str = '{"contextual_summary": "unterminated, "themes": [}') -> Reply:
+    """A 200 answer whose content is not valid JSON."""
+    return answer(text)
+
+
+def truncated(content: str | dict | list = '{"contextual_summary": "The letter', **kw: Any) -> Reply:
+    """A 200 answer cut off by the token limit: half a JSON document, finish_reason "length".
+
+    A dict/list is encoded and cut in the middle.
+    """
+    text = content if isinstance(content, str) else json.dumps(content)
+    if not isinstance(content, str):
+        text = text[: max(1, len(text) // 2)]
+    return answer(text, finish_reason="length", **kw)
+
+
+def refusal(text: str = "I'm sorry, I can't help with that.") -> Reply:
+    """A 200 answer where the model refused (``message.refusal`` set, content null)."""
+    return Reply("refusal", refusal_text=text)
+
+
+def status(code: int, body: str | bytes | dict | None = None, headers: dict | None = None) -> Reply:
+    """A raw HTTP reply.  A dict body is JSON-encoded; the default body is an OpenAI error."""
+    if body is None:
+        body = {"error": {"message": f"fake_openai scripted HTTP {code}", "type": "fake", "code": code}}
+    raw = json.dumps(body).encode() if isinstance(body, dict) else body
+    raw = raw.encode() if isinstance(raw, str) else raw
+    hdrs = {"Content-Type": "application/json", **(headers or {})}
+    return Reply("status", status_code=code, headers=tuple(hdrs.items()), body=raw)
+
+
+def rate_limited(retry_after: float | None = 1.0) -> Reply:
+    """HTTP 429 with a ``Retry-After`` header in seconds (omitted when ``None``)."""
+    headers = {} if retry_after is None else {"Retry-After": _fmt_seconds(retry_after)}
+    return status(
+        429,
+        {"error": {"message": "Rate limit reached (fake)", "type": "requests", "code": "rate_limit_exceeded"}},
+        headers,
+    )
+
+
+def server_error(code: int = 500) -> Reply:
+    return status(code)
+
+
+def hang(seconds: float = 30.0, then: Reply | None = None) -> Reply:
+    """Wait ``seconds`` (longer than the client's timeout), then send ``then`` or drop."""
+    return Reply("hang", delay_s=seconds, then=then)
+
+
+def reset() -> Reply:
+    """Close the connection without any response (the client sees a connection reset)."""
+    return Reply("reset")
+
+
+def _fmt_seconds(s: float) -> str:
+    return str(int(s)) if float(s).is_integer() else f"{s:.3f}"
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any  # parsed JSON, or None
+    at: float  # time.monotonic() when received
+
+
+@dataclass(frozen=True)
+class ServedUsage:
+    """Usage the server reported for one 200 chat answer (or charged for a refusal)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def response_schema(request: dict) -> dict | None:
+    """The JSON schema the client asked for (json_schema response_format or the first tool)."""
+    rf = request.get("response_format") or {}
+    if rf.get("type") == "json_schema":
+        return (rf.get("json_schema") or {}).get("schema")
+    tools = request.get("tools") or []
+    if tools:
+        return tools[0].get("function", {}).get("parameters")
+    return None
+
+
+def prompt_tokens_of(request: dict) -> int:
+    """Deterministic prompt token count: o200k tokens of every text part + 4 per message."""
+    total = 0
+    for message in request.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        total += 4 + count_tokens(content or "")
+    return total
+
+
+# --------------------------------------------------------------------------- server
+
+
+class FakeOpenAI:
+    """Scripted OpenAI-compatible server; use as a context manager (stops on exit)."""
+
+    def __init__(
+        self,
+        default: Callable[[dict], str | dict | Reply] | None = None,
+        *,
+        latency_s: float = 0.0,
+        tpm_limit: int | None = None,
+        rpm_limit: int | None = None,
+        window_s: float = 60.0,
+        model: str = MODEL_ID,
+    ) -> None:
+        self.default = default
+        self.latency_s = latency_s
+        self.tpm_limit = tpm_limit
+        self.rpm_limit = rpm_limit
+        self.window_s = window_s
+        self.model = model
+        self.requests: list[RecordedRequest] = []
+        self.served: list[ServedUsage] = []
+        self.replies: list[str] = []  # kind of reply given to each chat request, in order
+        self.rate_limited_count = 0  # 429s produced by the TPM/RPM limiter (not scripted)
+        self._queue: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._window: deque[list] = deque()  # [admitted at, tokens charged]
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle
+    def start(self) -> FakeOpenAI:
+        if self._httpd is not None:
+            return self
+        handler = _make_handler(self)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes handlers sleeping in hang()/latency
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        """URL to give the openai client (``.../v1``)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- scripting
+    def enqueue(self, *replies: Reply | str | dict) -> None:
+        """Append replies; a str/dict is shorthand for ``answer(...)``."""
+        with self._lock:
+            for r in replies:
+                self._queue.append(r if isinstance(r, Reply) else answer(r))
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    # -- observations
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.path.rstrip("/").endswith("/chat/completions")]
+
+    @property
+    def chat_count(self) -> int:
+        return len(self.chat_requests)
+
+    @property
+    def usage_total(self) -> ServedUsage:
+        with self._lock:
+            return ServedUsage(
+                sum(u.prompt_tokens for u in self.served),
+                sum(u.completion_tokens for u in self.served),
+            )
+
+    # -- internals used by the handler
+    def _next_reply(self, body: dict) -> Reply:
+        with self._lock:
+            if self._queue:
+                return self._queue.popleft()
+        if self.default is None:
+            return status(500, {"error": {"message": "fake_openai: no scripted reply left and no default responder"}})
+        out = self.default(body)
+        return out if isinstance(out, Reply) else answer(out)
+
+    def _admit(self, body: dict) -> tuple[float | None, list | None]:
+        """Reserve room in the rolling window for this request.
+
+        Like the hosted API, a request is charged its estimate (prompt tokens + max_tokens) when
+        admitted and corrected to the tokens actually served when answered.  Returns
+        ``(seconds_to_wait, None)`` when the request would pass a limit, else ``(None, slot)``.
+        """
+        if self.tpm_limit is None and self.rpm_limit is None:
+            return None, None
+        estimate = prompt_tokens_of(body) + int(body.get("max_completion_tokens") or body.get("max_tokens") or 0)
+        now = time.monotonic()
+        with self._lock:
+            while self._window and now - self._window[0][0] >= self.window_s:
+                self._window.popleft()
+            used = sum(entry[1] for entry in self._window)
+            count = len(self._window)
+
+            def fits(freed: int, removed: int) -> bool:
+                ok_tpm = self.tpm_limit is None or used - freed + estimate <= self.tpm_limit
+                ok_rpm = self.rpm_limit is None or count - removed + 1 <= self.rpm_limit
+                return ok_tpm and ok_rpm
+
+            if fits(0, 0):
+                slot = [now, estimate]
+                self._window.append(slot)
+                return None, slot
+            self.rate_limited_count += 1
+            wait, freed = self.window_s, 0
+            for removed, (t, tokens) in enumerate(self._window, start=1):
+                freed += tokens
+                if fits(freed, removed):
+                    wait = t + self.window_s - now
+                    break
+            return max(wait, 0.001), None
+
+    def _charge(self, slot: list | None, tokens: int) -> None:
+        """Correct an admitted request's window charge to the tokens actually served."""
+        if slot is not None:
+            with self._lock:
+                slot[1] = tokens
+
+    def _sleep(self, seconds: float) -> bool:
+        """Sleep unless the server stops first; True when the sleep ran its course."""
+        return not self._stopping.wait(seconds) if seconds > 0 else True
+
+
+def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            pass
+
+        def _record(self, body: Any) -> None:
+            with server._lock:
+                server.requests.append(
+                    RecordedRequest(self.command, self.path, dict(self.headers.items()), body, time.monotonic())
+                )
+
+        def _send(self, code: int, body: bytes, headers: dict[str, str] | tuple = ()) -> None:
+            self.send_response(code)
+            items = headers.items() if isinstance(headers, dict) else headers
+            names = set()
+            for k, v in items:
+                self.send_header(k, v)
+                names.add(k.lower())
+            if "content-type" not in names:
+                self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            self.wfile.flush()
+
+        def _send_json(self, code: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+            self._send(code, json.dumps(obj).encode(), headers or {})
+
+        def _reset(self) -> None:
+            # SO_LINGER(on, 0) makes close() send a TCP RST instead of FIN
+            try:
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            except OSError:
+                pass
+            self.close_connection = True
+            try:
+                self.connection.close()
+            except OSError:
+                pass
+
+        def do_GET(self) -> None:
+            self._record(None)
+            path = self.path.rstrip("/")
+            if path in ("/health", "/v1/health"):
+                self._send_json(200, {"status": "ok"})
+            elif path in ("/v1/models", "/models"):
+                self._send_json(200, {"object": "list", "data": [{"id": server.model, "object": "model", "owned_by": "fake"}]})
+            else:
+                self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except json.JSONDecodeError:
+                body = None
+            self._record(body)
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+                return
+            if not isinstance(body, dict):
+                self._send_json(400, {"error": {"message": "request body is not a JSON object"}})
+                return
+            wait, self._slot = server._admit(body)
+            if wait is not None:
+                with server._lock:
+                    server.replies.append("rate_limited")
+                self._send_json(
+                    429,
+                    {"error": {"message": "Rate limit reached for tokens per min (fake)", "code": "rate_limit_exceeded"}},
+                    {"Retry-After": _fmt_seconds(round(wait, 3)), "retry-after-ms": str(int(wait * 1000))},
+                )
+                return
+            reply = server._next_reply(body)
+            if server.latency_s and not server._sleep(server.latency_s):
+                server._charge(self._slot, 0)
+                self._reset()
+                return
+            self._play(reply, body)
+
+        def _play(self, reply: Reply, body: dict) -> None:
+            with server._lock:
+                server.replies.append(reply.kind)
+            if reply.kind == "hang":
+                if not server._sleep(reply.delay_s) or reply.then is None:
+                    server._charge(self._slot, 0)
+                    self._reset()
+                    return
+                try:
+                    self._play(reply.then, body)
+                except OSError:  # the client gave up long ago
+                    pass
+                return
+            if reply.kind == "reset":
+                server._charge(self._slot, 0)
+                self._reset()
+                return
+            if reply.kind == "status":
+                server._charge(self._slot, 0)
+                self._send(reply.status_code, reply.body, reply.headers)
+                return
+            self._send_completion(reply, body)
+
+        def _send_completion(self, reply: Reply, body: dict) -> None:
+            p_tok = reply.prompt_tokens if reply.prompt_tokens is not None else prompt_tokens_of(body)
+            text = reply.content if reply.kind == "answer" else reply.refusal_text or ""
+            c_tok = reply.completion_tokens if reply.completion_tokens is not None else count_tokens(text)
+            message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
+            if reply.kind == "refusal":
+                message["refusal"] = reply.refusal_text
+            elif body.get("tools"):
+                name = body["tools"][0].get("function", {}).get("name", "tool")
+                message["tool_calls"] = [
+                    {
+                        "id": f"call_{uuid.uuid4().hex[:12]}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": reply.content},
+                    }
+                ]
+            else:
+                message["content"] = reply.content
+            finish = reply.finish_reason
+            if message.get("tool_calls") and finish == "stop":
+                finish = "tool_calls"
+            with server._lock:
+                server.served.append(ServedUsage(p_tok, c_tok))
+            server._charge(self._slot, p_tok + c_tok)
+            self._send_json(
+                200,
+                {
+                    "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model") or server.model,
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                    "usage": {
+                        "prompt_tokens": p_tok,
+                        "completion_tokens": c_tok,
+                        "total_tokens": p_tok + c_tok,
+                    },
+                },
+            )
+
+    return Handler
