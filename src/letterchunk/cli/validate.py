@@ -1,0 +1,102 @@
+"""``letterchunk validate PATH... [--stage segmented|enriched] [--json]``.
+
+Human output (stdout): one line per violation, ``file:line chunk_id field severity code
+message``, then a summary line.  ``--json`` prints one JSON object instead.  Exit 0 when there is
+no error-level violation, 1 when there is, 2 when an input is unusable (missing path, empty,
+binary, not JSONL, a folder without chunk files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..validate import RULES, STAGES, validate_paths
+from . import EXIT_INVALID, EXIT_OK, EXIT_USAGE, err
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "validate",
+        help="check chunk JSONL files against the canonical schema and rules",
+        description=(
+            "Validate chunk JSONL files (or folders of them) against the canonical schema "
+            "(seed 000 §0) and every rule of §0.3, §3.2 and §6.  The cleaned text is read from "
+            "metadata.source_file beside each JSONL, the evidence from YYYY.evidence.jsonl."
+        ),
+        epilog="exit codes: 0 no errors, 1 error-level violations, 2 unusable input",
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH", help="chunk JSONL file or folder of them")
+    p.add_argument(
+        "--stage",
+        choices=STAGES,
+        default="segmented",
+        help="segmented: semantic fields may be empty (default); enriched: they must be filled "
+        "and grounded in the chunk text",
+    )
+    p.add_argument("--json", action="store_true", help="print one machine-readable JSON object")
+    p.add_argument(
+        "--errors-only", action="store_true", help="list only error-level violations"
+    )
+    p.add_argument(
+        "--list-rules", action="store_true", help="print every rule code and exit (PATH ignored)"
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list_rules:
+        if args.json:
+            rules = {c: {"severity": s, "description": d, "kind": k} for c, (s, d, k) in RULES.items()}
+            print(json.dumps(rules, indent=2, ensure_ascii=False))
+        else:
+            for code, (severity, description, kind) in RULES.items():
+                print(f"{code:34} {severity:7} {kind:10} {description}")
+        return EXIT_OK
+    if not args.paths:
+        err("validate: give at least one PATH (a chunk JSONL file or a folder of them)")
+        return EXIT_USAGE
+    report = validate_paths(args.paths, stage=args.stage)
+    shown = report.errors if args.errors_only else report.violations
+    errors, warnings = len(report.errors), len(report.warnings)
+    if report.fatal:
+        code = EXIT_USAGE
+    elif errors:
+        code = EXIT_INVALID
+    else:
+        code = EXIT_OK
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "stage": args.stage,
+                    "files": report.files,
+                    "chunks": report.chunks,
+                    "errors": errors,
+                    "warnings": warnings,
+                    "exit_code": code,
+                    "counts_by_code": _counts(report.violations),
+                    "violations": [v.to_dict() for v in shown],
+                },
+                ensure_ascii=False,
+                indent=1,
+            )
+        )
+    else:
+        for v in shown:
+            print(v)
+        print(
+            f"{len(report.files)} file(s), {report.chunks} chunk(s), stage {args.stage}: "
+            f"{errors} error(s), {warnings} warning(s)"
+        )
+    for v in report.fatal:
+        err(v.message if v.file and v.message.startswith(v.file) else f"{v.file}: {v.message}")
+    return code
+
+
+def _counts(violations) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for v in violations:
+        counts[v.code] = counts.get(v.code, 0) + 1
+    return dict(sorted(counts.items()))
+

@@ -1,0 +1,55 @@
+"""Where the shipped resource folders (``prompts/``, ``schemas/``) live.
+
+Lookup order for ``resource_path(kind, name)``:
+
+1. ``$LETTERCHUNK_RESOURCES/<kind>/<name>`` when the env var is set (read at call time);
+2. ``letterchunk/_resources/<kind>/<name>`` inside the installed package (the wheel
+   force-includes the repo-root ``prompts/`` and ``schemas/`` there, see ``pyproject.toml``);
+3. ``<repo root>/<kind>/<name>`` for an editable install or a source checkout.
+
+A missing file raises :class:`~letterchunk.errors.ConfigError` naming every place looked at.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from .errors import ConfigError
+
+__all__ = ["resource_path", "RESOURCES_ENV"]
+
+RESOURCES_ENV = "LETTERCHUNK_RESOURCES"
+
+Kind = Literal["prompts", "schemas"]
+_KINDS = ("prompts", "schemas")
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _candidates(kind: str) -> list[Path]:
+    override = os.environ.get(RESOURCES_ENV)
+    if override:
+        return [Path(override) / kind]
+    return [_PACKAGE_DIR / "_resources" / kind, _PACKAGE_DIR.parents[1] / kind]
+
+
+def resource_path(kind: Kind, name: str) -> Path:
+    """Path of the shipped resource ``name`` in the ``kind`` folder (``prompts`` or ``schemas``)."""
+    if kind not in _KINDS:
+        raise ValueError(f"resource kind must be one of {_KINDS}, not {kind!r}")
+    if not name or Path(name).is_absolute() or ".." in Path(name).parts:
+        raise ValueError(f"resource name must be a relative path inside {kind}/, not {name!r}")
+    tried = []
+    for folder in _candidates(kind):
+        path = folder / name
+        if path.is_file():
+            return path
+        tried.append(str(path))
+    hint = (
+        f"unset {RESOURCES_ENV} or point it at a folder holding {kind}/{name}"
+        if os.environ.get(RESOURCES_ENV)
+        else "reinstall letterchunk (pip install -e .) so the shipped resources are present"
+    )
+    raise ConfigError(f"resource {kind}/{name} not found (looked at {', '.join(tried)}); {hint}")

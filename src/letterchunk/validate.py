@@ -1,0 +1,1144 @@
+"""Strict, deterministic validator of canonical chunks (seed 000 §0.3, §3.2, §6) and letters.
+
+Three entry points, from the smallest unit up:
+
+- :func:`validate_chunk` — the rules one chunk can answer alone (ids, counts, flags, table
+  consistency, enriched-stage semantics and grounding);
+- :func:`validate_letter` — every chunk rule plus the corpus rules over one letter's chunks
+  (unique ids, parent/child symmetry and nesting, Tier-1 tiling of the cleaned text, id
+  sequences, one letter per file);
+- :func:`validate_path` / :func:`validate_paths` — any chunk JSONL file or folder of them, ours or
+  another tool's.  A malformed line, a wrong type, a missing or extra key becomes a
+  :class:`Violation` naming the file, the line and the field; nothing in the input can make it
+  raise.  The cleaned text is read from ``metadata.source_file`` beside the JSONL and the evidence
+  sidecar ``YYYY.evidence.jsonl`` beside it at stage ``enriched``.
+
+Stages: ``segmented`` (semantic fields may be empty; whatever is filled must still be right) and
+``enriched`` (semantic fields must be filled, grounded in the chunk's own text and consistent).
+
+Every rule has a stable code in :data:`RULES`: ``code -> (severity, description, kind)``.
+``kind`` tells the repair loop what can fix it:
+
+- ``input``      the file or line is unusable as chunk JSONL; nothing to repair in a chunk;
+- ``mechanical`` code can fix it without an LLM (counts, flags, defaults, links, canonical case);
+- ``semantic``   needs the LLM (summaries, titles, concepts, grounding of entities/evidence/years);
+- ``corpus``     a cross-chunk/segmentation problem (sizes, tiling, overlaps, sequences): fix by
+  re-segmenting the letter.
+
+Decisions worth knowing:
+
+- Text matching for grounding normalises whitespace (``\\s+`` -> one space).  Evidence quotes
+  must then appear verbatim (case-sensitive).  Entity names (companies, people) are also
+  case-insensitive, NFKC-normalised and treat curly and straight quotes alike, and must match at
+  word boundaries (``GE`` is not found in ``GEICO``).  Metrics are not checked (they are
+  generic names such as "float").
+- A comparison year is found when the content holds it as a 4-digit number (``1987``, not inside
+  a longer number) or in the apostrophe form (``'87`` / ``’87``).
+- Sentences in ``contextual_summary`` are counted at ``.``/``!``/``?`` followed by whitespace and
+  an upper-case letter, a digit or a quote, skipping common abbreviations (Mr., Inc., U.S., …).
+- ``primary_year != letter_year`` is only a warning: the seed says "usually".
+- Tier-1 minimum sizes are checked on the recomputed token count, never the claimed one.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from .schema import (
+    Chunk,
+    CrossReferences,
+    Entities,
+    Metadata,
+    Principle,
+    SourceSpan,
+    TableData,
+    TemporalReferences,
+)
+from .tokens import count_tokens
+
+__all__ = [
+    "Violation",
+    "Stage",
+    "Severity",
+    "RuleKind",
+    "LetterContext",
+    "RULES",
+    "FATAL_CODES",
+    "UNTITLED",
+    "T1_MIN_TOKENS",
+    "T2_MIN_TOKENS",
+    "T1_MAX_TOKENS",
+    "ValidationReport",
+    "validate_chunk",
+    "validate_letter",
+    "validate_path",
+    "validate_paths",
+    "read_evidence",
+    "normalise_ws",
+]
+
+Stage = Literal["segmented", "enriched"]
+Severity = Literal["error", "warning"]
+RuleKind = Literal["input", "mechanical", "semantic", "corpus"]
+
+STAGES: tuple[str, ...] = ("segmented", "enriched")
+
+# Same text as segment.UNTITLED (kept here so the validator does not import the segmenter).
+UNTITLED = "Untitled section"
+T1_MIN_TOKENS = 250
+T2_MIN_TOKENS = 120
+T1_MAX_TOKENS = 2000
+_EVIDENCE_TYPES = ("mistake_confession", "principle_statement")
+_YEAR_RANGE = (1950, 2100)
+
+E, W = "error", "warning"
+
+# fmt: off
+RULES: dict[str, tuple[Severity, str, RuleKind]] = {
+    # -- the file / line itself ----------------------------------------------------------------
+    "input.missing_path":     (E, "a path given to validate does not exist", "input"),
+    "input.no_jsonl":         (E, "a folder holds no chunk *.jsonl file", "input"),
+    "input.unreadable":       (E, "a file cannot be read, or is binary / not UTF-8 text", "input"),
+    "input.empty":            (E, "a chunk file is empty", "input"),
+    "input.not_jsonl":        (E, "no line of the file is a JSON object: it is not a chunk JSONL file", "input"),
+    "json.malformed":         (E, "a line is not valid JSON", "input"),
+    "json.not_object":        (E, "a line is JSON but not an object", "input"),
+    "json.blank_line":        (W, "a blank line inside a JSONL file", "mechanical"),
+    "source.cleaned_missing": (E, "the cleaned text named by metadata.source_file is not beside the JSONL", "input"),
+    "source.cleaned_unreadable": (E, "the cleaned text file cannot be read as UTF-8", "input"),
+    "evidence.malformed":     (E, "a line of the evidence sidecar is not a valid evidence record", "input"),
+    # -- exact keys and types (§0, §3.2, §6 canonical conformance) ---------------------------------
+    "schema.missing_key":     (E, "a key of §0.1/§0.2 is absent (use the §0.2 default)", "mechanical"),
+    "schema.extra_key":       (E, "a key not in §0 is present", "mechanical"),
+    "schema.type":            (E, "a value has the wrong type (no coercion: \"1\" is not 1, dict is not list)", "semantic"),
+    "schema.enum":            (E, "a value is outside its §0.3 enum", "semantic"),
+    "schema.key_order":       (W, "keys are not in §0.2 order", "mechanical"),
+    "id.pattern":             (E, "chunk_id does not match ^\\d{4}-S\\d+-T[123]-\\d{3}$", "mechanical"),
+    "date.format":            (E, "letter_date is not YYYY-MM-DD", "mechanical"),
+    # -- one chunk --------------------------------------------------------------------------------
+    "id.tier_mismatch":       (E, "the tier in chunk_id differs from metadata.chunk_tier", "mechanical"),
+    "id.year_mismatch":       (E, "the year in chunk_id differs from metadata.letter_year", "mechanical"),
+    "date.invalid":           (E, "letter_date is not a real calendar date", "mechanical"),
+    "date.unknown":           (E, "letter_date is 0000-00-00 without a boundary_note saying why", "mechanical"),
+    "date.year_mismatch":     (W, "letter_date is not in letter_year or the year after", "mechanical"),
+    "year.primary_mismatch":  (W, "temporal_references.primary_year differs from letter_year", "mechanical"),
+    "source.file_name":       (E, "source_file is not a bare file name (no folders, no ..)", "mechanical"),
+    "source.file_convention": (W, "source_file is not YYYY_cleaned.txt", "mechanical"),
+    "content.empty":          (E, "content is empty or whitespace only", "corpus"),
+    "count.chars":            (E, "char_count differs from len(content)", "mechanical"),
+    "count.tokens":           (E, "token_count differs from the o200k_base token count of content", "mechanical"),
+    "span.order":             (E, "source_span is not 0 <= start_char < end_char_exclusive", "mechanical"),
+    "span.unavailable":       (W, "source_span is 0/0 (allowed only when unavailable and noted)", "mechanical"),
+    "span.length":            (E, "end_char_exclusive - start_char differs from len(content)", "mechanical"),
+    "span.out_of_range":      (E, "source_span ends past the end of the cleaned text", "mechanical"),
+    "span.content_mismatch":  (E, "cleaned_text[start_char:end_char_exclusive] differs from content", "mechanical"),
+    "title.empty":            (E, "section_title is empty", "semantic"),
+    "title.untitled":         (E, "section_title is still the segmenter's placeholder at stage enriched", "semantic"),
+    "hierarchy.empty":        (W, "section_hierarchy is empty or has a blank entry", "mechanical"),
+    "content_type.table_outside_t3": (E, "a Tier-1/2 chunk has content_type financial_table", "semantic"),
+    "content_type.t3_not_table": (E, "a Tier-3 chunk does not have content_type financial_table", "mechanical"),
+    "table.financial_without_table": (E, "content_type financial_table without has_table=true and table_data", "mechanical"),
+    "table.has_table_mismatch": (E, "has_table differs from len(table_data) > 0", "mechanical"),
+    "table.row_count":        (E, "table_data[i].row_count differs from len(rows)", "mechanical"),
+    "table.empty":            (E, "a table has no columns or no rows", "mechanical"),
+    "table.row_width":        (W, "a table row has a different number of cells than columns", "mechanical"),
+    "table.name_missing":     (E, "a Tier-3 table_name is empty at stage enriched", "semantic"),
+    "table.summary_missing":  (E, "a Tier-3 table summary is empty at stage enriched", "semantic"),
+    "link.t1_parent":         (E, "a Tier-1 chunk has a parent_chunk_id", "mechanical"),
+    "link.parent_required":   (E, "a Tier-2 chunk has no parent_chunk_id (§2.2: MUST)", "mechanical"),
+    "link.leaf_children":     (E, "a Tier-2/3 chunk lists child_chunk_ids", "mechanical"),
+    "link.self":              (E, "a chunk names itself as parent or child", "mechanical"),
+    "link.id_format":         (E, "a parent/child id is not a chunk id of the same letter", "mechanical"),
+    "link.duplicate_child":   (W, "child_chunk_ids repeats an id", "mechanical"),
+    "exception.reason_missing": (E, "standalone_exception=true without an exception_reason", "semantic"),
+    "exception.reason_without_flag": (W, "exception_reason set while standalone_exception=false", "mechanical"),
+    "exception.priority":     (E, "standalone_exception=true requires retrieval_priority high", "mechanical"),
+    "exception.unneeded":     (W, "standalone_exception=true on a chunk that meets its tier minimum", "mechanical"),
+    "note.blank":             (W, "boundary_note / exception_reason is an empty string instead of null", "mechanical"),
+    "size.t1_min":            (E, "Tier-1 chunk under 250 tokens without standalone_exception", "corpus"),
+    "size.t2_min":            (E, "Tier-2 chunk under 120 tokens without standalone_exception", "corpus"),
+    "size.t1_max":            (W, "Tier-1 chunk over the 2000-token target", "corpus"),
+    "boundary.mid_sentence":  (W, "a Tier-1/2 chunk ends mid-sentence", "corpus"),
+    # -- semantic fields (checked whenever filled; required at stage enriched) ---------------------
+    "summary.missing":        (E, "contextual_summary is empty at stage enriched", "semantic"),
+    "summary.sentences":      (E, "contextual_summary is not 1-3 sentences", "semantic"),
+    "themes.missing":         (W, "themes is empty at stage enriched", "semantic"),
+    "concept.unknown":        (E, "a buffett_concept is not in the controlled vocabulary", "semantic"),
+    "concept.case":           (E, "a buffett_concept differs from the vocabulary only in case/spacing", "mechanical"),
+    "list.duplicate":         (W, "a list field repeats an entry", "mechanical"),
+    "entity.not_found":       (E, "an entity (company/person) is not found in the chunk content", "semantic"),
+    "principle.empty":        (E, "a principle statement is empty", "semantic"),
+    "year.comparison_not_found": (E, "a comparison_year does not appear in the chunk content", "semantic"),
+    "xref.year_range":        (E, "a related_year is not a plausible letter year", "semantic"),
+    "xref.unknown_section":   (E, "related_sections_same_letter names a section this letter does not have", "semantic"),
+    "xref.self_section":      (E, "related_sections_same_letter names the chunk's own section", "semantic"),
+    "evidence.missing":       (E, "mistake_confession/principle_statement without verbatim evidence", "semantic"),
+    "evidence.not_found":     (E, "a content_type evidence quote is not found verbatim in content", "semantic"),
+    "evidence.principle_missing": (E, "a principle has no evidence quote", "semantic"),
+    "evidence.principle_not_found": (E, "a principle's evidence quote is not found verbatim in content", "semantic"),
+    # -- one letter (corpus rules) ----------------------------------------------------------------
+    "corpus.duplicate_id":    (E, "two chunks share a chunk_id", "corpus"),
+    "corpus.no_t1":           (E, "a letter has no Tier-1 chunk", "corpus"),
+    "corpus.overlap":         (E, "Tier-1 chunks (or same-tier siblings) overlap", "corpus"),
+    "corpus.tiling_gap":      (E, "non-whitespace text of the cleaned letter is in no Tier-1 chunk", "corpus"),
+    "corpus.order":           (W, "chunks are not in reading order (start_char, tier, chunk_id)", "mechanical"),
+    "letter.inconsistent":    (E, "chunks of one letter disagree on letter_year / letter_date / source_file", "mechanical"),
+    "id.sequence":            (E, "section indices / sequences are not 1, 2, 3... in reading order", "corpus"),
+    "id.section_mismatch":    (E, "a child's section index differs from its parent's", "corpus"),
+    "link.parent_missing":    (E, "parent_chunk_id names no chunk of the letter", "corpus"),
+    "link.parent_tier":       (E, "parent_chunk_id names a chunk that is not Tier-1", "corpus"),
+    "link.child_missing":     (E, "child_chunk_ids names no chunk of the letter", "corpus"),
+    "link.child_asymmetry":   (E, "parent and child do not list each other", "mechanical"),
+    "link.nesting":           (E, "a child's source_span is not inside its parent's", "corpus"),
+    "evidence.orphan":        (W, "an evidence record names no chunk of the letter", "mechanical"),
+}
+# fmt: on
+
+#: Codes that make the input unusable as a whole (the CLI exits 2 on them).
+FATAL_CODES = frozenset(
+    {"input.missing_path", "input.no_jsonl", "input.unreadable", "input.empty", "input.not_jsonl"}
+)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule.  ``field`` is a dotted path (``metadata.table_data.0.row_count``)."""
+
+    code: str
+    severity: Severity
+    message: str
+    chunk_id: str | None = None
+    field: str | None = None
+    file: str | None = None
+    line: int | None = None
+
+    @property
+    def kind(self) -> RuleKind:
+        return RULES[self.code][2]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "kind": self.kind}
+
+    def __str__(self) -> str:
+        where = f"{self.file or '-'}:{self.line if self.line is not None else '-'}"
+        return (
+            f"{where} {self.chunk_id or '-'} {self.field or '-'} "
+            f"{self.severity} {self.code} {self.message}"
+        )
+
+
+@dataclass
+class LetterContext:
+    """What the letter-level rules need besides the chunks (all optional).
+
+    ``section_titles`` empty -> derived from the Tier-1 chunks; ``vocabulary`` None -> the
+    shipped vocabulary; ``evidence`` is ``chunk_id -> evidence record`` (see
+    :func:`read_evidence`); None means no evidence was recorded.
+    """
+
+    cleaned_text: str | None = None
+    section_titles: list[str] = field(default_factory=list)
+    vocabulary: frozenset[str] | None = None
+    evidence: dict[str, dict] | None = None
+
+
+@dataclass
+class ValidationReport:
+    """Result of :func:`validate_paths`: files read, chunks parsed, violations in file order."""
+
+    files: list[str] = field(default_factory=list)
+    chunks: int = 0
+    violations: list[Violation] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Violation]:
+        return [v for v in self.violations if v.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Violation]:
+        return [v for v in self.violations if v.severity == "warning"]
+
+    @property
+    def fatal(self) -> list[Violation]:
+        return [v for v in self.violations if v.code in FATAL_CODES]
+
+
+def _v(code: str, message: str, **where: Any) -> Violation:
+    return Violation(code, RULES[code][0], message, **where)
+
+
+# --------------------------------------------------------------------------------------------
+# text helpers
+# --------------------------------------------------------------------------------------------
+
+_WS = re.compile(r"\s+")
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
+
+
+def normalise_ws(text: str) -> str:
+    """Collapse every run of whitespace to one space and strip (the evidence-matching form)."""
+    return _WS.sub(" ", text).strip()
+
+
+def _normalise_entity(text: str) -> str:
+    return normalise_ws(unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold())
+
+
+_ABBREV = re.compile(
+    r"(?:\b(?:Mr|Mrs|Ms|Dr|Jr|Sr|St|Inc|Co|Corp|Ltd|No|vs|etc|approx|Bros)|\b[A-Z]|\b(?:[A-Za-z]\.){1,3}[A-Za-z])$"
+)
+_SENTENCE_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(]?[A-Z0-9])")
+
+
+def count_sentences(text: str) -> int:
+    """Sentences in a short summary (see the module docstring for the rule)."""
+    text = normalise_ws(text)
+    if not text:
+        return 0
+    count = 1
+    for m in _SENTENCE_END.finditer(text):
+        if m.group(0).startswith(".") and _ABBREV.search(text[: m.start()]):
+            continue
+        count += 1
+    return count
+
+
+_YEAR4 = re.compile(r"(?<![\d,.])(\d{4})(?![\d])")
+_YEAR2 = re.compile(r"['\u2019](\d{2})(?!\d)")
+
+
+def _years_in(text: str) -> set[int]:
+    years = {int(y) for y in _YEAR4.findall(text)}
+    for yy in _YEAR2.findall(text):
+        years.update((1900 + int(yy), 2000 + int(yy)))
+    return years
+
+
+_TERMINAL = re.compile(r"[.!?:;\"'\u201d\u2019)\]*\-\u2014]\s*$")
+
+
+def _ends_mid_sentence(content: str) -> bool:
+    """True when the last paragraph is prose (>= 8 words) without terminal punctuation."""
+    last = content.rstrip().rsplit("\n\n", 1)[-1]
+    if len(last.split()) < 8:
+        return False  # a header, a signature line, a table row...
+    return not _TERMINAL.search(last)
+
+
+_ID = re.compile(r"^(\d{4})-S(\d+)-T([123])-(\d{3})$")
+
+
+def _parse_id(chunk_id: str) -> tuple[int, int, int, int] | None:
+    m = _ID.match(chunk_id)
+    return (int(m[1]), int(m[2]), int(m[3]), int(m[4])) if m else None
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------------------------
+# one chunk
+# --------------------------------------------------------------------------------------------
+
+
+class _Ctx:
+    """LetterContext resolved once per letter (vocabulary loaded, titles as a set)."""
+
+    def __init__(self, context: LetterContext | None, chunks: Sequence[Chunk] = ()) -> None:
+        context = context or LetterContext()
+        self.cleaned = context.cleaned_text
+        vocab = context.vocabulary
+        if vocab is None:
+            from .vocabulary import load_concepts
+
+            vocab = load_concepts()
+        self.vocab = vocab
+        self.vocab_folded = {normalise_ws(c).casefold(): c for c in vocab}
+        titles = list(context.section_titles)
+        if not titles:
+            titles = [c.metadata.section_title for c in chunks if c.metadata.chunk_tier == 1]
+        self.titles = set(titles)
+        self.evidence = context.evidence
+
+
+def validate_chunk(
+    chunk: Chunk, *, stage: Stage = "segmented", context: LetterContext | None = None
+) -> list[Violation]:
+    """Every rule one chunk can answer alone (span against ``context.cleaned_text`` if given)."""
+    _check_stage(stage)
+    return _check_chunk(chunk, stage, _Ctx(context, [chunk]), count_tokens(chunk.content))
+
+
+def _check_stage(stage: str) -> None:
+    if stage not in STAGES:
+        raise ValueError(f"stage must be one of {STAGES}, not {stage!r}")
+
+
+def _check_chunk(chunk: Chunk, stage: str, ctx: _Ctx, ntokens: int) -> list[Violation]:
+    out: list[Violation] = []
+    cid = chunk.chunk_id
+    md = chunk.metadata
+    content = chunk.content
+    tier = md.chunk_tier
+
+    def add(code: str, message: str, fld: str | None = None) -> None:
+        out.append(_v(code, message, chunk_id=cid, field=fld))
+
+    # ids
+    parsed = _parse_id(cid)
+    if parsed is None:
+        add("id.pattern", f"chunk_id {cid!r} must look like YYYY-S<n>-T<1|2|3>-<nnn>", "chunk_id")
+    else:
+        year, _section, id_tier, _seq = parsed
+        if id_tier != tier:
+            add("id.tier_mismatch", f"chunk_id says T{id_tier} but metadata.chunk_tier is {tier}; "
+                "make them equal", "metadata.chunk_tier")
+        if year != md.letter_year:
+            add("id.year_mismatch", f"chunk_id starts with {year} but letter_year is {md.letter_year}",
+                "metadata.letter_year")
+
+    # date / year / source
+    if md.letter_date == "0000-00-00":
+        if not md.boundary_note:
+            add("date.unknown", "letter_date is 0000-00-00 (unknown): add a boundary_note saying "
+                "the date could not be found (seed §0.3)", "metadata.boundary_note")
+    else:
+        try:
+            date = _dt.date.fromisoformat(md.letter_date)
+        except ValueError:
+            add("date.invalid", f"letter_date {md.letter_date!r} is not a real date; use YYYY-MM-DD "
+                "or 0000-00-00 with a boundary_note", "metadata.letter_date")
+        else:
+            if date.year not in (md.letter_year, md.letter_year + 1):
+                add("date.year_mismatch", f"letter_date {md.letter_date} is not in {md.letter_year} "
+                    f"or {md.letter_year + 1}; check the signature date", "metadata.letter_date")
+    if md.temporal_references.primary_year != md.letter_year:
+        add("year.primary_mismatch", f"primary_year {md.temporal_references.primary_year} differs "
+            f"from letter_year {md.letter_year}", "metadata.temporal_references.primary_year")
+    src = md.source_file
+    if not src or "/" in src or "\\" in src or src in (".", ".."):
+        add("source.file_name", f"source_file {src!r} must be the bare name of the cleaned file "
+            "beside the JSONL, e.g. 1977_cleaned.txt", "metadata.source_file")
+    elif src != f"{md.letter_year}_cleaned.txt":
+        add("source.file_convention", f"source_file {src!r} is not {md.letter_year}_cleaned.txt",
+            "metadata.source_file")
+
+    # content, counts, span
+    if not content.strip():
+        add("content.empty", "content is empty; a chunk must hold text of the letter", "content")
+    if md.char_count != len(content):
+        add("count.chars", f"char_count is {md.char_count}, len(content) is {len(content)}",
+            "metadata.char_count")
+    if md.token_count != ntokens:
+        add("count.tokens", f"token_count is {md.token_count}, o200k_base counts {ntokens}",
+            "metadata.token_count")
+    start, end = md.source_span.start_char, md.source_span.end_char_exclusive
+    span_ok = False
+    if start == 0 and end == 0:
+        if md.boundary_note:
+            add("span.unavailable", "source_span is 0/0: offsets unavailable", "metadata.source_span")
+        else:
+            add("span.order", "source_span is 0/0 without a boundary_note; give the real offsets "
+                "into the cleaned text", "metadata.source_span")
+    elif not 0 <= start < end:
+        add("span.order", f"source_span [{start}, {end}) must satisfy 0 <= start_char < "
+            "end_char_exclusive", "metadata.source_span")
+    elif end - start != len(content):
+        add("span.length", f"source_span covers {end - start} chars but content has {len(content)}",
+            "metadata.source_span")
+    else:
+        span_ok = True
+    if span_ok and ctx.cleaned is not None:
+        if end > len(ctx.cleaned):
+            add("span.out_of_range", f"source_span ends at {end} but the cleaned text has "
+                f"{len(ctx.cleaned)} chars", "metadata.source_span.end_char_exclusive")
+        elif ctx.cleaned[start:end] != content:
+            add("span.content_mismatch", f"cleaned_text[{start}:{end}] is not the chunk content; "
+                "recompute the span from the cleaned file", "metadata.source_span")
+
+    # titles
+    if not md.section_title.strip():
+        add("title.empty", "section_title is empty; give the section's header or a short title",
+            "metadata.section_title")
+    elif stage == "enriched" and md.section_title == UNTITLED:
+        add("title.untitled", f"section_title is still {UNTITLED!r}; give the section a short title",
+            "metadata.section_title")
+    if not md.section_hierarchy or any(not h.strip() for h in md.section_hierarchy):
+        add("hierarchy.empty", "section_hierarchy needs a non-blank path such as ['Letter Body']",
+            "metadata.section_hierarchy")
+
+    # content type and tables
+    ctype = md.content_type
+    if tier in (1, 2) and ctype == "financial_table":
+        add("content_type.table_outside_t3", f"a Tier-{tier} chunk cannot be financial_table; use "
+            "narrative, mistake_confession or principle_statement", "metadata.content_type")
+    if tier == 3 and ctype != "financial_table":
+        add("content_type.t3_not_table", f"Tier-3 chunks are financial_table, not {ctype}",
+            "metadata.content_type")
+    tables = md.table_data
+    if ctype == "financial_table" and not (md.has_table and tables):
+        add("table.financial_without_table", "content_type financial_table needs has_table=true "
+            "and at least one table_data entry", "metadata.table_data")
+    if md.has_table != bool(tables):
+        add("table.has_table_mismatch", f"has_table is {str(md.has_table).lower()} but table_data "
+            f"has {len(tables)} entries; set has_table = len(table_data) > 0", "metadata.has_table")
+    for i, table in enumerate(tables):
+        where = f"metadata.table_data.{i}"
+        if table.row_count != len(table.rows):
+            add("table.row_count", f"row_count is {table.row_count}, rows has {len(table.rows)}",
+                f"{where}.row_count")
+        if not table.columns or not table.rows:
+            add("table.empty", "a table needs columns and at least one row", where)
+        elif any(len(row) != len(table.columns) for row in table.rows):
+            bad = next(j for j, row in enumerate(table.rows) if len(row) != len(table.columns))
+            add("table.row_width", f"row {bad} has {len(table.rows[bad])} cells for "
+                f"{len(table.columns)} columns", f"{where}.rows.{bad}")
+        if stage == "enriched" and tier == 3:
+            if not table.table_name.strip():
+                add("table.name_missing", "give the table a name (its caption or what it shows)",
+                    f"{where}.table_name")
+            if not table.summary.strip():
+                add("table.summary_missing", "give the table a 1-2 sentence summary",
+                    f"{where}.summary")
+
+    # links (single chunk view)
+    parent = md.parent_chunk_id
+    if tier == 1 and parent is not None:
+        add("link.t1_parent", "Tier-1 chunks have parent_chunk_id null", "metadata.parent_chunk_id")
+    if tier == 2 and parent is None:
+        add("link.parent_required", "a Tier-2 chunk must name its Tier-1 parent",
+            "metadata.parent_chunk_id")
+    if tier != 1 and md.child_chunk_ids:
+        add("link.leaf_children", "only Tier-1 chunks list child_chunk_ids",
+            "metadata.child_chunk_ids")
+    if parent == cid or cid in md.child_chunk_ids:
+        add("link.self", "a chunk cannot be its own parent or child", "metadata.parent_chunk_id")
+    for fld, ids in (("metadata.parent_chunk_id", [parent] if parent else []),
+                     ("metadata.child_chunk_ids", md.child_chunk_ids)):
+        for other in ids:
+            p = _parse_id(other)
+            if p is None or p[0] != md.letter_year:
+                add("link.id_format", f"{other!r} is not a chunk id of letter {md.letter_year}", fld)
+    if len(set(md.child_chunk_ids)) != len(md.child_chunk_ids):
+        add("link.duplicate_child", "child_chunk_ids lists an id twice", "metadata.child_chunk_ids")
+
+    # exceptions, notes and sizes
+    if md.standalone_exception:
+        if not (md.exception_reason or "").strip():
+            add("exception.reason_missing", "standalone_exception=true needs a one-sentence "
+                "exception_reason (seed §2.4)", "metadata.exception_reason")
+        if md.retrieval_priority != "high":
+            add("exception.priority", "standalone_exception=true requires retrieval_priority "
+                "'high' (seed §2.4)", "metadata.retrieval_priority")
+    elif md.exception_reason is not None and md.exception_reason.strip():
+        add("exception.reason_without_flag", "exception_reason is set but standalone_exception "
+            "is false; clear one or set the other", "metadata.exception_reason")
+    for fld in ("boundary_note", "exception_reason"):
+        value = getattr(md, fld)
+        if value is not None and not value.strip():
+            add("note.blank", f"{fld} is an empty string; use null", f"metadata.{fld}")
+    minimum = {1: T1_MIN_TOKENS, 2: T2_MIN_TOKENS}.get(tier)
+    if minimum is not None:
+        if ntokens < minimum and not md.standalone_exception:
+            add(f"size.t{tier}_min", f"Tier-{tier} chunk has {ntokens} tokens (< {minimum}) without "
+                "standalone_exception; merge it with a neighbour (seed §2.4)", "content")
+        elif ntokens >= minimum and md.standalone_exception:
+            add("exception.unneeded", f"chunk has {ntokens} tokens (>= {minimum}); "
+                "standalone_exception is not needed", "metadata.standalone_exception")
+        if tier == 1 and ntokens > T1_MAX_TOKENS:
+            add("size.t1_max", f"Tier-1 chunk has {ntokens} tokens (> {T1_MAX_TOKENS}); split the "
+                "section at a paragraph boundary", "content")
+        if content.strip() and _ends_mid_sentence(content):
+            add("boundary.mid_sentence", "the chunk's last paragraph does not end a sentence",
+                "content")
+
+    out.extend(_check_semantics(chunk, stage, ctx))
+    return out
+
+
+def _check_semantics(chunk: Chunk, stage: str, ctx: _Ctx) -> list[Violation]:
+    out: list[Violation] = []
+    cid = chunk.chunk_id
+    md = chunk.metadata
+    enriched = stage == "enriched"
+
+    def add(code: str, message: str, fld: str | None = None) -> None:
+        out.append(_v(code, message, chunk_id=cid, field=fld))
+
+    summary = md.contextual_summary
+    if not summary.strip():
+        if enriched:
+            add("summary.missing", "write a 1-3 sentence contextual_summary that stands alone",
+                "metadata.contextual_summary")
+    else:
+        n = count_sentences(summary)
+        if n > 3:
+            add("summary.sentences", f"contextual_summary has {n} sentences; use 1-3",
+                "metadata.contextual_summary")
+    if enriched and not md.themes:
+        add("themes.missing", "give at least one broad topic tag", "metadata.themes")
+
+    for i, concept in enumerate(md.buffett_concepts):
+        if concept in ctx.vocab:
+            continue
+        canonical = ctx.vocab_folded.get(normalise_ws(concept).casefold())
+        if canonical is not None:
+            add("concept.case", f"{concept!r} must be spelled {canonical!r}",
+                f"metadata.buffett_concepts.{i}")
+        else:
+            add("concept.unknown", f"{concept!r} is not in schemas/buffett_concepts.json; pick a "
+                "listed concept or drop it", f"metadata.buffett_concepts.{i}")
+
+    for fld, values in (
+        ("themes", md.themes),
+        ("buffett_concepts", md.buffett_concepts),
+        ("entities.companies", md.entities.companies),
+        ("entities.people", md.entities.people),
+        ("entities.metrics", md.entities.metrics),
+        ("temporal_references.comparison_years", md.temporal_references.comparison_years),
+        ("cross_references.related_sections_same_letter",
+         md.cross_references.related_sections_same_letter),
+        ("cross_references.related_years", md.cross_references.related_years),
+        ("merged_from", md.merged_from),
+    ):
+        if len(set(values)) != len(values):
+            dup = next(v for v, k in Counter(values).items() if k > 1)
+            add("list.duplicate", f"{dup!r} appears more than once", f"metadata.{fld}")
+
+    names = [("companies", n) for n in md.entities.companies] + [
+        ("people", n) for n in md.entities.people
+    ]
+    if names:
+        folded = _normalise_entity(chunk.content)
+        counters: dict[str, int] = defaultdict(int)
+        for group, name in names:
+            i = counters[group]
+            counters[group] += 1
+            key = _normalise_entity(name)
+            found = bool(key) and re.search(
+                r"(?<!\w)" + re.escape(key) + r"(?!\w)", folded
+            ) is not None
+            if not found:
+                add("entity.not_found", f"{name!r} does not appear in the chunk text; name "
+                    "entities exactly as the text does", f"metadata.entities.{group}.{i}")
+
+    for i, principle in enumerate(md.principles):
+        if not principle.statement.strip():
+            add("principle.empty", "a principle needs a concise statement",
+                f"metadata.principles.{i}.statement")
+
+    comparison = md.temporal_references.comparison_years
+    if comparison:
+        years = _years_in(chunk.content)
+        for i, year in enumerate(comparison):
+            if year not in years:
+                add("year.comparison_not_found", f"{year} does not appear in the chunk text; list "
+                    "only years the text compares", f"metadata.temporal_references.comparison_years.{i}")
+    for i, year in enumerate(md.cross_references.related_years):
+        if not _YEAR_RANGE[0] <= year <= _YEAR_RANGE[1]:
+            add("xref.year_range", f"{year} is not a letter year", f"metadata.cross_references.related_years.{i}")
+
+    for i, title in enumerate(md.cross_references.related_sections_same_letter):
+        fld = f"metadata.cross_references.related_sections_same_letter.{i}"
+        if title == md.section_title:
+            add("xref.self_section", f"{title!r} is this chunk's own section; name other sections", fld)
+        elif ctx.titles and title not in ctx.titles:
+            add("xref.unknown_section", f"{title!r} is not a section title of this letter; choose "
+                "from its section titles", fld)
+
+    if enriched:
+        out.extend(_check_evidence(chunk, ctx))
+    return out
+
+
+def _check_evidence(chunk: Chunk, ctx: _Ctx) -> list[Violation]:
+    out: list[Violation] = []
+    cid = chunk.chunk_id
+    md = chunk.metadata
+    record = (ctx.evidence or {}).get(cid) or {}
+    needs_type = md.content_type in _EVIDENCE_TYPES
+    if not needs_type and not md.principles:
+        return out
+    text = normalise_ws(chunk.content)
+
+    def found(quote: Any) -> bool:
+        q = normalise_ws(quote) if isinstance(quote, str) else ""
+        return bool(q) and q in text
+
+    if needs_type:
+        quotes = record.get("content_type_evidence") or []
+        if not quotes:
+            out.append(_v("evidence.missing", f"content_type {md.content_type} needs the verbatim "
+                          "sentence(s) behind it in the evidence sidecar", chunk_id=cid,
+                          field="metadata.content_type"))
+        for j, quote in enumerate(quotes):
+            if not found(quote):
+                out.append(_v("evidence.not_found", f"evidence quote {_short(quote)} is not in the "
+                              "chunk text; quote it verbatim", chunk_id=cid,
+                              field=f"evidence.content_type_evidence.{j}"))
+    p_quotes = record.get("principle_evidence") or []
+    for i in range(len(md.principles)):
+        quote = p_quotes[i] if i < len(p_quotes) else None
+        if quote is None or not (isinstance(quote, str) and quote.strip()):
+            out.append(_v("evidence.principle_missing", f"principle {i} needs a verbatim evidence "
+                          "sentence from the chunk", chunk_id=cid, field=f"metadata.principles.{i}"))
+        elif not found(quote):
+            out.append(_v("evidence.principle_not_found", f"evidence {_short(quote)} for principle "
+                          f"{i} is not in the chunk text; quote it verbatim", chunk_id=cid,
+                          field=f"evidence.principle_evidence.{i}"))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# one letter
+# --------------------------------------------------------------------------------------------
+
+
+def validate_letter(
+    chunks: Sequence[Chunk], *, stage: Stage = "segmented", context: LetterContext | None = None
+) -> list[Violation]:
+    """Every chunk rule for each chunk, then the corpus rules over the letter.  O(n log n)."""
+    return _validate_letter(chunks, stage, context)
+
+
+def _validate_letter(
+    chunks: Sequence[Chunk],
+    stage: str,
+    context: LetterContext | None,
+    lines: Sequence[int | None] | None = None,
+    file: str | None = None,
+) -> list[Violation]:
+    _check_stage(stage)
+    ctx = _Ctx(context, chunks)
+    out: list[Violation] = []
+    line_of = (lambda i: lines[i]) if lines is not None else (lambda i: None)
+
+    def place(i: int, vs: Iterable[Violation]) -> None:
+        for v in vs:
+            out.append(_replace(v, file=file, line=line_of(i)) if (file or lines) else v)
+
+    def add(i: int, code: str, message: str, fld: str | None = None) -> None:
+        place(i, [_v(code, message, chunk_id=chunks[i].chunk_id, field=fld)])
+
+    for i, chunk in enumerate(chunks):
+        place(i, _check_chunk(chunk, stage, ctx, count_tokens(chunk.content)))
+    if not chunks:
+        return out
+
+    # one letter: same year, date, source file
+    first = chunks[0].metadata
+    for i, chunk in enumerate(chunks[1:], start=1):
+        md = chunk.metadata
+        for fld in ("letter_year", "letter_date", "source_file"):
+            if getattr(md, fld) != getattr(first, fld):
+                add(i, "letter.inconsistent", f"{fld} is {getattr(md, fld)!r} but the letter's "
+                    f"first chunk has {getattr(first, fld)!r}", f"metadata.{fld}")
+
+    # unique ids
+    index: dict[str, int] = {}
+    for i, chunk in enumerate(chunks):
+        if chunk.chunk_id in index:
+            add(i, "corpus.duplicate_id", f"chunk_id also used by the chunk at position "
+                f"{index[chunk.chunk_id] + 1}; ids must be unique", "chunk_id")
+        else:
+            index[chunk.chunk_id] = i
+
+    def span(i: int) -> tuple[int, int]:
+        s = chunks[i].metadata.source_span
+        return s.start_char, s.end_char_exclusive
+
+    # reading order
+    keys = [(span(i)[0], chunks[i].metadata.chunk_tier, chunks[i].chunk_id) for i in range(len(chunks))]
+    for i in range(1, len(chunks)):
+        if keys[i] < keys[i - 1]:
+            add(i, "corpus.order", "chunks must be in reading order (start_char, chunk_tier, "
+                "chunk_id); sort the file", "metadata.source_span.start_char")
+            break
+
+    # parent / child links
+    for i, chunk in enumerate(chunks):
+        md = chunk.metadata
+        parent = md.parent_chunk_id
+        if parent is not None and parent != chunk.chunk_id and _parse_id(parent):
+            j = index.get(parent)
+            if j is None:
+                add(i, "link.parent_missing", f"parent {parent} is not in this letter",
+                    "metadata.parent_chunk_id")
+            else:
+                pmd = chunks[j].metadata
+                if pmd.chunk_tier != 1:
+                    add(i, "link.parent_tier", f"parent {parent} is Tier-{pmd.chunk_tier}; "
+                        "parents are Tier-1", "metadata.parent_chunk_id")
+                if chunk.chunk_id not in pmd.child_chunk_ids:
+                    add(i, "link.child_asymmetry", f"parent {parent} does not list this chunk in "
+                        "child_chunk_ids; add it there", "metadata.parent_chunk_id")
+                ps, pe = span(j)
+                cs, ce = span(i)
+                if not (ps <= cs and ce <= pe):
+                    add(i, "link.nesting", f"span [{cs}, {ce}) is not inside parent {parent}'s "
+                        f"[{ps}, {pe})", "metadata.source_span")
+                pid, cid_ = _parse_id(parent), _parse_id(chunk.chunk_id)
+                if pid and cid_ and pid[1] != cid_[1]:
+                    add(i, "id.section_mismatch", f"chunk is in section S{cid_[1]} but its parent "
+                        f"is in S{pid[1]}", "chunk_id")
+        for child in md.child_chunk_ids:
+            if child == chunk.chunk_id or not _parse_id(child):
+                continue
+            k = index.get(child)
+            if k is None:
+                add(i, "link.child_missing", f"child {child} is not in this letter",
+                    "metadata.child_chunk_ids")
+            elif chunks[k].metadata.parent_chunk_id != chunk.chunk_id:
+                add(i, "link.child_asymmetry", f"child {child} names "
+                    f"{chunks[k].metadata.parent_chunk_id!r} as parent, not this chunk",
+                    "metadata.child_chunk_ids")
+
+    # Tier-1 tiling, overlaps
+    t1 = sorted((i for i in range(len(chunks)) if chunks[i].metadata.chunk_tier == 1), key=span)
+    if not t1:
+        add(0, "corpus.no_t1", "the letter has no Tier-1 chunk; Tier-1 chunks must tile the letter")
+    cleaned = ctx.cleaned
+    prev_end = 0
+    prev: int | None = None
+    for i in t1:
+        s, e = span(i)
+        if e <= s:
+            continue  # span.order already reported
+        if prev is not None and s < prev_end:
+            add(i, "corpus.overlap", f"span [{s}, {e}) overlaps {chunks[prev].chunk_id} (ends at "
+                f"{prev_end})", "metadata.source_span")
+        elif cleaned is not None and cleaned[prev_end:s].strip():
+            add(i, "corpus.tiling_gap", f"cleaned text [{prev_end}, {s}) before this chunk is in no "
+                f"Tier-1 chunk: {_short(cleaned[prev_end:s].strip(), 50)}", "metadata.source_span")
+        if e > prev_end:
+            prev_end, prev = e, i
+    if t1 and cleaned is not None and prev_end <= len(cleaned) and cleaned[prev_end:].strip():
+        add(prev if prev is not None else t1[-1], "corpus.tiling_gap", f"cleaned text after "
+            f"{prev_end} is in no Tier-1 chunk: {_short(cleaned[prev_end:].strip(), 50)}",
+            "metadata.source_span")
+    # same-tier siblings under one parent must not overlap
+    siblings: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for i, chunk in enumerate(chunks):
+        md = chunk.metadata
+        if md.parent_chunk_id and md.chunk_tier == 2:
+            siblings[(md.parent_chunk_id, md.chunk_tier)].append(i)
+    for group in siblings.values():
+        group.sort(key=span)
+        for a, b in zip(group, group[1:]):
+            if span(b)[0] < span(a)[1]:
+                add(b, "corpus.overlap", f"overlaps sibling {chunks[a].chunk_id}", "metadata.source_span")
+
+    # id sequences: sections numbered in reading order, sequences 1..n per (section, tier)
+    parsed = {i: _parse_id(chunks[i].chunk_id) for i in range(len(chunks))}
+    last_section: int | None = None
+    for i in t1:
+        p = parsed[i]
+        if p is None:
+            continue
+        section = p[1]
+        ok = section <= 1 if last_section is None else section in (last_section, last_section + 1)
+        if not ok:
+            add(i, "id.sequence", f"section S{section} follows S{last_section}; number sections "
+                "S1, S2, ... in reading order", "chunk_id")
+        last_section = section if last_section is None else max(last_section, section)
+    groups: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for i in range(len(chunks)):
+        p = parsed[i]
+        if p is not None and index.get(chunks[i].chunk_id) == i:
+            groups[(p[1], p[2])].append(i)
+    for (section, tier), members in groups.items():
+        members.sort(key=lambda i: (span(i), parsed[i][3]))
+        for n, i in enumerate(members, start=1):
+            if parsed[i][3] != n:
+                add(i, "id.sequence", f"expected S{section}-T{tier}-{n:03d} here (sequences run "
+                    "001, 002, ... in reading order)", "chunk_id")
+                break
+
+    if stage == "enriched" and ctx.evidence:
+        for cid in ctx.evidence:
+            if cid not in index:
+                out.append(_v("evidence.orphan", f"evidence record for {cid} names no chunk of "
+                              "this letter", chunk_id=cid, file=file))
+    return out
+
+
+def _replace(v: Violation, **changes: Any) -> Violation:
+    data = asdict(v)
+    data.update({k: val for k, val in changes.items() if data.get(k) is None})
+    return Violation(**data)
+
+
+# --------------------------------------------------------------------------------------------
+# files
+# --------------------------------------------------------------------------------------------
+
+_NESTED: dict[type[BaseModel], dict[str, tuple[type[BaseModel], bool]]] = {
+    Chunk: {"metadata": (Metadata, False)},
+    Metadata: {
+        "table_data": (TableData, True),
+        "entities": (Entities, False),
+        "principles": (Principle, True),
+        "temporal_references": (TemporalReferences, False),
+        "cross_references": (CrossReferences, False),
+        "source_span": (SourceSpan, False),
+    },
+}
+
+
+def _key_violations(obj: dict, model: type[BaseModel], path: str = "") -> list[tuple[str, str, str]]:
+    """(code, field, message) for keys missing (even ones pydantic would default) or out of order."""
+    out: list[tuple[str, str, str]] = []
+    expected = list(model.model_fields)
+    for name in expected:
+        if name not in obj:
+            info = model.model_fields[name]
+            default = (
+                "no default: it must be given"
+                if info.is_required()
+                else f"default {json.dumps(_jsonable(info.get_default(call_default_factory=True)))}"
+            )
+            out.append(("schema.missing_key", path + name,
+                        f"{path + name} is missing; every §0 key must be present ({default})"))
+    present = [k for k in obj if k in model.model_fields]
+    if not any(c == "schema.missing_key" for c, _, _ in out) and present != expected:
+        out.append(("schema.key_order", path.rstrip(".") or "(top level)",
+                    f"keys of {path.rstrip('.') or 'the chunk'} are not in §0.2 order"))
+    for name, (sub, is_list) in _NESTED.get(model, {}).items():
+        value = obj.get(name)
+        if is_list and isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, dict):
+                    out.extend(_key_violations(item, sub, f"{path}{name}.{i}."))
+        elif not is_list and isinstance(value, dict):
+            out.extend(_key_violations(value, sub, f"{path}{name}."))
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+
+
+def _pydantic_violations(exc: ValidationError) -> list[tuple[str, str, str]]:
+    out = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        kind = err["type"]
+        if kind == "missing":
+            code = "schema.missing_key"
+            msg = f"{loc} is missing; every §0 key must be present"
+        elif kind == "extra_forbidden":
+            code = "schema.extra_key"
+            msg = f"{loc} is not a §0 key; remove it (the schema must match exactly)"
+        elif kind == "literal_error":
+            code = "schema.enum"
+            msg = f"{loc}: {err['msg']} (got {_short(err.get('input'))})"
+        elif kind == "string_pattern_mismatch" and loc == "chunk_id":
+            code = "id.pattern"
+            msg = f"chunk_id {_short(err.get('input'))} must match ^\\d{{4}}-S\\d+-T[123]-\\d{{3}}$"
+        elif kind == "string_pattern_mismatch" and loc.endswith("letter_date"):
+            code = "date.format"
+            msg = f"letter_date {_short(err.get('input'))} must be YYYY-MM-DD (0000-00-00 if unknown)"
+        else:
+            code = "schema.type"
+            msg = f"{loc}: {err['msg']} (got {_short(err.get('input'))}); see schemas/chunk.schema.json"
+        out.append((code, loc, msg))
+    return out
+
+
+def _chunk_id_of(obj: dict) -> str | None:
+    cid = obj.get("chunk_id")
+    return cid if isinstance(cid, str) else None
+
+
+def read_evidence(path: str | Path) -> tuple[dict[str, dict], list[Violation]]:
+    """Read an evidence sidecar: ``chunk_id -> record`` plus violations for bad lines."""
+    path = Path(path)
+    out: list[Violation] = []
+    records: dict[str, dict] = {}
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        return records, [_v("evidence.malformed", f"cannot read the evidence sidecar ({exc}); "
+                            "rewrite it as UTF-8 JSONL", file=str(path))]
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            out.append(_v("evidence.malformed", f"not JSON ({exc.msg} at column {exc.colno})",
+                          file=str(path), line=n))
+            continue
+        problem = None
+        if not isinstance(rec, dict) or not isinstance(rec.get("chunk_id"), str):
+            problem = 'each line must be an object with a string "chunk_id"'
+        else:
+            for key in ("content_type_evidence", "principle_evidence"):
+                value = rec.get(key, [])
+                if not isinstance(value, list) or not all(isinstance(q, str) for q in value):
+                    problem = f"{key} must be a list of strings"
+        if problem:
+            out.append(_v("evidence.malformed", problem, file=str(path), line=n,
+                          chunk_id=_chunk_id_of(rec) if isinstance(rec, dict) else None))
+            continue
+        records[rec["chunk_id"]] = rec
+    return records, out
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(f"{path.name.removesuffix('.jsonl')}.evidence.jsonl")
+
+
+def _validate_file(path: Path, stage: str, report: ValidationReport) -> None:
+    fname = str(path)
+    report.files.append(fname)
+    add = report.violations.append
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        add(_v("input.unreadable", f"cannot read the file ({exc.strerror or exc}); check the path "
+               "and its permissions", file=fname))
+        return
+    try:
+        if b"\x00" in data:
+            raise UnicodeDecodeError("utf-8", data, data.index(b"\x00"), data.index(b"\x00") + 1,
+                                     "NUL byte")
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        add(_v("input.unreadable", f"not UTF-8 text (bad byte at offset {exc.start}); pass chunk "
+               "JSONL files (one JSON object per line) such as out/1977.jsonl", file=fname))
+        return
+    if not text.strip():
+        add(_v("input.empty", "the file is empty; re-run `letterchunk segment` to write the chunks",
+               file=fname))
+        return
+
+    pending: list[Violation] = []
+    chunks: list[Chunk] = []
+    lines: list[int] = []
+    json_lines = 0
+    raw_lines = text.split("\n")
+    if raw_lines and raw_lines[-1] == "":
+        raw_lines.pop()
+    for n, raw in enumerate(raw_lines, start=1):
+        if not raw.strip():
+            pending.append(_v("json.blank_line", "blank line; remove it", file=fname, line=n))
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            pending.append(_v("json.malformed", f"not valid JSON ({exc.msg} at column {exc.colno}); "
+                              "each line must hold one complete chunk object", file=fname, line=n))
+            continue
+        except RecursionError:
+            pending.append(_v("json.malformed", "JSON nested too deeply", file=fname, line=n))
+            continue
+        if not isinstance(obj, dict):
+            pending.append(_v("json.not_object", f"line holds a JSON {type(obj).__name__}, not a "
+                              "chunk object", file=fname, line=n))
+            continue
+        json_lines += 1
+        cid = _chunk_id_of(obj)
+        found: dict[tuple[str, str], str] = {}
+        for code, loc, msg in _key_violations(obj, Chunk):
+            found.setdefault((code, loc), msg)
+        try:
+            chunk = Chunk.model_validate(obj)
+        except ValidationError as exc:
+            for code, loc, msg in _pydantic_violations(exc):
+                found.setdefault((code, loc), msg)
+            chunk = None
+        except RecursionError:
+            found.setdefault(("schema.type", "(top level)"), "value nested too deeply")
+            chunk = None
+        for (code, loc), msg in found.items():
+            pending.append(_v(code, msg, chunk_id=cid, field=loc, file=fname, line=n))
+        if chunk is not None:
+            chunks.append(chunk)
+            lines.append(n)
+    if json_lines == 0:
+        add(_v("input.not_jsonl", "no line is a JSON object: this is not a chunk JSONL file; pass the "
+               "YYYY.jsonl files written by `letterchunk segment` (or their folder)", file=fname))
+        return
+    report.violations.extend(pending)
+    report.chunks += len(chunks)
+
+    # one letter per source file (another tool's JSONL may hold several letters)
+    by_source: dict[str, list[int]] = defaultdict(list)
+    for i, chunk in enumerate(chunks):
+        by_source[chunk.metadata.source_file].append(i)
+    evidence: dict[str, dict] | None = None
+    if stage == "enriched":
+        side = _sidecar(path)
+        if side.is_file():
+            evidence, bad = read_evidence(side)
+            report.violations.extend(bad)
+    for source, idx in by_source.items():
+        group = [chunks[i] for i in idx]
+        glines = [lines[i] for i in idx]
+        cleaned: str | None = None
+        if source and "/" not in source and "\\" not in source and source not in (".", ".."):
+            cleaned_path = path.parent / source
+            try:
+                cleaned = cleaned_path.read_bytes().decode("utf-8")
+            except FileNotFoundError:
+                add(_v("source.cleaned_missing", f"{cleaned_path} (metadata.source_file) not found; "
+                       "keep the cleaned text beside the JSONL as `letterchunk segment` writes it, "
+                       "or spans cannot be checked", file=fname, line=glines[0],
+                       field="metadata.source_file"))
+            except (OSError, UnicodeDecodeError) as exc:
+                add(_v("source.cleaned_unreadable", f"{cleaned_path} cannot be read as UTF-8 "
+                       f"({exc}); re-run `letterchunk segment`", file=fname, line=glines[0],
+                       field="metadata.source_file"))
+        if evidence is not None and len(by_source) > 1:
+            ids = {c.chunk_id for c in group}
+            group_evidence = {k: r for k, r in evidence.items() if k in ids}
+        else:
+            group_evidence = evidence
+        context = LetterContext(cleaned_text=cleaned, evidence=group_evidence)
+        report.violations.extend(_validate_letter(group, stage, context, glines, fname))
+
+
+def _collect(path: Path, report: ValidationReport) -> list[Path]:
+    if not path.exists():
+        report.violations.append(_v("input.missing_path", f"{path} does not exist; pass a chunk "
+                                    "JSONL file or a folder of them", file=str(path)))
+        return []
+    if path.is_dir():
+        files = sorted(
+            p for p in path.glob("*.jsonl")
+            if p.is_file() and not p.name.endswith((".evidence.jsonl", ".report.jsonl"))
+        )
+        if not files:
+            report.violations.append(_v("input.no_jsonl", f"{path} holds no chunk *.jsonl file; "
+                                        "run `letterchunk segment LETTERS --out DIR` first",
+                                        file=str(path)))
+        return files
+    return [path]
+
+
+def validate_paths(paths: Iterable[str | Path], *, stage: Stage = "segmented") -> ValidationReport:
+    """Validate chunk JSONL files and folders of them; never raises on bad input."""
+    _check_stage(stage)
+    report = ValidationReport()
+    for p in paths:
+        for f in _collect(Path(p), report):
+            _validate_file(f, stage, report)
+    return report
+
+
+def validate_path(path: str | Path, *, stage: Stage = "segmented") -> list[Violation]:
+    """Violations of one chunk JSONL file or folder of them (see :func:`validate_paths`)."""
+    return validate_paths([path], stage=stage).violations
