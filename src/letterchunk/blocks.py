@@ -1,0 +1,511 @@
+"""Block detection: cleaned letter text -> an ordered list of :class:`Block`.
+
+Every non-blank line of the cleaned text belongs to exactly one block, so chunks made of whole
+blocks tile the letter.  Block spans exclude leading/trailing whitespace.
+
+Kinds and the rule that finds each (general rules, never lists of known titles):
+
+``table``      A run of *table rows* -- lines with a dot leader (``. . . .``, ``.....``,
+               ``……``) followed by a value, or with at least two numeric cells separated by
+               runs of 2+ spaces (column-aligned numbers without leaders) -- plus rule lines
+               (``-----``, ``=====``).  Rows may be separated by up to two blank lines and by up
+               to three non-prose lines (wrapped row labels, sub-totals, ``(in millions)``).
+               Upward it takes column-header lines (cells split by 3+ spaces, or short indented
+               lines) and a caption line directly above (short, no sentence punctuation at the
+               end) -- so a caption that looks like a section header belongs to the table.
+               Downward it takes footnotes that follow within one blank line (``Note``,
+               ``Notes:``, ``Footnote``, ``*``, ``(1)``, ``(a)``).  At least two rows are needed.
+``separator``  A line of asterisks only (``* * *``, ``*   *   *``, ``************``) or of
+               underscores only.  Text directly after it is a new block.
+``signature``  A run of sign-off lines: a personal name, a title (Chairman, President...),
+               ``Sincerely``, ``/s/``, a date -- with at least one name/title line.
+``salutation`` ``To the Shareholders of ...:`` / ``Dear ...,`` on a line of its own.
+``header``     A short line (at most 100 characters, at most 14 words) with letters, no
+               sentence punctuation at the end (a colon or question mark is allowed), starting
+               with a capital, in Title Case or ALL CAPS, preceded by a blank line, a separator,
+               the start, or a line ending a sentence; the next line may be blank or not.
+               Consecutive header lines form one header (a title and its subtitle).
+``list``       Bullet items: a line starting with a bullet glyph (``•``, ``o``, ``Š``, ``‹``,
+               private-use glyphs, ``-``/``–`` followed by spaces) and its continuation lines;
+               items separated by blank lines stay one list.
+``paragraph``  Everything else, split at blank lines AND at a line indented deeper than the
+               paragraph's other lines when the line before ends a sentence (paragraphs that
+               run into each other with no blank line).  Indented quoted prose stays prose: it
+               has no numeric columns.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["Block", "Line", "split_lines", "detect_blocks", "is_table_row", "numeric_cell"]
+
+_SEPARATOR = re.compile(r"^\s*(?:\*\s*){3,}$|^\s*_{5,}\s*$")
+_RULE = re.compile(r"^\s*[-=_]{3,}(?:\s+[-=_]{3,})*\s*$")
+_LEADER = re.compile(r"(?:\.\s?){3,}\.?|…+|(?:\.\s){2,}\.")
+_NUMERIC = re.compile(
+    r"^(?:[$£€]\s*)?[(\-–—+]?\s*(?:[$£€]\s*)?(?:\d[\d,]*(?:\.\d+)?|\.\d+)\s*(?:%|x|pts?\.?)?\)?"
+    r"[%*†]?$"
+)
+_DASH_CELL = re.compile(r"^(?:[-–—]+|-0-|N/?A|n/?a|nil|None|none)$")
+_CELL_SPLIT = re.compile(r"\s{2,}")
+_BULLET = re.compile(r"^\s*(?:[•◦▪■□●○·Š‹›»\uf000-\uf8ff]|o(?=\s+[A-Z(“\"$])|[-–—](?=\s{2,}))\s+\S")
+_SALUTATION = re.compile(r"^\s*(?:To the .{3,80}[:,]|Dear .{2,60}[:,])\s*$")
+_SIG_TITLE = re.compile(
+    r"\b(?:Chairman|Vice Chairman|President|Chief Executive Officer|CEO|Sincerely|Cordially|"
+    r"Yours(?: truly| sincerely)?)\b|^\s*/s/"
+)
+# a personal name as signed: with a middle initial ("Warren E. Buffett") or after "/s/"
+_NAME = re.compile(
+    r"^(?:/s/\s*[A-Z][a-z]+(?: [A-Z]\.)*(?: [A-Z][a-z]+){1,3}|[A-Z][a-z]+(?: [A-Z]\.)+"
+    r"(?: [A-Z][a-z]+){1,2})(?:,? (?:Jr|Sr)\.?)?(?:, [A-Z][A-Za-z ]+)?$"
+)
+_DATE = re.compile(
+    r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
+    r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?\s*(?:\d{1,2}\s*,\s*)?\d{4}\b"
+)
+_FOOTNOTE = re.compile(r"^\s*(?:Notes?\b|Footnotes?\b|\*+\s*\S|\(\d{1,2}\)\s|\([a-z]\)\s|†|Source:)")
+_MINOR = {
+    "a", "an", "and", "as", "at", "but", "by", "for", "from", "in", "into", "is", "of", "on",
+    "or", "the", "to", "vs", "vs.", "with", "versus", "its", "our", "per", "than", "via", "&",
+    "–", "—", "-", "not", "be", "we", "it", "up", "how", "what", "who", "why", "when",
+}  # fmt: skip
+_SENTENCE_END = re.compile(r"[.?!:;][\"'”’)\]]*$|[\"”’]$")
+
+
+@dataclass
+class Line:
+    start: int  # offset of the line's first character in the text
+    end: int  # offset just past the line (before "\n")
+    raw: str
+
+    @property
+    def text(self) -> str:
+        return self.raw.strip()
+
+    @property
+    def blank(self) -> bool:
+        return not self.raw.strip()
+
+    @property
+    def indent(self) -> int:
+        return len(self.raw) - len(self.raw.lstrip())
+
+
+@dataclass
+class Block:
+    kind: str  # paragraph | header | table | list | separator | signature | salutation
+    first: int  # index of first line
+    last: int  # index of last line (inclusive)
+    start: int  # char offset of first non-space character
+    end: int  # char offset just past the last non-space character
+    title: str = ""  # header text, or table caption
+    meta: dict = field(default_factory=dict)
+
+
+def split_lines(text: str) -> list[Line]:
+    out, pos = [], 0
+    for raw in text.split("\n"):
+        out.append(Line(pos, pos + len(raw), raw))
+        pos += len(raw) + 1
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# line predicates
+
+
+def numeric_cell(cell: str) -> bool:
+    c = cell.strip()
+    return bool(c) and (_NUMERIC.match(c) is not None or _DASH_CELL.match(c) is not None)
+
+
+def _cells(s: str) -> list[str]:
+    return [c for c in _CELL_SPLIT.split(s.strip()) if c]
+
+
+def is_table_row(raw: str) -> bool:
+    """A line that is a table row by itself (see module docstring)."""
+    s = raw.strip()
+    if not s or len(s) < 4:
+        return False
+    m = None
+    for m in _LEADER.finditer(s):
+        pass
+    if m is not None:
+        after = s[m.end() :].strip()
+        before = s[: m.start()].strip()
+        if before and (not after or numeric_cell(_cells(after)[0]) or re.match(r"[$(\d-]", after)):
+            # a leader with words after it and no number is an ellipsis in prose
+            if not after or any(numeric_cell(c) for c in _cells(after)) or len(_cells(after)) >= 2:
+                return True
+    cells = _cells(s)
+    if len(cells) < 2:
+        return False
+    nums = sum(numeric_cell(c) for c in cells)
+    if nums >= 2 and numeric_cell(cells[-1]):
+        return True
+    if nums >= 1 and numeric_cell(cells[-1]) and re.search(r"\S\s{3,}\S", s) and len(cells[0]) <= 60:
+        # label + one value, e.g. "Total ...   $ 1,234" with a wide gap
+        words = len(s.split())
+        return words <= 12
+    return False
+
+
+def _is_rule(raw: str) -> bool:
+    return _RULE.match(raw) is not None and not _SEPARATOR.match(raw)
+
+
+def _prose_like(raw: str) -> bool:
+    """A line that reads as running text: long and without column gaps."""
+    s = raw.strip()
+    return len(s) >= 50 and re.search(r"\S\s{3,}\S", s) is None and len(s.split()) >= 8
+
+
+def _header_like_cells(raw: str) -> bool:
+    s = raw.strip()
+    if not s or len(s) > 160:
+        return False
+    parts = [p for p in re.split(r"\s{3,}", s) if p]
+    return len(parts) >= 2 and all(len(p) <= 40 for p in parts)
+
+
+def _title_case(s: str) -> bool:
+    words = re.findall(r"[A-Za-z][A-Za-z'’.&-]*", s)
+    if not words:
+        return False
+    if s.upper() == s and sum(c.isalpha() for c in s) >= 3:
+        return True
+    major = [w for w in words if w.lower() not in _MINOR]
+    if not major:
+        return False
+    caps = sum(w[0].isupper() for w in major)
+    return words[0][0].isupper() and caps / len(major) >= 0.75
+
+
+def _headerish(raw: str) -> bool:
+    s = raw.strip()
+    if not (2 <= len(s) <= 100) or not re.search(r"[A-Za-z]{2}", s):
+        return False
+    if len(s.split()) > 14 or not (s[0].isupper() or s[0] in "“\"'‘(" or s[0].isdigit()):
+        return False
+    if re.search(r"[.,;]$", s) and not re.search(r"\b(?:Inc|Co|Corp|Ltd|etc|No)\.$", s):
+        return False
+    if re.search(r"\s{3,}", s):  # column gaps: a table header, not a title
+        return False
+    if _SALUTATION.match(raw) or _BULLET.match(raw):
+        return False
+    if s.endswith(":") and len(s.split()) > 8:
+        return False
+    if re.search(r"[.,;]$", s):
+        return False
+    return _title_case(s.rstrip(":?"))
+
+
+def _signature_line(raw: str) -> str | None:
+    """'name' | 'title' | 'date' when the line is a sign-off line, else None."""
+    s = raw.strip()
+    if not s or len(s) > 90:
+        return None
+    parts = [p for p in re.split(r"\s{3,}", s) if p]
+    kinds = set()
+    for p in parts:
+        if _DATE.fullmatch(p.rstrip(".")):
+            kinds.add("date")
+        elif _SIG_TITLE.search(p) and len(p.split()) <= 8:
+            kinds.add("title")
+        elif _NAME.match(p) and len(p.split()) <= 5:
+            kinds.add("name")
+        else:
+            return None
+    if "title" in kinds:
+        return "title"
+    if "name" in kinds:
+        return "name"
+    return "date" if kinds else None
+
+
+# --------------------------------------------------------------------------------------------
+# detection
+
+
+def _find_tables(lines: list[Line]) -> list[tuple[int, int]]:
+    n = len(lines)
+    row = [is_table_row(ln.raw) for ln in lines]
+    rule = [_is_rule(ln.raw) for ln in lines]
+    strong = [r or u for r, u in zip(row, rule)]
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < n:
+        if not row[i]:
+            i += 1
+            continue
+        first = last = i
+        nrows = 1
+        j = i + 1
+        while j < n:
+            # look ahead over a gap of blanks (<=2) and soft lines (<=3)
+            k, blanks, soft = j, 0, 0
+            while k < n and not strong[k]:
+                if lines[k].blank:
+                    blanks += 1
+                elif _prose_like(lines[k].raw) or _SEPARATOR.match(lines[k].raw):
+                    break
+                else:
+                    soft += 1
+                if blanks > 2 or soft > 3:
+                    break
+                k += 1
+            if k < n and strong[k] and blanks <= 2 and soft <= 3:
+                if blanks and soft and not _cells_align(lines, first, k):
+                    break
+                last = k
+                nrows += row[k]
+                j = k + 1
+            else:
+                break
+        # footnote / wrapped trailing lines directly after (no blank): "Total" lines etc.
+        if nrows >= 2 or (nrows >= 1 and any(rule[first : last + 1])):
+            spans.append((first, last))
+        i = last + 1
+    # upward extension (column headers, caption) and downward (footnotes)
+    out: list[tuple[int, int]] = []
+    prev_end = -1
+    for first, last in spans:
+        top = first
+        k = first - 1
+        blanks = 0
+        while k > prev_end:
+            raw = lines[k].raw
+            if lines[k].blank:
+                blanks += 1
+                if blanks > 1:
+                    break
+                k -= 1
+                continue
+            headerish_row = _header_like_cells(raw) or _is_rule(raw) or (
+                lines[k].indent >= 8 and len(raw.strip()) <= 60 and not _SENTENCE_END.search(raw.strip())
+            ) or re.fullmatch(r"\s*\([^)]{2,40}\)\s*", raw) is not None
+            if headerish_row and not _prose_like(raw) and _signature_line(raw) is None:
+                top = k
+                blanks = 0
+                k -= 1
+                continue
+            if blanks == 0 and _caption_like(raw):
+                top = k
+            break
+        bottom = last
+        k = last + 1
+        while k < n:
+            kk = k
+            if kk < n and lines[kk].blank:
+                kk += 1
+            if kk < n and _FOOTNOTE.match(lines[kk].raw) and not _SEPARATOR.match(lines[kk].raw):
+                while kk + 1 < n and not lines[kk + 1].blank and not strong[kk + 1]:
+                    if _headerish(lines[kk + 1].raw) and lines[kk + 1].indent == 0 and kk + 2 < n and lines[kk + 2].blank:
+                        break
+                    kk += 1
+                bottom = kk
+                k = kk + 1
+                continue
+            break
+        out.append((top, bottom))
+        prev_end = bottom
+    return out
+
+
+def _cells_align(lines: list[Line], a: int, b: int) -> bool:
+    """Soft lines between table parts separated by blank lines: accept when short."""
+    return all(
+        lines[i].blank or len(lines[i].text) <= 60 or _header_like_cells(lines[i].raw)
+        for i in range(a, b)
+    )
+
+
+def _caption_like(raw: str) -> bool:
+    s = raw.strip()
+    if not s or len(s) > 90 or _prose_like(raw):
+        return False
+    if re.search(r"[.,;:]$", s) and not s.endswith(")"):
+        return False
+    return s[0].isupper() or s[0] in "(“\"'"
+
+
+def detect_blocks(text: str) -> list[Block]:
+    lines = split_lines(text)
+    n = len(lines)
+    kind: list[str | None] = [None] * n
+    for a, b in _find_tables(lines):
+        for i in range(a, b + 1):
+            kind[i] = "table"
+    for i, ln in enumerate(lines):
+        if kind[i] is None and not ln.blank and _SEPARATOR.match(ln.raw):
+            kind[i] = "separator"
+    _mark_signatures(lines, kind)
+    blocks: list[Block] = []
+    i = 0
+    while i < n:
+        ln = lines[i]
+        if ln.blank:
+            i += 1
+            continue
+        k = kind[i]
+        if k in ("table", "signature"):
+            j = i
+            while j + 1 < n and kind[j + 1] == k:
+                j += 1
+            # trim trailing blank lines inside a table run
+            while lines[j].blank:
+                j -= 1
+            blocks.append(_mk(lines, k, i, j))
+            if k == "table":
+                blocks[-1].title = _table_caption(lines, i, j)
+            i = j + 1
+            continue
+        if k == "separator":
+            blocks.append(_mk(lines, "separator", i, i))
+            i += 1
+            continue
+        if _SALUTATION.match(ln.raw):
+            blocks.append(_mk(lines, "salutation", i, i))
+            i += 1
+            continue
+        if _is_header_at(lines, kind, i):
+            j = i
+            while (
+                j + 1 < n
+                and kind[j + 1] is None
+                and not lines[j + 1].blank
+                and _headerish(lines[j + 1].raw)
+                and (j + 2 >= n or lines[j + 2].blank)
+                and len(lines[j + 1].text) <= 80
+            ):
+                j += 1
+            b = _mk(lines, "header", i, j)
+            b.title = " ".join(lines[x].text for x in range(i, j + 1)).rstrip(":")
+            blocks.append(b)
+            i = j + 1
+            continue
+        if _BULLET.match(ln.raw):
+            j = _list_end(lines, kind, i)
+            blocks.append(_mk(lines, "list", i, j))
+            i = j + 1
+            continue
+        # paragraph: until a blank line, another kind, a header, a bullet, or an indent break
+        j = i
+        cont_indent: int | None = None
+        while j + 1 < n:
+            nxt = lines[j + 1]
+            if nxt.blank or kind[j + 1] is not None or _BULLET.match(nxt.raw):
+                break
+            if _SALUTATION.match(nxt.raw):
+                break
+            if _SENTENCE_END.search(lines[j].text):
+                if _is_header_at(lines, kind, j + 1, after_text=True):
+                    break
+                ref = ln.indent if cont_indent is None else cont_indent
+                if nxt.indent >= ref + 2:
+                    break  # paragraphs running into each other: only the indent tells
+            if cont_indent is None:
+                cont_indent = nxt.indent
+            j += 1
+        blocks.append(_mk(lines, "paragraph", i, j))
+        i = j + 1
+    return blocks
+
+
+def _mk(lines: list[Line], kind: str, a: int, b: int) -> Block:
+    first_line, last_line = lines[a], lines[b]
+    start = first_line.start + first_line.indent
+    end = last_line.start + len(last_line.raw.rstrip())
+    return Block(kind=kind, first=a, last=b, start=start, end=end)
+
+
+def _is_header_at(lines: list[Line], kind: list, i: int, after_text: bool = False) -> bool:
+    n = len(lines)
+    if i >= n or kind[i] is not None or lines[i].blank:
+        return False
+    raw = lines[i].raw
+    if not _headerish(raw) or _signature_line(raw) is not None:
+        return False
+    prev_ok = i == 0 or lines[i - 1].blank or kind[i - 1] in ("separator", "table", "signature")
+    if not prev_ok and not after_text:
+        # previous line ends a sentence (a page number between them was removed)
+        prev_ok = _SENTENCE_END.search(lines[i - 1].text) is not None
+    if not prev_ok:
+        return False
+    if i + 1 >= n or lines[i + 1].blank:
+        return True
+    nxt = lines[i + 1]
+    if kind[i + 1] is not None:
+        return kind[i + 1] != "table" or True
+    # no blank after: the next line must look like a paragraph start (indent or longer text)
+    if after_text:
+        return nxt.indent > lines[i].indent or len(nxt.text) > len(lines[i].text) + 20
+    return nxt.indent > lines[i].indent or len(nxt.text) > len(lines[i].text) + 10 or _headerish(nxt.raw)
+
+
+def _list_end(lines: list[Line], kind: list, i: int) -> int:
+    n = len(lines)
+    j = i
+    while j + 1 < n:
+        nxt = lines[j + 1]
+        if kind[j + 1] is not None:
+            break
+        if nxt.blank:
+            k = j + 1
+            while k < n and lines[k].blank:
+                k += 1
+            if k < n and kind[k] is None and _BULLET.match(lines[k].raw) and k - j <= 3:
+                j = k
+                continue
+            break
+        if _is_header_at(lines, kind, j + 1, after_text=True) and _SENTENCE_END.search(lines[j].text):
+            break
+        j += 1
+    return j
+
+
+def _mark_signatures(lines: list[Line], kind: list) -> None:
+    """Mark sign-off runs: sign-off lines, at most one blank line between them, 1-6 lines, with
+    a name and a title or date, or a title and a date."""
+    n = len(lines)
+    i = 0
+    while i < n:
+        if kind[i] is not None or lines[i].blank or _signature_line(lines[i].raw) is None:
+            i += 1
+            continue
+        j, kinds, last = i, [], i
+        while j < n and kind[j] is None:
+            if lines[j].blank:
+                if j + 1 < n and not lines[j + 1].blank and kind[j + 1] is None:
+                    j += 1
+                    continue
+                break
+            s = _signature_line(lines[j].raw)
+            if s is None:
+                break
+            kinds.append(s)
+            last = j
+            j += 1
+        ok = 1 <= len(kinds) <= 6 and (
+            ("name" in kinds and ("title" in kinds or "date" in kinds))
+            or ("title" in kinds and "date" in kinds)
+        )
+        if ok:
+            for x in range(i, last + 1):
+                kind[x] = "signature"
+        i = last + 1
+
+
+def _table_caption(lines: list[Line], a: int, b: int) -> str:
+    """The table's caption: its first line when that line is a title (no numbers in columns)."""
+    for i in range(a, min(b, a + 3) + 1):
+        raw = lines[i].raw
+        if lines[i].blank or _is_rule(raw) or is_table_row(raw):
+            continue
+        if _caption_like(raw) and not _header_like_cells(raw) and not re.fullmatch(r"\s*\(.*\)\s*", raw):
+            return lines[i].text
+        break
+    return ""

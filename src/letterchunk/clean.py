@@ -1,0 +1,294 @@
+"""Cleaner: one raw letter file -> the cleaned text every ``source_span`` indexes.
+
+What :func:`clean_text` changes, exactly (and nothing else):
+
+1. Line endings: ``\\r\\n`` and lone ``\\r`` become ``\\n``.  A form feed (``\\f``) is a page
+   boundary: it becomes a line break.  Other C0 control characters (except ``\\t`` and ``\\n``)
+   and DEL are removed; a UTF-8 byte-order mark at the start is removed.
+2. Trailing spaces and tabs are stripped from every line.
+3. Page-number lines are removed: a line holding nothing but a page number (``7``, ``- 7 -``,
+   ``Page 7``), 1 to 3 digits, that is either indented by at least
+   :data:`PAGE_NUMBER_MIN_INDENT` spaces or stands alone between blank lines / a page boundary.
+4. Running headers and footers are removed: a short line (at most 80 characters, containing a
+   letter) whose text repeats at least :data:`RUNNING_MIN_REPEATS` times and where *every*
+   occurrence sits next to a page boundary (within two non-blank lines of a page-number line or
+   a form feed).  Detection is by repetition, never by a list of known strings, so a one-off
+   letterhead such as ``BERKSHIRE HATHAWAY INC.`` stays.
+5. Blank lines at the start and end of the text are dropped and the text ends with exactly one
+   ``\\n``.
+
+Words are never rewritten: no re-wrapping, no de-hyphenation, no quote normalisation, no repair
+of encoding damage (``31›`` stays ``31›``).  Blank lines inside the text are kept as they are.
+
+Encoding policy of :func:`load_letter`: the file must be UTF-8 (a BOM is allowed).  Anything
+else is refused with an :class:`~letterchunk.errors.InputError` that says how to convert it
+(``iconv -f cp1252 -t utf-8``); no encoding is guessed, so offsets never depend on a guess.
+
+Year and date: :func:`extract_year` takes ``letter_year`` from a ``YYYY`` in the file name,
+else from the content (see there); :func:`extract_date` takes ``letter_date`` from the signature
+block (see there).  When no full date exists the date is ``"0000-00-00"`` and ``date_note``
+says why; the segmenter copies that note into ``boundary_note`` (seed §0.3).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import InputError
+
+__all__ = [
+    "CleanedLetter",
+    "load_letter",
+    "clean_text",
+    "extract_year",
+    "extract_date",
+    "UNKNOWN_DATE",
+    "PAGE_NUMBER_MIN_INDENT",
+    "RUNNING_MIN_REPEATS",
+]
+
+log = logging.getLogger(__name__)
+
+UNKNOWN_DATE = "0000-00-00"
+PAGE_NUMBER_MIN_INDENT = 8
+RUNNING_MIN_REPEATS = 3
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+_PAGE_NUMBER = re.compile(r"^(\s*)(?:[-–—]\s*)?(?:page\s+)?(\d{1,3})(?:\s*[-–—])?\s*$", re.I)
+_FORMFEED_MARK = "\x0c"
+
+
+@dataclass(frozen=True)
+class CleanedLetter:
+    """A cleaned letter: ``text`` is what every chunk's ``source_span`` indexes."""
+
+    year: int
+    date: str
+    date_note: str | None
+    source_path: str
+    text: str
+
+    @property
+    def cleaned_name(self) -> str:
+        return f"{self.year}_cleaned.txt"
+
+
+# --------------------------------------------------------------------------------------------
+# cleaning
+
+
+def _is_page_number(lines: list[str], i: int) -> bool:
+    m = _PAGE_NUMBER.match(lines[i])
+    if not m or lines[i].strip() == "":
+        return False
+    if int(m.group(2)) == 0:
+        return False
+    if len(m.group(1).expandtabs()) >= PAGE_NUMBER_MIN_INDENT:
+        return True
+    prev_blank = i == 0 or lines[i - 1].strip() in ("", _FORMFEED_MARK)
+    next_blank = i + 1 >= len(lines) or lines[i + 1].strip() in ("", _FORMFEED_MARK)
+    return prev_blank and next_blank
+
+
+def _running_lines(lines: list[str], boundary: list[bool]) -> set[str]:
+    """Texts of short lines that repeat and always sit next to a page boundary."""
+    counts = Counter(
+        s for s in (ln.strip() for ln in lines) if s and len(s) <= 80 and re.search(r"[A-Za-z]", s)
+    )
+    repeated = {s for s, n in counts.items() if n >= RUNNING_MIN_REPEATS}
+    if not repeated or not any(boundary):
+        return set()
+    nonblank = [i for i, ln in enumerate(lines) if ln.strip()]
+    pos = {i: k for k, i in enumerate(nonblank)}
+    near: dict[str, bool] = {s: True for s in repeated}
+    for i, ln in enumerate(lines):
+        s = ln.strip()
+        if s not in near or not near[s]:
+            continue
+        k = pos[i]
+        window = nonblank[max(0, k - 2) : k + 3]
+        # a form feed / page number may also be blank-separated: look at raw neighbours too
+        raw = range(max(0, i - 3), min(len(lines), i + 4))
+        if not (any(boundary[j] for j in window) or any(boundary[j] for j in raw)):
+            near[s] = False
+    return {s for s, ok in near.items() if ok}
+
+
+def clean_text(raw: str) -> str:
+    """Clean one letter's raw text (see the module docstring for the exact list of changes)."""
+    text = raw.lstrip("\ufeff")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = text.replace("\f", "\n" + _FORMFEED_MARK + "\n")
+    text = _CONTROL.sub("", text)
+    lines = [ln.rstrip(" \t") for ln in text.split("\n")]
+    page = [ln != _FORMFEED_MARK and _is_page_number(lines, i) for i, ln in enumerate(lines)]
+    boundary = [p or ln == _FORMFEED_MARK for p, ln in zip(page, lines)]
+    running = _running_lines(lines, boundary)
+    kept = [
+        ln
+        for ln, is_page in zip(lines, page)
+        if not is_page and ln != _FORMFEED_MARK and ln.strip() not in running
+    ]
+    while kept and not kept[0].strip():
+        kept.pop(0)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return "\n".join(kept) + "\n" if kept else ""
+
+
+# --------------------------------------------------------------------------------------------
+# year and date
+
+_MONTHS = {
+    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
+    "august": 8, "september": 9, "october": 10, "november": 11, "december": 12,
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9,
+    "sept": 9, "oct": 10, "nov": 11, "dec": 12,
+}  # fmt: skip
+_MONTH_RE = (
+    r"(?P<month>January|February|March|April|May|June|July|August|September|October|November|"
+    r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?"
+)
+_FULL_DATE = re.compile(rf"\b{_MONTH_RE}\s*(?P<day>\d{{1,2}})\s*,\s*(?P<year>(?:19|20)\d\d)\b")
+_MONTH_YEAR = re.compile(rf"\b{_MONTH_RE}\s+(?P<year>(?:19|20)\d\d)\b")
+_SIGNATURE_CUE = re.compile(
+    r"\b(Chairman|Vice Chairman|President|Chief Executive|Sincerely|Cordially|Yours)\b|/s/"
+)
+_NAME_LINE = re.compile(r"^\s{10,}[A-Z][a-z]+(?: [A-Z]\.)?(?: [A-Z][a-z]+)+(?:, [A-Z][a-z]+)?$")
+_YEAR_IN_NAME = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
+_YEAR_IN_TEXT = re.compile(r"(?<![\d,.$])((?:19|20)\d\d)(?![\d,])")
+
+
+def _date_lines(lines: list[str]) -> list[tuple[int, re.Match[str], bool]]:
+    """Lines that hold a date standing alone (possibly beside a name/title across wide space).
+
+    Returns (line index, match, full) where ``full`` is False for a month-and-year-only date.
+    """
+    out = []
+    for i, ln in enumerate(lines):
+        s = ln.strip()
+        if not s or len(s) > 120:
+            continue
+        for rx, full in ((_FULL_DATE, True), (_MONTH_YEAR, False)):
+            m = rx.search(s)
+            if not m:
+                continue
+            before, after = s[: m.start()].rstrip(), s[m.end() :].lstrip(". ")
+            # alone, or separated from the rest of the line by a wide gap (signature columns)
+            ok_before = not before or re.search(r"\S\s{3,}$", s[: m.start()]) is not None
+            ok_after = not after or re.match(r"\s{3,}", s[m.end() :]) is not None
+            if ok_before and ok_after:
+                out.append((i, m, full))
+                break
+    return out
+
+
+def _is_signature_line(ln: str) -> bool:
+    s = ln.strip()
+    return bool(s) and len(s) <= 80 and (
+        _SIGNATURE_CUE.search(s) is not None or _NAME_LINE.match(ln) is not None
+    )
+
+
+def extract_date(text: str) -> tuple[str, str | None]:
+    """``(letter_date, date_note)`` from the signature block of ``text``.
+
+    A date line is a line holding a date alone or beside a name/title across 3+ spaces
+    ("February 25, 2017      Warren E. Buffett"); formats: "March 4, 1986", "March 14,1978",
+    "Feb. 27, 2016".  The first date line within three lines of a signature line (a title such
+    as "Chairman", "/s/", "Sincerely", or an indented personal name) wins; failing that, a date
+    line among the first five non-blank lines (letters dated at the top).  Only a month and a
+    year ("February 2008") is not a date: the result is ``"0000-00-00"`` with a note naming what
+    was found.  No date at all: ``"0000-00-00"`` and a note.
+    """
+    lines = text.split("\n")
+    sig = [i for i, ln in enumerate(lines) if _is_signature_line(ln)]
+    head = [i for i, ln in enumerate(lines) if ln.strip()][:5]
+    partial = None
+    for want_head in (False, True):
+        for i, m, full in _date_lines(lines):
+            if want_head:
+                near = i in head
+            else:
+                near = any(abs(i - j) <= 3 for j in sig)
+            if not near:
+                continue
+            if not full:
+                partial = partial or m.group(0)
+                continue
+            month = _MONTHS[m.group("month").lower()]
+            day, year = int(m.group("day")), int(m.group("year"))
+            if 1 <= day <= 31:
+                return f"{year:04d}-{month:02d}-{day:02d}", None
+    if partial:
+        return UNKNOWN_DATE, (
+            f"Letter date unknown: the signature block gives only '{partial}' (no day)."
+        )
+    return UNKNOWN_DATE, "Letter date unknown: no dated signature block in the letter text."
+
+
+def extract_year(path: str | Path, text: str, date: str = UNKNOWN_DATE) -> int | None:
+    """``letter_year``: a ``YYYY`` (1900-2099) in the file name; else the year before a
+    signature date in January-June (letters are written after the year closes); else the year
+    mentioned most often in the text (ties: the later year).  None when there is no year at all.
+    """
+    m = _YEAR_IN_NAME.search(Path(path).stem)
+    if m:
+        return int(m.group(1))
+    if date != UNKNOWN_DATE:
+        y, mo = int(date[:4]), int(date[5:7])
+        return y - 1 if mo <= 6 else y
+    counts = Counter(int(y) for y in _YEAR_IN_TEXT.findall(text))
+    if not counts:
+        return None
+    return max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
+
+
+# --------------------------------------------------------------------------------------------
+# loading
+
+
+def load_letter(path: str | Path) -> CleanedLetter:
+    """Read, check and clean one letter file.
+
+    Raises :class:`InputError` (naming the file and what to do) when the file cannot be read,
+    is empty, is binary (NUL bytes), is not UTF-8, holds no text after cleaning, or has no
+    recognisable year.
+    """
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise InputError(p, f"cannot read the file ({exc.strerror}); check the path") from exc
+    if not data.strip():
+        raise InputError(p, "the file is empty; pass a letter text file with content")
+    if b"\x00" in data:
+        raise InputError(
+            p, "the file looks binary (it contains NUL bytes); pass a plain-text letter (.txt)"
+        )
+    try:
+        raw = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            p,
+            f"the file is not UTF-8 (invalid byte at offset {exc.start}); convert it first, "
+            f"e.g. `iconv -f cp1252 -t utf-8 {p.name} > fixed.txt`",
+        ) from exc
+    text = clean_text(raw)
+    if not text.strip():
+        raise InputError(p, "the file holds no text after cleaning; pass a letter text file")
+    date, note = extract_date(text)
+    year = extract_year(p, text, date)
+    if year is None:
+        raise InputError(
+            p,
+            "no letter year found (none in the file name or the text); "
+            "rename the file to YYYY.txt, e.g. 1986.txt",
+        )
+    if date != UNKNOWN_DATE and int(date[:4]) not in (year, year + 1):
+        log.warning("%s: signature date %s does not follow letter year %d", p, date, year)
+    return CleanedLetter(year=year, date=date, date_note=note, source_path=str(p), text=text)

@@ -1,0 +1,92 @@
+"""``letterchunk segment PATH... --out DIR [--tier2]``.
+
+PATH is a letter file or a folder.  In a folder only ``*.txt`` files are letters; any other file
+(``TRAPS.md``, ``.DS_Store``) is skipped and named on stderr, so nothing is skipped silently.
+For each letter it writes ``DIR/YYYY_cleaned.txt`` and ``DIR/YYYY.jsonl`` atomically.  A letter
+that cannot be used (empty, binary, not UTF-8, no year, missing) is reported on stderr with what
+to do; the other letters are still written, and the exit code is 2 at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..clean import load_letter
+from ..errors import InputError
+from ..io import atomic_write_lines, atomic_write_text
+from ..schema import dump_chunk
+from ..segment import segment_letter
+
+EXIT_OK, EXIT_USAGE = 0, 2
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "segment",
+        help="clean letters and cut them into canonical chunks (rule-based, no LLM)",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="letter file (.txt) or folder of them")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--tier2", action="store_true", help="also emit Tier-2 paragraph sub-chunks")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    p.set_defaults(func=run)
+
+
+def _letters(paths: list[str]) -> tuple[list[Path], list[str]]:
+    files: list[Path] = []
+    problems: list[str] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            for f in sorted(p.iterdir()):
+                if f.is_file() and f.suffix.lower() == ".txt":
+                    files.append(f)
+                elif f.is_file():
+                    print(f"letterchunk: skipping {f}: not a letter (*.txt)", file=sys.stderr)
+        elif p.is_file():
+            files.append(p)
+        else:
+            problems.append(f"{p}: no such file or folder; check the path")
+    return files, problems
+
+
+def run(args: argparse.Namespace) -> int:
+    files, problems = _letters(args.paths)
+    out = Path(args.out)
+    years: dict[int, Path] = {}
+    written = 0
+    for f in files:
+        try:
+            letter = load_letter(f)
+        except InputError as exc:
+            problems.append(str(exc))
+            continue
+        if letter.year in years:
+            problems.append(
+                f"{f}: letter year {letter.year} already taken by {years[letter.year]}; "
+                "pass only one letter per year (rename or remove one of them)"
+            )
+            continue
+        years[letter.year] = f
+        chunks = segment_letter(letter, tier2=args.tier2)
+        atomic_write_text(out / letter.cleaned_name, letter.text)
+        atomic_write_lines(out / f"{letter.year}.jsonl", [dump_chunk(c) for c in chunks])
+        written += 1
+        if not args.quiet:
+            n1 = sum(c.metadata.chunk_tier == 1 for c in chunks)
+            print(
+                f"{f} -> {out / f'{letter.year}.jsonl'} ({len(chunks)} chunks, {n1} tier-1)",
+                file=sys.stderr,
+            )
+    for msg in problems:
+        print(f"letterchunk: error: {msg}", file=sys.stderr)
+    if not files and not problems:
+        print("letterchunk: error: no letter files (*.txt) found in the given paths", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.quiet:
+        print(f"{written} letter(s) written to {out}/", file=sys.stderr)
+    return EXIT_USAGE if problems else EXIT_OK

@@ -1,0 +1,482 @@
+"""Rule-based pre-segmenter: a :class:`~letterchunk.clean.CleanedLetter` -> canonical chunks.
+
+Pipeline (deterministic; no LLM):
+
+1. :func:`letterchunk.blocks.detect_blocks` finds paragraphs, headers, tables, lists,
+   separators, salutations and sign-offs.
+2. **Sections.**  A new semantic section starts at every header, at every asterisk separator
+   (the separator opens the new section), and at a salutation that follows content (front
+   matter such as the performance table ends there).  A section's title is its header; a
+   section opened by a separator or with no header gets :data:`UNTITLED`, except one that
+   opens with a captioned table, which takes the caption.  Hierarchy: ``["Front Matter", t]``
+   before the salutation, ``["Letter Body", t]`` (``["Letter Body", header, t]`` for an
+   untitled part of a headed section), ``["Appendix", t]`` after the first sign-off.
+3. **Rule B / 7 (stubs).**  Sections under :data:`T1_MIN` tokens are merged: *forward* when the
+   section is a setup (it has a header, ends with a colon, or is the first section), *backward*
+   when it reads as an afterthought (untitled, or the last section of the letter).  Merging
+   prefers neighbours in the same part (front matter / body / appendix).  The merged chunk's
+   title joins the titled parts (``"A / B"``); ``merged_from`` names the absorbed sections and
+   ``boundary_note`` says what was merged and why (rule 8).
+4. **Splitting (rule C, rules 1/2/3/5/6).**  A section over :data:`T1_MAX` tokens is split at
+   unit boundaries into ``-001``, ``-002``…  A unit never splits: a header is glued to the block
+   after it; a paragraph ending in a colon or a one-sentence transition is glued forward; a
+   table is glued to its lead-in paragraph and to one paragraph of interpretation; a sign-off is
+   glued backward.  Split points are chosen by dynamic programming for even parts, every part
+   at least :data:`T1_MIN` tokens, so no tail fragment exists.
+5. **Tier 3.**  Every table becomes a ``financial_table`` chunk spanning lead-in + table +
+   interpretation inside its Tier-1 parent; ``table_data`` is parsed by
+   :func:`letterchunk.tables.parse_table`.
+6. **Tier 2** (``tier2=True``): paragraphs of a Tier-1 chunk grouped to at least
+   :data:`T2_MIN` tokens with the pairing rule (short setup paragraphs pair forward, short
+   closing ones backward); tables are left to Tier 3.
+
+Tier-1 chunks tile the letter: each spans its first block's first character to its last
+block's last character, so only whitespace lies between neighbours.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from .blocks import Block, detect_blocks, split_lines
+from .clean import UNKNOWN_DATE, CleanedLetter
+from .schema import Chunk, Metadata, SourceSpan, TableData, TemporalReferences
+from .tables import parse_table
+from .tokens import count_tokens
+
+__all__ = ["UNTITLED", "T1_MIN", "T1_MAX", "T2_MIN", "segment_letter", "section_titles"]
+
+UNTITLED = "Untitled section"
+T1_MIN, T1_MAX, T1_IDEAL = 250, 2000, 1200
+T2_MIN, T2_MAX = 120, 500
+
+_SENT_END = re.compile(r"[.?!][\"'”’)\]]*\s")
+
+
+@dataclass
+class _Section:
+    blocks: list[Block]
+    title: str
+    part: str  # "Front Matter" | "Letter Body" | "Appendix"
+    parent_title: str | None = None
+    titled: bool = False
+    merged_from: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    tokens: int = 0
+
+    @property
+    def descriptor(self) -> str:
+        return self.title if self.titled else f"{self.title} ({self.part.lower()})"
+
+
+@dataclass
+class _Unit:
+    blocks: list[Block]
+    tokens: int
+
+
+def section_titles(chunks: list[Chunk]) -> list[str]:
+    """Distinct Tier-1 section titles, in reading order."""
+    seen: list[str] = []
+    for c in chunks:
+        if c.metadata.chunk_tier == 1 and c.metadata.section_title not in seen:
+            seen.append(c.metadata.section_title)
+    return seen
+
+
+# --------------------------------------------------------------------------------------------
+# sections
+
+
+def _sections(text: str, blocks: list[Block]) -> list[_Section]:
+    sections: list[_Section] = []
+    has_salutation = any(b.kind == "salutation" for b in blocks)
+    part = "Front Matter" if has_salutation else "Letter Body"
+    signed = False
+    cur: _Section | None = None
+    last_header: str | None = None
+
+    def open_(title: str, titled: bool, parent: str | None) -> _Section:
+        s = _Section(blocks=[], title=title, part=part, parent_title=parent, titled=titled)
+        sections.append(s)
+        return s
+
+    for b in blocks:
+        if b.kind == "salutation":
+            if part == "Front Matter":
+                part = "Letter Body"
+                if cur is not None and cur.blocks:
+                    cur = open_(UNTITLED, False, None)
+                    last_header = None
+        if signed and b.kind not in ("signature",) and part != "Appendix":
+            part = "Appendix"
+            cur = None
+            last_header = None
+        if b.kind == "header":
+            cur = open_(b.title, True, None)
+            last_header = b.title
+        elif b.kind == "separator":
+            cur = open_(UNTITLED, False, last_header)
+        elif cur is None:
+            cur = open_(UNTITLED, False, None)
+        cur.blocks.append(b)
+        if b.kind == "signature":
+            signed = True
+    for s in sections:
+        if not s.titled:
+            first = next((b for b in s.blocks if b.kind != "separator"), None)
+            if first is not None and first.kind == "table" and first.title:
+                s.title, s.titled = first.title, True
+    return sections
+
+
+def _hierarchy(s: _Section) -> list[str]:
+    if s.part != "Letter Body":
+        return [s.part, s.title]
+    if s.parent_title and not s.titled and s.parent_title != s.title:
+        return ["Letter Body", s.parent_title, s.title]
+    return ["Letter Body", s.title]
+
+
+def _is_setup(s: _Section, text: str) -> bool:
+    last = next((b for b in reversed(s.blocks) if b.kind != "separator"), None)
+    return last is not None and text[last.start : last.end].rstrip().endswith(":")
+
+
+def _merge_short(sections: list[_Section], text: str) -> list[_Section]:
+    secs = list(sections)
+    while len(secs) > 1:
+        idx = next((i for i, s in enumerate(secs) if s.tokens < T1_MIN), None)
+        if idx is None:
+            break
+        s = secs[idx]
+        has_prev, has_next = idx > 0, idx + 1 < len(secs)
+        same_prev = has_prev and secs[idx - 1].part == s.part
+        same_next = has_next and secs[idx + 1].part == s.part
+        if not has_prev:
+            forward, why = True, "it opens the letter"
+        elif not has_next:
+            forward, why = False, "it closes the letter"
+        elif _is_setup(s, text):
+            forward, why = True, "it is a lead-in ending in a colon"
+        elif same_next and not same_prev:
+            forward, why = True, "it opens its part of the letter"
+        elif same_prev and not same_next:
+            forward, why = False, "it closes its part of the letter"
+        elif s.titled:
+            forward, why = True, "a header with a short body sets up what follows"
+        else:
+            forward, why = False, "an untitled short passage reads as an afterthought"
+        if forward:
+            a, b = s, secs[idx + 1]
+            j = idx
+        else:
+            a, b = secs[idx - 1], s
+            j = idx - 1
+        merged = _combine(a, b, s, forward, why)
+        secs[j : j + 2] = [merged]
+    return secs
+
+
+def _combine(a: _Section, b: _Section, short: _Section, forward: bool, why: str) -> _Section:
+    titles = [x for x in (a.title, b.title) if x != UNTITLED]
+    for x in (a, b):
+        if x.titled is False:
+            continue
+    titled_parts = [t for t, x in ((a.title, a), (b.title, b)) if x.titled]
+    title = " / ".join(dict.fromkeys(titled_parts)) if titled_parts else UNTITLED
+    del titles
+    base = a if a.tokens >= b.tokens else b
+    other = b if base is a else a
+    s = _Section(
+        blocks=a.blocks + b.blocks,
+        title=title,
+        part=a.part,
+        parent_title=a.parent_title if a.part == b.part else None,
+        titled=bool(titled_parts),
+        merged_from=a.merged_from + b.merged_from + [other.descriptor],
+        notes=a.notes + b.notes,
+        tokens=a.tokens + b.tokens,
+    )
+    direction = "forward" if forward else "backward"
+    s.notes.append(
+        f"Short section '{short.descriptor}' ({short.tokens} tokens) merged {direction}: {why}."
+    )
+    return s
+
+
+# --------------------------------------------------------------------------------------------
+# units and splitting
+
+
+def _one_sentence(t: str) -> bool:
+    return len(_SENT_END.findall(t.strip() + " ")) <= 1
+
+
+def _units(s: _Section, text: str, tok: dict[int, int]) -> list[_Unit]:
+    bl = s.blocks
+    n = len(bl)
+    glue_next = [False] * n  # block i is glued to block i+1
+    for i, b in enumerate(bl[:-1]):
+        nxt = bl[i + 1]
+        body = text[b.start : b.end]
+        if b.kind in ("header", "separator", "salutation"):
+            glue_next[i] = True
+        elif nxt.kind == "signature":
+            glue_next[i] = True
+        elif b.kind == "table" and nxt.kind == "paragraph":
+            glue_next[i] = True  # interpretation
+        elif nxt.kind in ("table", "list") and b.kind == "paragraph":
+            glue_next[i] = True  # lead-in
+        elif b.kind in ("paragraph", "list") and body.rstrip().endswith(":"):
+            glue_next[i] = True
+        elif b.kind == "paragraph" and _one_sentence(body) and tok[i] < 60:
+            glue_next[i] = True  # rule 6: one-sentence transitions go forward
+    units: list[_Unit] = []
+    cur: list[int] = []
+    for i in range(n):
+        cur.append(i)
+        if not glue_next[i]:
+            units.append(_Unit([bl[k] for k in cur], sum(tok[k] for k in cur)))
+            cur = []
+    if cur:
+        units.append(_Unit([bl[k] for k in cur], sum(tok[k] for k in cur)))
+    return units
+
+
+def _split(units: list[_Unit]) -> list[list[_Unit]]:
+    total = sum(u.tokens for u in units)
+    if total <= T1_MAX or len(units) == 1:
+        return [units]
+    k = math.ceil(total / T1_MAX)
+    ideal = max(T1_MIN, total / k)
+    n = len(units)
+    pre = [0]
+    for u in units:
+        pre.append(pre[-1] + u.tokens)
+    inf = float("inf")
+    best = [inf] * (n + 1)
+    back = [0] * (n + 1)
+    best[0] = 0.0
+    for j in range(1, n + 1):
+        for i in range(j - 1, -1, -1):
+            t = pre[j] - pre[i]
+            if t > 3 * T1_MAX and j - i > 1:
+                break
+            if best[i] == inf:
+                continue
+            cost = (t - ideal) ** 2
+            if t < T1_MIN:
+                cost += 1e12
+            if t > T1_MAX and j - i > 1:
+                cost += 1e9 + (t - T1_MAX) * 1e6
+            c = best[i] + cost + 1e5  # each extra part costs a little: prefer fewer, larger
+            if c < best[j]:
+                best[j], back[j] = c, i
+    parts = []
+    j = n
+    while j > 0:
+        i = back[j]
+        parts.append(units[i:j])
+        j = i
+    return parts[::-1]
+
+
+# --------------------------------------------------------------------------------------------
+# chunk construction
+
+
+def _meta(letter: CleanedLetter, **kw) -> Metadata:
+    note = kw.pop("boundary_note", None)
+    if letter.date == UNKNOWN_DATE and letter.date_note:
+        note = f"{note} {letter.date_note}".strip() if note else letter.date_note
+    content = kw.pop("content")
+    return Metadata(
+        letter_year=letter.year,
+        letter_date=letter.date,
+        source_file=letter.cleaned_name,
+        temporal_references=TemporalReferences(primary_year=letter.year),
+        token_count=count_tokens(content),
+        char_count=len(content),
+        boundary_note=note,
+        **kw,
+    )
+
+
+def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]:
+    """Canonical chunks of ``letter`` (Tier 1 and 3; Tier 2 too when ``tier2``).
+
+    Output order: by ``(start_char, chunk_tier, chunk_id)``.  Semantic fields keep the schema
+    defaults; they are for the LLM stage to fill.
+    """
+    text = letter.text
+    blocks = detect_blocks(text)
+    if not blocks:
+        return []
+    tok_of = {id(b): count_tokens(text[b.start : b.end]) for b in blocks}
+    sections = _sections(text, blocks)
+    for s in sections:
+        s.tokens = sum(tok_of[id(b)] for b in s.blocks)
+    sections = _merge_short(sections, text)
+    lines = split_lines(text) if any(b.kind == "table" for b in blocks) else []
+    year = letter.year
+    out: list[Chunk] = []
+    for n_sec, s in enumerate(sections, start=1):
+        toks = {i: tok_of[id(b)] for i, b in enumerate(s.blocks)}
+        parts = _split(_units(s, text, toks))
+        hierarchy = _hierarchy(s)
+        t3_seq = t2_seq = 0
+        for n_part, part in enumerate(parts, start=1):
+            pblocks = [b for u in part for b in u.blocks]
+            start, end = pblocks[0].start, pblocks[-1].end
+            content = text[start:end]
+            t1_id = f"{year}-S{n_sec}-T1-{n_part:03d}"
+            notes = list(s.notes) if n_part == 1 else []
+            if len(parts) > 1:
+                notes.append(
+                    f"Section over {T1_MAX} tokens split at paragraph boundaries "
+                    f"(part {n_part} of {len(parts)})."
+                )
+            short_note = None
+            if len(sections) == 1 and len(parts) == 1 and count_tokens(content) < T1_MIN:
+                short_note = "The whole letter is shorter than the Tier-1 minimum; kept as one chunk."
+                notes.append(short_note)
+            children: list[Chunk] = []
+            tables: list[TableData] = []
+            for bi, b in enumerate(pblocks):
+                if b.kind != "table":
+                    continue
+                t3_seq += 1
+                tstart = b.start
+                tend = b.end
+                if bi > 0 and pblocks[bi - 1].kind in ("paragraph", "list"):
+                    tstart = pblocks[bi - 1].start
+                    if bi > 1 and pblocks[bi - 2].kind == "header":
+                        tstart = pblocks[bi - 2].start
+                elif bi > 0 and pblocks[bi - 1].kind == "header":
+                    tstart = pblocks[bi - 1].start
+                if bi + 1 < len(pblocks) and pblocks[bi + 1].kind == "paragraph":
+                    tend = pblocks[bi + 1].end
+                line_start = lines[b.first].start
+                columns, rows = parse_table(text[line_start : b.end], b.title)
+                name = b.title or f"{s.title} – table {t3_seq}"
+                td = TableData(
+                    table_name=name, summary="", columns=columns, rows=rows, row_count=len(rows)
+                )
+                tables.append(td)
+                tcontent = text[tstart:tend]
+                children.append(
+                    Chunk(
+                        chunk_id=f"{year}-S{n_sec}-T3-{t3_seq:03d}",
+                        content=tcontent,
+                        metadata=_meta(
+                            letter,
+                            content=tcontent,
+                            section_title=s.title,
+                            section_hierarchy=["Tables", s.title],
+                            chunk_tier=3,
+                            parent_chunk_id=t1_id,
+                            content_type="financial_table",
+                            has_table=True,
+                            table_data=[td],
+                            has_financial_data=True,
+                            retrieval_priority="high",
+                            abstraction_level="low",
+                            source_span=SourceSpan(start_char=tstart, end_char_exclusive=tend),
+                        ),
+                    )
+                )
+            if tier2:
+                for gstart, gend, gnote in _tier2_groups(pblocks, text, tok_of):
+                    if gstart == start and gend == end:
+                        continue
+                    t2_seq += 1
+                    c2 = text[gstart:gend]
+                    children.append(
+                        Chunk(
+                            chunk_id=f"{year}-S{n_sec}-T2-{t2_seq:03d}",
+                            content=c2,
+                            metadata=_meta(
+                                letter,
+                                content=c2,
+                                section_title=s.title,
+                                section_hierarchy=hierarchy,
+                                chunk_tier=2,
+                                parent_chunk_id=t1_id,
+                                content_type="narrative",
+                                boundary_note=gnote,
+                                source_span=SourceSpan(start_char=gstart, end_char_exclusive=gend),
+                            ),
+                        )
+                    )
+            out.append(
+                Chunk(
+                    chunk_id=t1_id,
+                    content=content,
+                    metadata=_meta(
+                        letter,
+                        content=content,
+                        section_title=s.title,
+                        section_hierarchy=hierarchy,
+                        chunk_tier=1,
+                        child_chunk_ids=[c.chunk_id for c in children],
+                        content_type="narrative",
+                        has_table=bool(tables),
+                        table_data=tables,
+                        has_financial_data=bool(tables),
+                        boundary_note=" ".join(notes) or None,
+                        merged_from=list(s.merged_from) if n_part == 1 else [],
+                        source_span=SourceSpan(start_char=start, end_char_exclusive=end),
+                    ),
+                )
+            )
+            out.extend(children)
+    out.sort(key=lambda c: (c.metadata.source_span.start_char, c.metadata.chunk_tier, c.chunk_id))
+    return out
+
+
+def _tier2_groups(pblocks: list[Block], text: str, tok_of: dict) -> list[tuple[int, int, str | None]]:
+    """Pairing rule (§2.2) over the non-table blocks of one Tier-1 chunk."""
+    runs: list[list[Block]] = [[]]
+    for b in pblocks:
+        if b.kind == "table":
+            runs.append([])
+        else:
+            runs[-1].append(b)
+    groups: list[tuple[int, int, str | None]] = []
+    for run in runs:
+        # a header/separator never stands alone: it rides with the next block
+        items: list[list[Block]] = []
+        carry: list[Block] = []
+        for b in run:
+            carry.append(b)
+            if b.kind not in ("header", "separator", "salutation"):
+                items.append(carry)
+                carry = []
+        if carry:
+            if items:
+                items[-1].extend(carry)
+            else:
+                items.append(carry)
+        cur: list[Block] = []
+        cur_tok = 0
+        merged: list[tuple[list[Block], int, bool]] = []
+        for it in items:
+            t = sum(tok_of[id(b)] for b in it)
+            cur.extend(it)
+            cur_tok += t
+            if cur_tok >= T2_MIN:
+                merged.append((cur, cur_tok, len(cur) > len(it)))
+                cur, cur_tok = [], 0
+        if cur:
+            if merged:  # concluding short paragraph(s): pair backward
+                last, lt, _ = merged[-1]
+                merged[-1] = (last + cur, lt + cur_tok, True)
+            else:
+                continue  # the whole run is under the minimum: no Tier-2 chunk
+        for grp, _, paired in merged:
+            note = "Short paragraph paired with its neighbour (pairing rule)." if paired else None
+            groups.append((grp[0].start, grp[-1].end, note))
+    return groups
