@@ -1,0 +1,172 @@
+"""enrich: narrowed response models, message layout, apply_enrichment, evidence records."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from letterchunk.enrich import (
+    UNTITLED,
+    Enrichment,
+    PromptContext,
+    TableEnrichment,
+    apply_enrichment,
+    build_messages,
+    evidence_record,
+    response_model_for,
+    years_in_text,
+)
+from letterchunk.validate import LetterContext, validate_chunk
+
+VOCAB = frozenset({"float economics", "circle of competence", "intrinsic value",
+                   "underwriting discipline"})
+QUOTE = ("We never buy a business whose economics we cannot understand, and we stay inside our "
+         "circle of competence even when a clever story tempts us to wander outside it.")
+
+
+def ctx_for(letter) -> PromptContext:
+    return PromptContext.for_letter(1987, ["Performance", "Insurance Operations"], VOCAB)
+
+
+def narrative_answer(**over) -> dict:
+    answer = {
+        "contextual_summary": "Berkshire's 1987 gain in net worth. Why intrinsic value matters.",
+        "themes": ["performance"],
+        "buffett_concepts": ["intrinsic value", "circle of competence"],
+        "entities": {"companies": [], "people": ["Charlie Munger"], "metrics": ["book value"]},
+        "principles": [{"statement": "Invest only in businesses you understand.",
+                        "category": "valuation", "evidence": QUOTE}],
+        "content_type": "principle_statement",
+        "content_type_evidence": [QUOTE],
+        "has_financial_data": True,
+        "retrieval_priority": "high",
+        "abstraction_level": "medium",
+        "comparison_years": [1986],
+        "future_outlook": False,
+        "related_sections_same_letter": ["Insurance Operations"],
+        "related_years": [1986],
+    }
+    answer.update(over)
+    return answer
+
+
+def test_years_in_text():
+    assert years_in_text("In 1986 and 2009, not 12345 or 19867; again 1986.") == [1986, 2009]
+
+
+def test_response_model_narrows_to_vocabulary_titles_and_years(good_letter):
+    s1 = good_letter.chunk("1987-S1-T1-001")
+    model = response_model_for(s1, ctx_for(good_letter))
+    assert issubclass(model, Enrichment) and model.__name__ == "Enrichment"
+    assert "section_title" not in model.model_fields  # the segmenter found a title
+    model.model_validate(narrative_answer())
+    for bad in (
+        {"buffett_concepts": ["made-up concept"]},
+        {"related_sections_same_letter": ["Performance"]},  # its own section
+        {"comparison_years": [1990]},  # not written in the chunk
+        {"themes": ["a", "b", "c", "d", "e", "f"]},  # capped list
+        {"content_type": "financial_table"},  # T1 never a table
+        {"extra_key": 1},
+    ):
+        with pytest.raises(ValidationError):
+            model.model_validate(narrative_answer(**bad))
+    schema = model.model_json_schema()
+    assert set(schema["properties"]["buffett_concepts"]["items"]["enum"]) == VOCAB
+    assert schema["required"] == list(model.model_fields)  # every key forced by the grammar
+
+
+def test_untitled_sections_ask_for_a_title(make_chunk):
+    chunk = make_chunk("1987-S3-T1-001", "A short body from 1987.", 0,
+                       section_title=UNTITLED, section_hierarchy=["Letter Body", UNTITLED])
+    ctx = PromptContext.for_letter(1987, ["Performance", UNTITLED], VOCAB)
+    assert ctx.section_titles == ("Performance",)
+    model = response_model_for(chunk, ctx)
+    assert "section_title" in model.model_fields
+    answer = narrative_answer(section_title="Closing Remarks", comparison_years=[],
+                              related_sections_same_letter=["Performance"])
+    out = apply_enrichment(chunk, model.model_validate(answer))
+    assert out.metadata.section_title == "Closing Remarks"
+    assert out.metadata.section_hierarchy == ["Letter Body", "Closing Remarks"]
+    assert "also give section_title" in build_messages(chunk, ctx)[1]["content"]
+
+
+def test_table_model_has_one_entry_per_table(good_letter):
+    t3 = good_letter.chunk("1987-S2-T3-001")
+    model = response_model_for(t3, ctx_for(good_letter))
+    assert issubclass(model, TableEnrichment)
+    assert "content_type" not in model.model_fields and "principles" not in model.model_fields
+    answer = {k: v for k, v in narrative_answer(
+        buffett_concepts=["float economics"], related_sections_same_letter=["Performance"]
+    ).items() if k in model.model_fields}
+    with pytest.raises(ValidationError):
+        model.model_validate(answer | {"tables": []})
+    e = model.model_validate(answer | {"tables": [{"table_name": "Insurance Results",
+                                                   "summary": "Results by unit."}]})
+    out = apply_enrichment(t3, e)
+    table, old = out.metadata.table_data[0], t3.metadata.table_data[0]
+    assert (table.table_name, table.summary) == ("Insurance Results", "Results by unit.")
+    assert (table.columns, table.rows, table.row_count) == (old.columns, old.rows, old.row_count)
+    assert out.metadata.content_type == "financial_table"
+    assert evidence_record(t3.chunk_id, e) == {
+        "chunk_id": t3.chunk_id, "content_type_evidence": [], "principle_evidence": []}
+
+
+def test_messages_put_fixed_instructions_first_and_the_chunk_last(good_letter):
+    ctx = ctx_for(good_letter)
+    s1, s2 = good_letter.chunks[:2]
+    m1, m2 = build_messages(s1, ctx), build_messages(s2, ctx)
+    assert [m["role"] for m in m1] == ["system", "user"]
+    assert m1[0] == m2[0]  # identical system prompt: the server reuses the cached prefix
+    assert m1[1]["content"].rstrip().endswith(s1.content + '\n"""')
+    for concept in VOCAB:
+        assert concept in m1[0]["content"]
+    assert "- Insurance Operations" in m1[1]["content"]
+    # letter-level lines come before anything chunk-specific
+    prefix = m1[1]["content"].split("Chunk kind:")[0]
+    assert prefix == m2[1]["content"].split("Chunk kind:")[0]
+
+
+def test_vocabulary_order_does_not_depend_on_set_order(good_letter):
+    a = PromptContext.for_letter(1987, ["X"], frozenset(["b", "a", "c"]))
+    b = PromptContext.for_letter(1987, ["X"], frozenset(["c", "b", "a"]))
+    assert a.vocabulary == b.vocabulary == ("a", "b", "c")
+
+
+def test_apply_touches_only_semantic_fields_and_validates(good_letter):
+    s1 = good_letter.chunk("1987-S1-T1-001")
+    model = response_model_for(s1, ctx_for(good_letter))
+    e = model.model_validate(narrative_answer())
+    out = apply_enrichment(s1, e)
+    before, after = s1.metadata.model_dump(), out.metadata.model_dump()
+    changed = {k for k in before if before[k] != after[k]}
+    assert changed <= {"contextual_summary", "themes", "buffett_concepts", "entities", "principles",
+                       "content_type", "has_financial_data", "retrieval_priority",
+                       "abstraction_level", "temporal_references", "cross_references"}
+    assert out.chunk_id == s1.chunk_id and out.content == s1.content
+    assert after["temporal_references"]["primary_year"] == 1987
+    assert after["principles"] == [{"statement": "Invest only in businesses you understand.",
+                                    "category": "valuation"}]
+    record = evidence_record(s1.chunk_id, e)
+    assert record == {"chunk_id": s1.chunk_id, "content_type_evidence": [QUOTE],
+                      "principle_evidence": [QUOTE]}
+    json.dumps(record)
+    ctx = LetterContext(cleaned_text=good_letter.text,
+                        section_titles=["Performance", "Insurance Operations"],
+                        vocabulary=VOCAB, evidence={s1.chunk_id: record})
+    errors = [v for v in validate_chunk(out, stage="enriched", context=ctx) if v.severity == "error"]
+    assert errors == []
+
+
+def test_apply_never_touches_mechanical_fields_even_for_a_repair_subset(good_letter):
+    t3 = good_letter.chunk("1987-S2-T3-001")
+    model = response_model_for(t3, ctx_for(good_letter))
+
+    class Subset(model.__base__.__base__):  # a repair model with one field only
+        themes: list[str]
+
+    out = apply_enrichment(t3, Subset(themes=["insurance"]))
+    assert out.metadata.themes == ["insurance"]
+    assert out.model_dump(exclude={"metadata": {"themes"}}) == t3.model_dump(
+        exclude={"metadata": {"themes"}})
