@@ -1,0 +1,29 @@
+"""`letterchunk enrich DIR`: enrich already segmented output in place (atomic writes)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .run import add_llm_options, execute
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "enrich",
+        help="enrich the segmented DIR/YYYY.jsonl files in place with the LLM",
+        description=(
+            "Enrich every DIR/YYYY.jsonl written by `letterchunk segment` (its "
+            "DIR/YYYY_cleaned.txt must be beside it), validate at stage 'enriched', and replace "
+            "the files atomically; evidence goes to DIR/YYYY.evidence.jsonl. Same backend and "
+            "cache rules as `letterchunk run`."
+        ),
+    )
+    p.add_argument("dir", metavar="DIR", help="folder of segmented output")
+    add_llm_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..pipeline import enrich_dir
+
+    return execute(args, lambda client, options, hooks: enrich_dir(args.dir, client, options, hooks))

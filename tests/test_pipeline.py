@@ -1,0 +1,177 @@
+"""The main job end to end against a real local HTTP server (tests/fake_openai.py).
+
+The fake server answers like a careful model: from the request's own response schema and the
+chunk text in the prompt, with grounded evidence.  The real LLMClient, cache, segmenter,
+validator and repair loop run unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from fake_openai import FakeOpenAI, response_schema
+from letterchunk.cache import ResponseCache
+from letterchunk.cli import main
+from letterchunk.errors import RepairExhausted
+from letterchunk.llm import LLMClient, LLMSettings
+from letterchunk.pipeline import RunOptions, enrich_dir, run_paths
+from letterchunk.prompts import prompt_hash
+from letterchunk.schema import Chunk, dump_chunk
+from letterchunk.segment import UNTITLED
+from letterchunk.validate import validate_path
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
+LETTER = CORPUS / "1977.txt"
+_CHUNK = re.compile(r'Chunk:\n"""\n(.*)\n"""\s*$', re.S)
+
+
+def chunk_text(request: dict) -> str:
+    user = [m for m in request["messages"] if m["role"] == "user"][0]["content"]
+    return _CHUNK.search(user).group(1)
+
+
+def grounded_answer(request: dict, **override) -> dict:
+    """A valid answer to whatever (full or partial) schema the request carries."""
+    schema = response_schema(request)
+    text = " ".join(chunk_text(request).split())
+    quote = text[:60].rsplit(" ", 1)[0]
+    full = {
+        "section_title": "Opening Remarks",
+        "tables": [{"table_name": "Holdings", "summary": "Positions held at year end."}]
+        * (schema["properties"].get("tables", {}).get("minItems", 0)),
+        "contextual_summary": "The chunk reports on Berkshire's year.",
+        "themes": ["annual results"],
+        "buffett_concepts": [],
+        "entities": {"companies": [], "people": [], "metrics": []},
+        "principles": [{"statement": "Report results plainly.", "category": "general",
+                        "evidence": quote}],
+        "content_type": "principle_statement",
+        "content_type_evidence": [quote],
+        "has_financial_data": True,
+        "retrieval_priority": "medium",
+        "abstraction_level": "low",
+        "comparison_years": [],
+        "future_outlook": False,
+        "related_sections_same_letter": [],
+        "related_years": [],
+    }
+    full.update(override)
+    return {k: v for k, v in full.items() if k in schema["properties"]}
+
+
+def client_for(server: FakeOpenAI, cache: ResponseCache | None = None) -> LLMClient:
+    settings = LLMSettings.from_env(env={}, base_url=server.base_url, model="fake-model",
+                                    mode="JSON_SCHEMA", transport_retries=0)
+    return LLMClient(settings, cache=cache, prompt_hash=prompt_hash())
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def test_run_writes_valid_enriched_files_with_one_call_per_chunk(tmp_path):
+    out = tmp_path / "out"
+    with FakeOpenAI(default=grounded_answer) as server, client_for(server) as client:
+        [letter] = run_paths([LETTER], out, client)
+        assert server.chat_count == len(letter.outcomes) == len(letter.chunks) > 3
+    assert all(o.calls == 1 for o in letter.outcomes)
+    assert sorted(files(out)) == ["1977.evidence.jsonl", "1977.jsonl", "1977_cleaned.txt"]
+    errors = [v for v in validate_path(out, stage="enriched") if v.severity == "error"]
+    assert errors == []
+    chunks = [Chunk.model_validate_json(x) for x in (out / "1977.jsonl").read_text().splitlines()]
+    evidence = [json.loads(x) for x in (out / "1977.evidence.jsonl").read_text().splitlines()]
+    assert [e["chunk_id"] for e in evidence] == [c.chunk_id for c in chunks]
+    assert all(c.metadata.section_title != UNTITLED for c in chunks)
+    t3 = [c for c in chunks if c.metadata.chunk_tier == 3]
+    assert t3 and all(c.metadata.content_type == "financial_table" for c in t3)
+    assert all(t.table_name == "Holdings" and t.rows for c in t3 for t in c.metadata.table_data)
+    # every request: fixed system prompt first, the chunk text last
+    systems = {r.body["messages"][0]["content"] for r in server.chat_requests}
+    assert len(systems) == 1
+
+
+def test_parallel_run_and_cached_rerun_are_byte_identical(tmp_path):
+    cache_dir = tmp_path / "cache"
+    with FakeOpenAI(default=grounded_answer, latency_s=0.02) as server:
+        with client_for(server) as client:
+            run_paths([LETTER], tmp_path / "serial", client, RunOptions(workers=1))
+        with ResponseCache(cache_dir, "use") as cache, client_for(server, cache) as client:
+            run_paths([LETTER], tmp_path / "parallel", client, RunOptions(workers=4))
+        asked = server.chat_count
+        with ResponseCache(cache_dir, "use") as cache, client_for(server, cache) as client:
+            [letter] = run_paths([LETTER], tmp_path / "rerun", client, RunOptions(workers=2))
+            assert cache.misses == 0 and cache.hits == len(letter.outcomes)
+        assert server.chat_count == asked  # zero HTTP requests on the rerun
+    serial = files(tmp_path / "serial")
+    assert files(tmp_path / "parallel") == serial == files(tmp_path / "rerun")
+
+
+def test_enrich_dir_matches_run_and_writes_in_place(tmp_path):
+    from letterchunk.clean import load_letter
+    from letterchunk.segment import segment_letter
+
+    letter = load_letter(LETTER)
+    seg = tmp_path / "seg"
+    seg.mkdir()
+    (seg / letter.cleaned_name).write_text(letter.text, encoding="utf-8")
+    (seg / "1977.jsonl").write_text(
+        "".join(dump_chunk(c) + "\n" for c in segment_letter(letter)), encoding="utf-8")
+    with FakeOpenAI(default=grounded_answer) as server, client_for(server) as client:
+        enrich_dir(seg, client)
+        run_paths([LETTER], tmp_path / "run", client)
+    assert files(seg) == files(tmp_path / "run")
+
+
+def _poisoned(bad_ids: set[str]):
+    """An answer naming a company the chunk never mentions, for chunks whose text matches."""
+
+    def respond(request: dict) -> dict:
+        if any(marker in chunk_text(request) for marker in bad_ids):
+            return grounded_answer(request, entities={"companies": ["Enron"], "people": [],
+                                                      "metrics": []})
+        return grounded_answer(request)
+
+    return respond
+
+
+def test_a_chunk_that_stays_invalid_is_never_written(tmp_path):
+    marker = "Textile Operations"  # the heading that opens one section of 1977
+    with FakeOpenAI(default=_poisoned({marker})) as server, client_for(server) as client:
+        [letter] = run_paths([LETTER], tmp_path / "skip", client,
+                             RunOptions(on_failure="skip", max_attempts=1))
+    [failed] = letter.failed
+    assert failed.calls == 2  # the first answer and one re-ask
+    assert {v.code for v in failed.violations} == {"entity.not_found"}
+    written = (tmp_path / "skip" / "1977.jsonl").read_text()
+    assert failed.chunk_id not in written and "Enron" not in written
+    assert len(written.splitlines()) == len(letter.outcomes) - 1
+
+
+def test_halt_stops_with_the_chunk_named_and_keeps_valid_chunks(tmp_path):
+    marker = "Textile Operations"
+    with FakeOpenAI(default=_poisoned({marker})) as server, client_for(server) as client:
+        with pytest.raises(RepairExhausted) as info:
+            run_paths([LETTER], tmp_path / "halt", client, RunOptions(max_attempts=0))
+    assert info.value.chunk_id.startswith("1977-S")
+    lines = (tmp_path / "halt" / "1977.jsonl").read_text().splitlines()
+    assert lines and info.value.chunk_id not in "".join(lines)
+
+
+def test_cli_run_prints_cache_stats_and_exits_zero(tmp_path, monkeypatch, capsys):
+    with FakeOpenAI(default=grounded_answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
+        args = ["run", str(LETTER), "--out", str(tmp_path / "o"), "--cache-dir",
+                str(tmp_path / "c")]
+        assert main(args) == 0
+        first = server.chat_count
+        assert main(args) == 0
+        assert server.chat_count == first
+    err = capsys.readouterr().err
+    assert f"cache 0 hit(s), {first} miss(es)" in err
+    assert f"cache {first} hit(s), 0 miss(es)" in err
+    assert "0 HTTP request(s)" in err
