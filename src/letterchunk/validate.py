@@ -324,14 +324,24 @@ def _years_in(text: str) -> set[int]:
     return years
 
 
+_FOOTNOTE = re.compile(r"^\s*(?:\(\w{1,2}\)|\*+|\d{1,2}\)|\d{1,2}\s)")
 _TERMINAL = re.compile(r"[.!?:;\"'\u201d\u2019)\]*\-\u2014]\s*$")
 
 
 def _ends_mid_sentence(content: str) -> bool:
-    """True when the last paragraph is prose (>= 8 words) without terminal punctuation."""
+    """True when the chunk ends in a prose line without terminal punctuation.
+
+    Prose means: the last paragraph has >= 8 words, its last line >= 4 words, and no line of it
+    is indented like layout (signature blocks, tables and dates are indented 8+ spaces).
+    """
     last = content.rstrip().rsplit("\n\n", 1)[-1]
-    if len(last.split()) < 8:
-        return False  # a header, a signature line, a table row...
+    lines = [line for line in last.split("\n") if line.strip()]
+    if not lines or len(last.split()) < 8 or len(lines[-1].split()) < 4:
+        return False
+    if any(len(line) - len(line.lstrip(" ")) >= 8 for line in lines):
+        return False
+    if _FOOTNOTE.match(lines[-1]):
+        return False  # table footnotes end without punctuation
     return not _TERMINAL.search(last)
 
 
@@ -376,9 +386,13 @@ class _Ctx:
 def validate_chunk(
     chunk: Chunk, *, stage: Stage = "segmented", context: LetterContext | None = None
 ) -> list[Violation]:
-    """Every rule one chunk can answer alone (span against ``context.cleaned_text`` if given)."""
+    """Every rule one chunk can answer alone (span against ``context.cleaned_text`` if given).
+
+    ``related_sections_same_letter`` is checked only when ``context.section_titles`` is given.
+    """
     _check_stage(stage)
-    return _check_chunk(chunk, stage, _Ctx(context, [chunk]), count_tokens(chunk.content))
+    # Section titles come only from the context here: one chunk cannot know its letter's sections.
+    return _check_chunk(chunk, stage, _Ctx(context), count_tokens(chunk.content))
 
 
 def _check_stage(stage: str) -> None:

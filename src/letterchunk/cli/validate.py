@@ -4,13 +4,19 @@ Human output (stdout): one line per violation, ``file:line chunk_id field severi
 message``, then a summary line.  ``--json`` prints one JSON object instead.  Exit 0 when there is
 no error-level violation, 1 when there is, 2 when an input is unusable (missing path, empty,
 binary, not JSONL, a folder without chunk files).
+
+``--print-schema`` writes the canonical JSON Schema; the committed ``schemas/chunk.schema.json``
+is regenerated with ``letterchunk validate --print-schema > schemas/chunk.schema.json``
+(tests/test_schema.py fails when it drifts from the models).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
+from ..schema import json_schema_text
 from ..validate import RULES, STAGES, validate_paths
 from . import EXIT_INVALID, EXIT_OK, EXIT_USAGE, err
 
@@ -41,10 +47,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--list-rules", action="store_true", help="print every rule code and exit (PATH ignored)"
     )
+    p.add_argument(
+        "--print-schema",
+        action="store_true",
+        help="print the canonical chunk JSON Schema and exit (PATH ignored); regenerate the "
+        "committed file with: letterchunk validate --print-schema > schemas/chunk.schema.json",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.print_schema:
+        sys.stdout.write(json_schema_text())
+        return EXIT_OK
     if args.list_rules:
         if args.json:
             rules = {c: {"severity": s, "description": d, "kind": k} for c, (s, d, k) in RULES.items()}
