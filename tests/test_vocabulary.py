@@ -1,0 +1,59 @@
+"""Controlled vocabulary loading and shipped-resource lookup."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from letterchunk.errors import ConfigError
+from letterchunk.resources import RESOURCES_ENV, resource_path
+from letterchunk.vocabulary import load_concepts
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_shipped_vocabulary_loads():
+    concepts = load_concepts()
+    assert isinstance(concepts, frozenset)
+    expected = json.loads((REPO / "schemas" / "buffett_concepts.json").read_text())["concepts"]
+    assert concepts == frozenset(expected)
+    assert {"float economics", "Mr. Market", "margin of safety"} <= concepts
+
+
+def test_resource_path_finds_repo_folders():
+    assert resource_path("schemas", "buffett_concepts.json").is_file()
+
+
+def test_env_override_is_read_at_call_time(tmp_path, monkeypatch):
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "buffett_concepts.json").write_text('{"concepts": ["only one"]}')
+    monkeypatch.setenv(RESOURCES_ENV, str(tmp_path))
+    assert resource_path("schemas", "buffett_concepts.json") == tmp_path / "schemas" / "buffett_concepts.json"
+    assert load_concepts() == frozenset({"only one"})
+
+
+def test_missing_resource_says_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setenv(RESOURCES_ENV, str(tmp_path))
+    with pytest.raises(ConfigError, match=RESOURCES_ENV):
+        resource_path("prompts", "nothing.txt")
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"), [("secrets", "x"), ("schemas", "../pyproject.toml"), ("schemas", "")]
+)
+def test_resource_path_rejects_bad_names(kind, name):
+    with pytest.raises(ValueError):
+        resource_path(kind, name)
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["not json", '{"concepts": []}', '{"concepts": ["ok", ""]}', '["a"]', '{"concepts": [1]}'],
+)
+def test_bad_vocabulary_file_is_a_config_error(tmp_path, content):
+    path = tmp_path / "v.json"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match="concept"):
+        load_concepts(path)
