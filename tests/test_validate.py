@@ -243,6 +243,7 @@ CHUNK_CASES = [
     ("themes.missing", ENR, md(1, themes=[])),
     ("concept.unknown", SEG, md(0, buffett_concepts=["value investing"])),
     ("concept.case", ENR, md(0, buffett_concepts=["Intrinsic  Value"])),
+    ("concept.case", SEG, md(0, buffett_concepts=["float_economics"])),
     ("list.duplicate", SEG, md(0, themes=["insurance", "insurance"])),
     ("list.duplicate", SEG, md(0, merged_from=["x", "x"])),
     ("entity.not_found", ENR, md(1, entities={"companies": ["Coca-Cola"], "people": [], "metrics": []})),
@@ -660,3 +661,8 @@ def test_segmenter_output_has_no_errors(year):
     errors = [v for v in validate_letter(chunks, stage="segmented", context=context) if v.severity == "error"]
     assert errors == []
     assert any(c.metadata.chunk_tier == 3 for c in chunks) or year == 1977
+
+
+def test_violation_with_code_outside_rules_still_serialises():
+    v = Violation("response.truncated", "error", "cut off")
+    assert v.kind == "semantic" and v.to_dict()["kind"] == "semantic"

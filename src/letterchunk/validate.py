@@ -174,7 +174,7 @@ RULES: dict[str, tuple[Severity, str, RuleKind]] = {
     "summary.sentences":      (E, "contextual_summary is not 1-3 sentences", "semantic"),
     "themes.missing":         (W, "themes is empty at stage enriched", "semantic"),
     "concept.unknown":        (E, "a buffett_concept is not in the controlled vocabulary", "semantic"),
-    "concept.case":           (E, "a buffett_concept differs from the vocabulary only in case/spacing", "mechanical"),
+    "concept.case":           (E, "a buffett_concept differs from the vocabulary only in case, spaces, '-' or '_'", "mechanical"),
     "list.duplicate":         (W, "a list field repeats an entry", "mechanical"),
     "entity.not_found":       (E, "an entity (company/person) is not found in the chunk content", "semantic"),
     "principle.empty":        (E, "a principle statement is empty", "semantic"),
@@ -224,7 +224,9 @@ class Violation:
 
     @property
     def kind(self) -> RuleKind:
-        return RULES[self.code][2]
+        """The rule's kind; codes outside :data:`RULES` (e.g. repair's ``response.*``) are semantic."""
+        entry = RULES.get(self.code)
+        return entry[2] if entry else "semantic"
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "kind": self.kind}
@@ -288,6 +290,11 @@ _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": 
 def normalise_ws(text: str) -> str:
     """Collapse every run of whitespace to one space and strip (the evidence-matching form)."""
     return _WS.sub(" ", text).strip()
+
+
+def _concept_key(text: str) -> str:
+    """Spelling-insensitive form of a concept (case, spaces, '_' and '-' ignored): concept.case."""
+    return re.sub(r"[\s_\-]+", " ", text).strip().casefold()
 
 
 def _normalise_entity(text: str) -> str:
@@ -375,7 +382,7 @@ class _Ctx:
 
             vocab = load_concepts()
         self.vocab = vocab
-        self.vocab_folded = {normalise_ws(c).casefold(): c for c in vocab}
+        self.vocab_folded = {_concept_key(c): c for c in vocab}
         titles = list(context.section_titles)
         if not titles:
             titles = [c.metadata.section_title for c in chunks if c.metadata.chunk_tier == 1]
@@ -607,7 +614,7 @@ def _check_semantics(chunk: Chunk, stage: str, ctx: _Ctx) -> list[Violation]:
     for i, concept in enumerate(md.buffett_concepts):
         if concept in ctx.vocab:
             continue
-        canonical = ctx.vocab_folded.get(normalise_ws(concept).casefold())
+        canonical = ctx.vocab_folded.get(_concept_key(concept))
         if canonical is not None:
             add("concept.case", f"{concept!r} must be spelled {canonical!r}",
                 f"metadata.buffett_concepts.{i}")
@@ -911,12 +918,20 @@ _NESTED: dict[type[BaseModel], dict[str, tuple[type[BaseModel], bool]]] = {
 }
 
 
+_FIELD_NAMES: dict[type[BaseModel], tuple[str, ...]] = {
+    m: tuple(m.model_fields) for m in (Chunk, Metadata, TableData, Entities, Principle,
+                                       TemporalReferences, CrossReferences, SourceSpan)
+}
+
+
 def _key_violations(obj: dict, model: type[BaseModel], path: str = "") -> list[tuple[str, str, str]]:
     """(code, field, message) for keys missing (even ones pydantic would default) or out of order."""
     out: list[tuple[str, str, str]] = []
-    expected = list(model.model_fields)
-    for name in expected:
-        if name not in obj:
+    expected = _FIELD_NAMES[model]
+    keys = tuple(obj)
+    if keys != expected:
+        missing = [name for name in expected if name not in obj]
+        for name in missing:
             info = model.model_fields[name]
             default = (
                 "no default: it must be given"
@@ -925,10 +940,11 @@ def _key_violations(obj: dict, model: type[BaseModel], path: str = "") -> list[t
             )
             out.append(("schema.missing_key", path + name,
                         f"{path + name} is missing; every §0 key must be present ({default})"))
-    present = [k for k in obj if k in model.model_fields]
-    if not any(c == "schema.missing_key" for c, _, _ in out) and present != expected:
-        out.append(("schema.key_order", path.rstrip(".") or "(top level)",
-                    f"keys of {path.rstrip('.') or 'the chunk'} are not in §0.2 order"))
+        present = tuple(k for k in keys if k in expected)
+        if not missing and present != expected:
+            where = path.rstrip(".")
+            out.append(("schema.key_order", where or "(top level)",
+                        f"keys of {where or 'the chunk'} are not in §0.2 order"))
     for name, (sub, is_list) in _NESTED.get(model, {}).items():
         value = obj.get(name)
         if is_list and isinstance(value, list):
