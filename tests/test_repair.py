@@ -353,3 +353,63 @@ def test_exhausted_halts_with_the_records_and_skip_returns_nothing(good_letter, 
         lines = [json.loads(x) for x in report.path.read_text().splitlines()]
         assert lines[-1]["outcome"] == "failed" and lines[-1]["content"] == chunk.content
     assert server.pending == 0
+
+
+# ----------------------------------------------------------------- letterchunk repair FILE
+
+def _break_file(enriched_letter, write_letter, folder):
+    """1987 files with one mechanical break (S2 char_count) and one semantic break (S1 entity)."""
+    letter = copy.deepcopy(enriched_letter)
+    letter.chunks[1] = mutate(letter.chunks[1], lambda md: md.update(char_count=1))
+    letter.chunks[0] = mutate(letter.chunks[0], lambda md: md["entities"].update(
+        people=["Charlie Munger", "Ben Graham"]))
+    return write_letter(letter, folder)
+
+
+def _lines(path):
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def test_repair_file_without_backend_fixes_code_and_lists_what_needs_the_llm(
+        enriched_letter, write_letter, tmp_path, capsys):
+    from letterchunk.cli import main
+
+    path = _break_file(enriched_letter, write_letter, tmp_path)
+    assert main(["repair", str(path)]) == 1
+    chunks = {c["chunk_id"]: c for c in _lines(path)}
+    assert chunks["1987-S2-T1-001"]["metadata"]["char_count"] == len(
+        chunks["1987-S2-T1-001"]["content"])
+    assert "Ben Graham" in chunks[S1]["metadata"]["entities"]["people"]  # kept, not dropped
+    records = {r["chunk_id"]: r for r in _lines(tmp_path / "1987.report.jsonl")}
+    assert records["1987-S2-T1-001"]["outcome"] == "repaired"
+    assert [c["field"] for c in records["1987-S2-T1-001"]["changes"]] == ["metadata.char_count"]
+    assert records[S1]["outcome"] == "needs-llm" and records[S1]["asked_fields"] == ["entities"]
+    assert records[T3]["outcome"] == "valid"
+    err = capsys.readouterr().err
+    assert f"{S1}: needs the LLM for entities" in err and "OPENAI_BASE_URL" in err
+
+
+def test_repair_file_with_backend_reasks_only_the_failing_field(
+        enriched_letter, write_letter, tmp_path, server, monkeypatch):
+    from letterchunk.cli import main
+    from letterchunk.validate import validate_path
+
+    path = _break_file(enriched_letter, write_letter, tmp_path)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-dummy")
+    monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
+    server.enqueue(answer({"entities": {"companies": [], "people": ["Charlie Munger"],
+                                        "metrics": ["book value"]}}))
+    assert main(["repair", str(path), "--cache", "off", "--quiet"]) == 0
+    assert server.chat_count == 1 and server.pending == 0
+    body = server.chat_requests[0].body
+    assert set(body["response_format"]["json_schema"]["schema"]["properties"]) == {"entities"}
+    assert mentioned_fields(body["messages"][-1]["content"]) == {"entities"}
+    chunks = {c["chunk_id"]: c for c in _lines(path)}
+    assert chunks[S1]["metadata"]["entities"]["people"] == ["Charlie Munger"]
+    assert not [v for v in validate_path(path, stage="enriched") if v.severity == "error"]
+    records = [r for r in _lines(tmp_path / "1987.report.jsonl") if r["chunk_id"] == S1]
+    assert [(r["kind"], r["outcome"]) for r in records] == [("file", "retry"), ("reask", "repaired")]
+    served = server.usage_total
+    assert records[1]["usage"] == {"prompt_tokens": served.prompt_tokens,
+                                   "completion_tokens": served.completion_tokens}

@@ -38,6 +38,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -54,6 +55,8 @@ __all__ = [
     "normalize_record",
     "repair_enriched",
     "enrich_chunk",
+    "repair_file",
+    "FileRepair",
     "reask_messages",
     "partial_model",
     "fields_for",
@@ -552,6 +555,7 @@ def repair_enriched(
     on_failure: OnFailure = "halt",
     source: str | None = None,
     report: Any = None,
+    first_kind: str = "enrich",
 ) -> RepairResult:
     """Turn the first enrichment answer for ``chunk`` into a valid chunk, re-asking if needed.
 
@@ -591,7 +595,7 @@ def repair_enriched(
             "chunk_id": chunk_id,
             "letter_year": year,
             "attempt": attempt,
-            "kind": "enrich" if attempt == 1 else "reask",
+            "kind": first_kind if attempt == 1 else "reask",
             "asked_fields": asked if attempt > 1 else [],
             "violations": [],
             "changes": [],
@@ -781,6 +785,216 @@ def enrich_chunk(
     return repair_enriched(chunk, messages=messages, first=first, context=context, client=client,
                            model=model, max_attempts=max_attempts,
                            on_failure=on_failure, source=source, report=report)
+
+
+# --------------------------------------------------------------------------- existing files
+
+
+@dataclass
+class FileRepair:
+    """What ``letterchunk repair FILE`` did: per-chunk outcomes and where it wrote."""
+
+    path: Path
+    report_path: Path
+    outcomes: dict[str, str] = field(default_factory=dict)  # chunk id (or "line N") -> outcome
+    usage: Any = None
+    rewritten: bool = False
+    needs_llm: dict[str, list[str]] = field(default_factory=dict)  # chunk id -> fields to ask
+
+    @property
+    def failed(self) -> list[str]:
+        return [k for k, v in self.outcomes.items() if v in ("failed", "needs-llm")]
+
+
+def _answer_from_chunk(chunk: Chunk, evidence: dict | None, model: type[BaseModel]) -> dict:
+    """The chunk's current semantic values, shaped as an answer of ``model`` (for re-asks)."""
+    md = chunk.metadata
+    ev = evidence or {}
+    p_ev = list(ev.get("principle_evidence") or [])
+    values = {
+        "contextual_summary": md.contextual_summary,
+        "themes": list(md.themes),
+        "buffett_concepts": list(md.buffett_concepts),
+        "entities": md.entities.model_dump(mode="json"),
+        "principles": [{"statement": p.statement, "category": p.category,
+                        "evidence": p_ev[i] if i < len(p_ev) else ""}
+                       for i, p in enumerate(md.principles)],
+        "content_type": md.content_type,
+        "content_type_evidence": list(ev.get("content_type_evidence") or []),
+        "has_financial_data": md.has_financial_data,
+        "retrieval_priority": md.retrieval_priority,
+        "abstraction_level": md.abstraction_level,
+        "comparison_years": list(md.temporal_references.comparison_years),
+        "future_outlook": md.temporal_references.future_outlook,
+        "related_sections_same_letter": list(md.cross_references.related_sections_same_letter),
+        "related_years": list(md.cross_references.related_years),
+        "section_title": md.section_title,
+        "tables": [{"table_name": t.table_name, "summary": t.summary} for t in md.table_data],
+    }
+    return {k: v for k, v in values.items() if k in model.model_fields}
+
+
+def _existing_answer(chunk: Chunk, evidence: dict | None, model: type[BaseModel]) -> Any:
+    """A Completion standing for "what the file already says" (no request, no tokens)."""
+    from .llm import Completion, Usage
+
+    return Completion(value=None, raw_text=json.dumps(_answer_from_chunk(chunk, evidence, model),
+                                                      ensure_ascii=False),
+                      usage=Usage(), source="file", latency_s=0.0,  # type: ignore[arg-type]
+                      finish_reason="stop", error="values already in the file")
+
+
+def repair_file(
+    path: str | Path,
+    client: Any = None,
+    *,
+    max_attempts: int = 2,
+    on_failure: OnFailure = "halt",
+) -> FileRepair:
+    """Apply the repair loop to an existing chunk file, ours or another tool's.
+
+    Mechanical fixes always; re-asks of the failing fields through ``client`` when one is given,
+    otherwise each chunk that still needs the model is reported (outcome ``needs-llm``, with the
+    fields a re-ask would name).  ``FILE`` (and its evidence sidecar) is rewritten atomically with
+    every chunk in its best state — a chunk the loop cannot fix keeps its mechanical fixes and
+    is reported, never dropped; lines that are not JSON are kept verbatim.  Records go to
+    ``X.report.jsonl`` beside ``X.jsonl``.  With ``on_failure="halt"`` an exhausted chunk raises
+    RepairExhausted before anything is rewritten (the report is still written).
+    """
+    from .enrich import PromptContext, Enrichment, TableEnrichment, build_messages, \
+        response_model_for
+    from .errors import InputError
+    from .io import atomic_write_lines
+    from .llm import Usage
+    from .report import RepairReport, report_path
+    from .validate import LetterContext, read_evidence, validate_chunk
+    from .vocabulary import load_concepts
+
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"cannot read it as UTF-8 text ({exc}); pass a chunk JSONL file") from exc
+    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
+    evidence_path = path.with_name(f"{stem}.evidence.jsonl")
+    evidence: dict[str, dict] = read_evidence(evidence_path)[0] if evidence_path.is_file() else {}
+    result = FileRepair(path=path, report_path=report_path(path), usage=Usage())
+    report = RepairReport(result.report_path)
+
+    parsed: list[tuple[int, str, Chunk | None, list[Change]]] = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            fixed_raw, shape_changes = normalize_record(raw)
+            parsed.append((n, line, Chunk.model_validate(fixed_raw), shape_changes))
+        except (json.JSONDecodeError, ValidationError) as exc:
+            parsed.append((n, line, None, []))
+            key = f"line {n}"
+            result.outcomes[key] = "failed"
+            report.records.append({"chunk_id": key, "letter_year": None, "attempt": 1,
+                                   "kind": "check", "asked_fields": [], "changes": [],
+                                   "violations": [{"code": "schema.type", "field": None,
+                                                   "message": _short_error(exc), "severity": "error",
+                                                   "rule_kind": "input"}],
+                                   "usage": {"prompt_tokens": 0, "completion_tokens": 0},
+                                   "latency_s": None, "source": "file", "error": None,
+                                   "outcome": "failed", "span": None, "content": line[:2000]})
+    chunks = [c for _, _, c, _ in parsed if c is not None]
+    if not chunks and not parsed:
+        raise InputError(path, "holds no chunk lines; pass a chunk JSONL file")
+    source_file = chunks[0].metadata.source_file if chunks else None
+    cleaned_path = path.with_name(source_file) if source_file and "/" not in source_file else None
+    cleaned = cleaned_path.read_text(encoding="utf-8") if cleaned_path and cleaned_path.is_file() else None
+    vocabulary = load_concepts()
+    titles = list(dict.fromkeys(c.metadata.section_title for c in chunks
+                                if c.metadata.chunk_tier == 1))
+    context = LetterContext(cleaned_text=cleaned, section_titles=titles, vocabulary=vocabulary)
+    year = chunks[0].metadata.letter_year if chunks else 0
+    prompt_ctx = PromptContext.for_letter(year, titles, vocabulary)
+
+    out_lines: list[str] = []
+    new_evidence = dict(evidence)
+    from .schema import dump_chunk
+
+    try:
+        for n, line, chunk, shape_changes in parsed:
+            if chunk is None:
+                out_lines.append(line)
+                continue
+            cid = chunk.chunk_id
+            ev = evidence.get(cid)
+            fixed, changes = mechanical_fixes(chunk, _with_evidence(context, cid, ev))
+            changes = shape_changes + changes
+            errors = _errors(validate_chunk(fixed, stage="enriched",
+                                            context=_with_evidence(context, cid, ev)))
+            semantic = [v for v in errors if rule_kind(v.code) == "semantic"]
+            if semantic and len(semantic) == len(errors) and client is not None:
+                model = response_model_for(fixed, prompt_ctx)
+                rr = repair_enriched(
+                    fixed, messages=build_messages(fixed, prompt_ctx),
+                    first=_existing_answer(fixed, ev, model), context=context, client=client,
+                    model=model, max_attempts=max_attempts, on_failure=on_failure,
+                    report=None, first_kind="file")
+                if rr.records:
+                    rr.records[0]["changes"] = [c.to_dict() for c in changes] + rr.records[0]["changes"]
+                report.records.extend(rr.records)
+                result.usage = result.usage + rr.usage
+                result.outcomes[cid] = rr.outcome
+                if rr.chunk is not None:
+                    fixed = rr.chunk
+                    if rr.evidence and (rr.evidence.get("content_type_evidence")
+                                        or rr.evidence.get("principle_evidence") or cid in evidence):
+                        new_evidence[cid] = rr.evidence
+                out_lines.append(dump_chunk(fixed))
+                continue
+            if not errors:
+                outcome = "repaired" if changes else "valid"
+            elif semantic and len(semantic) == len(errors):
+                outcome = "needs-llm"
+                model = (TableEnrichment if fixed.metadata.chunk_tier == 3 else Enrichment)
+                asked: list[str] = []
+                for v in semantic:
+                    asked += [f for f in fields_for(v, model) if f not in asked]
+                result.needs_llm[cid] = asked
+            else:
+                outcome = "failed"
+            result.outcomes[cid] = outcome
+            rec = {"chunk_id": cid, "letter_year": fixed.metadata.letter_year, "attempt": 1,
+                   "kind": "check", "asked_fields": result.needs_llm.get(cid, []),
+                   "violations": [_violation_dict(v) for v in errors],
+                   "changes": [c.to_dict() for c in changes],
+                   "usage": {"prompt_tokens": 0, "completion_tokens": 0}, "latency_s": None,
+                   "source": "file", "error": None, "outcome": outcome,
+                   "span": [fixed.metadata.source_span.start_char,
+                            fixed.metadata.source_span.end_char_exclusive]}
+            report.records.append(rec)
+            out_lines.append(dump_chunk(fixed) if changes else line)
+    except RepairExhausted as exc:
+        report.records.extend(getattr(exc, "records", []))
+        report.flush()
+        raise
+    report.flush()
+    if out_lines != [line for _, line, _, _ in parsed]:
+        atomic_write_lines(path, out_lines)
+        result.rewritten = True
+    if new_evidence != evidence:
+        order = [c.chunk_id for c in chunks]
+        atomic_write_lines(evidence_path, [json.dumps(new_evidence[k], ensure_ascii=False)
+                                           for k in sorted(new_evidence, key=lambda k: (
+                                               order.index(k) if k in order else len(order), k))])
+    return result
+
+
+def _short_error(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):
+        errs = exc.errors()
+        first = errs[0] if errs else {}
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        return f"not a canonical chunk: {loc or '<root>'}: {first.get('msg', exc)}" + (
+            f" (+{len(errs) - 1} more)" if len(errs) > 1 else "")
+    return f"not JSON: {exc}"
 
 
 def dumps_record(record: dict) -> str:

@@ -1,0 +1,73 @@
+"""`letterchunk repair FILE.jsonl`: the repair loop applied to an existing chunk file.
+
+Mechanical fixes always.  LLM re-asks of only the failing fields when a backend is configured
+(``OPENAI_API_KEY`` and/or ``OPENAI_BASE_URL``, as for `letterchunk run`); without one, or with
+``--no-llm``, the chunks that still need the model are listed with the fields a re-ask would
+name.  FILE is rewritten atomically; the report goes to FILE's ``X.report.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+
+from . import EXIT_INVALID, EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from .run import add_llm_options
+
+    p = sub.add_parser(
+        "repair",
+        help="fix an existing chunk file (mechanical fixes; LLM re-asks when a backend is set)",
+        description=(
+            "Validate every chunk of FILE.jsonl (ours or another tool's) at stage 'enriched', "
+            "fix what code can fix (counts, flags, defaults, links, spellings), and re-ask the "
+            "LLM for only the failing fields when OPENAI_API_KEY / OPENAI_BASE_URL is set. "
+            "FILE (and its X.evidence.jsonl) is rewritten atomically, every chunk kept; the "
+            "per-attempt report is written to X.report.jsonl beside it. Exit 0 when every "
+            "chunk is valid, 1 when some still fail (listed on stderr), 3 when --on-failure "
+            "halt stopped on a chunk (FILE then untouched)."
+        ),
+    )
+    p.add_argument("file", metavar="FILE.jsonl", help="chunk JSONL file to repair in place")
+    p.add_argument("--no-llm", action="store_true",
+                   help="mechanical fixes only, even when a backend is configured")
+    add_llm_options(p)
+    p.set_defaults(func=run)
+
+
+def _backend_configured() -> bool:
+    return bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..repair import repair_file
+    from .run import llm_client
+
+    use_llm = not args.no_llm and (_backend_configured() or args.cache == "offline")
+    with contextlib.ExitStack() as stack:
+        client = stack.enter_context(llm_client(args)) if use_llm else None
+        result = repair_file(args.file, client, max_attempts=args.max_attempts,
+                             on_failure=args.on_failure)
+    counts: dict[str, int] = {}
+    for outcome in result.outcomes.values():
+        counts[outcome] = counts.get(outcome, 0) + 1
+    if not args.quiet:
+        summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no chunks"
+        tokens = ""
+        if result.usage is not None and (result.usage.prompt_tokens or result.usage.completion_tokens):
+            tokens = (f"; {result.usage.prompt_tokens:,} prompt + "
+                      f"{result.usage.completion_tokens:,} completion tokens")
+        print(f"letterchunk: {result.path}: {summary}{tokens}; report {result.report_path}"
+              + ("" if result.rewritten else " (file unchanged)"), file=sys.stderr)
+        for cid, fields in result.needs_llm.items():
+            print(f"letterchunk: {cid}: needs the LLM for {', '.join(fields) or '?'}; set "
+                  "OPENAI_BASE_URL (or OPENAI_API_KEY) and rerun", file=sys.stderr)
+        for cid in result.failed:
+            if cid not in result.needs_llm:
+                print(f"letterchunk: {cid}: still invalid, see {result.report_path}",
+                      file=sys.stderr)
+    return EXIT_INVALID if result.failed else EXIT_OK
