@@ -237,6 +237,16 @@ CHUNK_CASES = [
     ("size.t2_min", SEG, with_t2(start_of="_P1")),
     ("size.t1_max", SEG, content(0, lambda c: "\n\n".join([c] * 8))),
     ("boundary.mid_sentence", SEG, content(0, lambda c: c[: c.rindex(" and ")])),
+    ("boundary.header_only", SEG, then(content(0, lambda c: "Performance\n\nWe did well."),
+                                       md(0, standalone_exception=True, exception_reason="atom",
+                                          retrieval_priority="high"))),
+    ("boundary.header_only", SEG, content(1, lambda c: "Insurance Operations")),
+    ("boundary.list_split", SEG, then(content(0, lambda c: c + "\n\n1. First we buy businesses."),
+                                      content(1, lambda c: "2. Then we hold them.\n\n" + c))),
+    ("boundary.list_split", SEG, then(content(0, lambda c: c + "\n\n(a) we buy;"),
+                                      content(1, lambda c: "(b) we hold.\n\n" + c))),
+    ("table.no_context", SEG, content(2, lambda c: "GEICO ......  $ 120   $ 95\nNational Indemnity ...  45  30")),
+    ("table.financial_flag", SEG, md(2, has_financial_data=False)),
     ("summary.missing", ENR, md(0, contextual_summary="")),
     ("summary.sentences", ENR, md(0, contextual_summary="One idea. Two ideas. Three ideas. Four.")),
     ("summary.sentences", SEG, md(0, contextual_summary="Up! Down? Left. Right.")),
@@ -666,3 +676,10 @@ def test_segmenter_output_has_no_errors(year):
 def test_violation_with_code_outside_rules_still_serialises():
     v = Violation("response.truncated", "error", "cut off")
     assert v.kind == "semantic" and v.to_dict()["kind"] == "semantic"
+
+
+def test_list_split_needs_the_previous_item(good_letter):
+    """A chunk that merely starts with '2.' (no item 1 before it) is not a split list."""
+    letter = content(1, lambda c: "2. Then we hold them.\n\n" + c)(good_letter)
+    codes = {v.code for v in validate_letter(letter.chunks, context=_ctx(letter))}
+    assert "boundary.list_split" not in codes

@@ -169,6 +169,9 @@ RULES: dict[str, tuple[Severity, str, RuleKind]] = {
     "size.t2_min":            (E, "Tier-2 chunk under 120 tokens without standalone_exception", "corpus"),
     "size.t1_max":            (W, "Tier-1 chunk over the 2000-token target", "corpus"),
     "boundary.mid_sentence":  (W, "a Tier-1/2 chunk ends mid-sentence", "corpus"),
+    "boundary.header_only":   (E, "a Tier-1/2 chunk is a header alone or a header + one line", "corpus"),
+    "table.no_context":       (W, "a Tier-3 chunk has no prose lead-in or interpretation (§2.3, Rule 3)", "corpus"),
+    "table.financial_flag":   (W, "a financial_table chunk has has_financial_data=false", "mechanical"),
     # -- semantic fields (checked whenever filled; required at stage enriched) ---------------------
     "summary.missing":        (E, "contextual_summary is empty at stage enriched", "semantic"),
     "summary.sentences":      (E, "contextual_summary is not 1-3 sentences", "semantic"),
@@ -191,6 +194,7 @@ RULES: dict[str, tuple[Severity, str, RuleKind]] = {
     "corpus.no_t1":           (E, "a letter has no Tier-1 chunk", "corpus"),
     "corpus.overlap":         (E, "Tier-1 chunks (or same-tier siblings) overlap", "corpus"),
     "corpus.tiling_gap":      (E, "non-whitespace text of the cleaned letter is in no Tier-1 chunk", "corpus"),
+    "boundary.list_split":    (W, "a numbered list continues from one Tier-1 chunk into the next", "corpus"),
     "corpus.order":           (W, "chunks are not in reading order (start_char, tier, chunk_id)", "mechanical"),
     "letter.inconsistent":    (E, "chunks of one letter disagree on letter_year / letter_date / source_file", "mechanical"),
     "id.sequence":            (E, "section indices / sequences are not 1, 2, 3... in reading order", "corpus"),
@@ -350,6 +354,15 @@ def _ends_mid_sentence(content: str) -> bool:
     if _FOOTNOTE.match(lines[-1]):
         return False  # table footnotes end without punctuation
     return not _TERMINAL.search(last)
+
+
+# A sentence: >= 6 words starting with a letter, ending in . ! ? or : (table rows end in numbers).
+_PROSE = re.compile(r"(?:[A-Za-z][\w\u2019'\",;()/&\-]*\s+){5,}[A-Za-z][\w\u2019'\",;()/&\-]*[.!?:]")
+_ENUM = re.compile(r"^\s*\(?(\d{1,2}|[a-h])[.)]\s", re.MULTILINE)
+
+
+def _enum_value(token: str) -> int:
+    return int(token) if token.isdigit() else ord(token) - ord("a") + 1
 
 
 _ID = re.compile(r"^(\d{4})-S(\d+)-T([123])-(\d{3})$")
@@ -584,6 +597,16 @@ def _check_chunk(chunk: Chunk, stage: str, ctx: _Ctx, ntokens: int) -> list[Viol
         if content.strip() and _ends_mid_sentence(content):
             add("boundary.mid_sentence", "the chunk's last paragraph does not end a sentence",
                 "content")
+        lines = [line for line in content.split("\n") if line.strip()]
+        if 0 < len(lines) <= 2:
+            add("boundary.header_only", f"the chunk is {len(lines)} line(s) of text; a header or "
+                "'header + one line' is never a chunk: merge it (seed §2.4 Rule A, §6)", "content")
+    if tier == 3 and content.strip() and not _PROSE.search(normalise_ws(content)):
+        add("table.no_context", "no lead-in or interpretation sentence around the table; keep "
+            "them in the same chunk (seed §2.3, §3.1 Rule 3/5)", "content")
+    if ctype == "financial_table" and not md.has_financial_data:
+        add("table.financial_flag", "a financial_table chunk has financial data; set "
+            "has_financial_data=true", "metadata.has_financial_data")
 
     out.extend(_check_semantics(chunk, stage, ctx))
     return out
@@ -849,6 +872,15 @@ def _validate_letter(
         add(prev if prev is not None else t1[-1], "corpus.tiling_gap", f"cleaned text after "
             f"{prev_end} is in no Tier-1 chunk: {_short(cleaned[prev_end:].strip(), 50)}",
             "metadata.source_span")
+    # numbered lists must stay together (§6): the next Tier-1 chunk must not continue a list
+    for a, b in zip(t1, t1[1:]):
+        m = _ENUM.match(chunks[b].content)
+        if m and _enum_value(m[1]) >= 2:
+            previous = {_enum_value(x) for x in _ENUM.findall(chunks[a].content)}
+            if _enum_value(m[1]) - 1 in previous:
+                add(b, "boundary.list_split", f"starts with item {m[1]} of a list whose item "
+                    f"{_enum_value(m[1]) - 1} is in {chunks[a].chunk_id}; keep numbered lists "
+                    "in one chunk", "content")
     # same-tier siblings under one parent must not overlap
     siblings: dict[tuple[str, int], list[int]] = defaultdict(list)
     for i, chunk in enumerate(chunks):
