@@ -1,0 +1,220 @@
+"""The fault matrix (issue 4): every fault a backend can throw at `letterchunk run`, end to end.
+
+Each row starts a real OpenAI-compatible HTTP server on 127.0.0.1 (tests/fake_openai.py),
+points the real CLI at it (``OPENAI_BASE_URL``, a dummy key) and runs
+``letterchunk run corpus/letters/1977.txt``.  The server answers every request with a valid,
+grounded enrichment built from the request's own response schema, except the requests the row
+scripts for the *target* chunk (the letter's second chunk, so one valid chunk is already done
+when a halting row stops).
+
+Asserted for every row:
+* the exit code and the target chunk's outcome (valid / repaired within N model calls with the
+  right answer fields changed / halted or skipped with the report naming the chunk);
+* transport faults (429 with Retry-After, 500, a hang past the timeout, a reset) are retried
+  below the repair loop and never show up as repair attempts;
+* token usage in DIR/1977.report.jsonl equals what the server itself says it served, summed
+  over every attempt, failed ones included;
+* no invalid chunk reached the output: every written chunk passes the validator, and a halted
+  or skipped chunk is not in the output.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from letterchunk.cli import main
+from letterchunk.validate import LetterContext, read_evidence, validate_chunk, validate_path
+from tests.fake_openai import (
+    FakeOpenAI,
+    Reply,
+    answer,
+    hang,
+    malformed,
+    rate_limited,
+    refusal,
+    reset,
+    response_schema,
+    server_error,
+    truncated,
+)
+
+LETTER = Path(__file__).resolve().parents[1] / "corpus" / "letters" / "1977.txt"
+TIMEOUT_S = 1.0  # LETTERCHUNK_TIMEOUT_S for the run: the "hang" row waits past it
+
+
+# ----------------------------------------------------------------- the scripted backend
+
+def valid_for(request: dict) -> dict:
+    """A valid, grounded answer to whatever fields the request's schema asks for."""
+    schema = response_schema(request) or {}
+    props = schema.get("properties", {})
+    tables = props.get("tables", {})
+    n_tables = tables.get("minItems", 1)
+    values = {
+        "contextual_summary": "Buffett reports on this part of Berkshire's business in 1977.",
+        "themes": ["berkshire"],
+        "buffett_concepts": [],
+        "entities": {"companies": [], "people": [], "metrics": []},
+        "principles": [],
+        "content_type": "narrative",
+        "content_type_evidence": [],
+        "has_financial_data": False,
+        "retrieval_priority": "medium",
+        "abstraction_level": "medium",
+        "comparison_years": [],
+        "future_outlook": False,
+        "related_sections_same_letter": [],
+        "related_years": [],
+        "section_title": "Letter Opening",
+        "tables": [{"table_name": f"Table {i + 1}", "summary": "Figures the letter reports."}
+                   for i in range(n_tables)],
+    }
+    unknown = set(props) - set(values)
+    assert not unknown, f"the fake backend does not know how to answer {unknown}"
+    return {k: values[k] for k in props}
+
+
+def with_(**over) -> Callable[[dict], Reply]:
+    """A schema-valid JSON answer for the request, with some fields replaced."""
+    return lambda req: answer({**valid_for(req), **over})
+
+
+UNGROUNDED = with_(principles=[{"statement": "Buy cheap stocks.", "category": "valuation",
+                                "evidence": "Buffett never wrote this sentence in 1977."}])
+OUT_OF_VOCABULARY = with_(buffett_concepts=["dividend magic"])
+WRONG_ENUM = with_(retrieval_priority="urgent")
+
+
+def truncated_answer(req: dict) -> Reply:
+    return truncated(valid_for(req))
+
+
+class Script:
+    """Default responder: call N of the run gets ``steps[N]`` (a Reply or a function of the
+    request), every other call a valid answer."""
+
+    def __init__(self, steps: dict[int, Reply | Callable[[dict], Reply]]) -> None:
+        self.steps = steps
+        self.calls = 0
+
+    def __call__(self, request: dict) -> Reply:
+        self.calls += 1
+        step = self.steps.get(self.calls)
+        if step is None:
+            return answer(valid_for(request))
+        return step(request) if callable(step) else step
+
+
+# ----------------------------------------------------------------- the matrix
+
+# Call 1 is chunk 1's enrichment; call 2 is the target's (chunk 2); calls 3.. are the target's
+# re-asks (or, for transport faults, the retried HTTP request).
+MATRIX = [
+    # id, scripted calls, --on-failure, exit, target outcome, model calls for the target,
+    # answer fields the re-ask names (None: all of them), extra HTTP requests (transport)
+    ("429-retry-after", {2: rate_limited(retry_after=0.05)}, "halt", 0, "valid", 1, [], 1),
+    ("500", {2: server_error(500)}, "halt", 0, "valid", 1, [], 1),
+    ("hang-past-timeout", {2: hang(TIMEOUT_S + 2)}, "halt", 0, "valid", 1, [], 1),
+    ("connection-reset", {2: reset()}, "halt", 0, "valid", 1, [], 1),
+    ("malformed-json", {2: malformed()}, "halt", 0, "repaired", 2, None, 0),
+    ("truncated-json", {2: truncated_answer}, "halt", 0, "repaired", 2, None, 0),
+    ("refusal-then-answer", {2: refusal()}, "halt", 0, "repaired", 2, None, 0),
+    ("ungrounded-quote", {2: UNGROUNDED}, "halt", 0, "repaired", 2, ["principles"], 0),
+    ("out-of-vocabulary-concept", {2: OUT_OF_VOCABULARY}, "halt", 0, "repaired", 2,
+     ["buffett_concepts"], 0),
+    ("wrong-enum", {2: WRONG_ENUM}, "halt", 0, "repaired", 2, ["retrieval_priority"], 0),
+    ("refusal-persists-halt", {2: refusal(), 3: refusal(), 4: refusal()}, "halt", 3, "failed", 3,
+     None, 0),
+    ("ungrounded-persists-halt", {2: UNGROUNDED, 3: UNGROUNDED, 4: UNGROUNDED}, "halt", 3,
+     "failed", 3, ["principles"], 0),
+    ("wrong-enum-persists-skip", {2: WRONG_ENUM, 3: WRONG_ENUM, 4: WRONG_ENUM}, "skip", 1,
+     "failed", 3, ["retrieval_priority"], 0),
+]
+
+
+@pytest.fixture
+def chunk_ids() -> list[str]:
+    from letterchunk.clean import load_letter
+    from letterchunk.segment import segment_letter
+
+    return [c.chunk_id for c in segment_letter(load_letter(LETTER))]
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+@pytest.mark.parametrize(
+    ("steps", "on_failure", "exit_code", "outcome", "calls", "asked", "transport_retries"),
+    [row[1:] for row in MATRIX],
+    ids=[row[0] for row in MATRIX],
+)
+def test_fault_matrix(tmp_path, monkeypatch, capsys, chunk_ids, steps, on_failure, exit_code,
+                      outcome, calls, asked, transport_retries):
+    out = tmp_path / "out"
+    script = Script(steps)
+    with FakeOpenAI(default=script) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-test-key")
+        monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
+        monkeypatch.setenv("LETTERCHUNK_TIMEOUT_S", str(TIMEOUT_S))
+        monkeypatch.setenv("LETTERCHUNK_TRANSPORT_RETRIES", "2")
+        code = main(["run", str(LETTER), "--out", str(out), "--cache", "off", "--quiet",
+                     "--max-attempts", "2", "--on-failure", on_failure])
+        served = server.usage_total
+        http_requests = server.chat_count
+    err = capsys.readouterr().err
+    target = chunk_ids[1]
+    assert code == exit_code, err
+
+    # ---- the report: one record per model call of the target, usage = what was served
+    records = _jsonl(out / "1977.report.jsonl")
+    mine = [r for r in records if r["chunk_id"] == target]
+    assert [r["attempt"] for r in mine] == list(range(1, calls + 1))
+    assert mine[-1]["outcome"] == outcome
+    assert [r["kind"] for r in mine] == ["enrich"] + ["reask"] * (calls - 1)
+    assert sum(r["usage"]["prompt_tokens"] for r in records) == served.prompt_tokens
+    assert sum(r["usage"]["completion_tokens"] for r in records) == served.completion_tokens
+    model_calls = sum(1 for r in records if r["kind"] in ("enrich", "reask"))
+    # transport faults are retried below the loop: one extra HTTP request, no extra attempt
+    assert http_requests == model_calls + transport_retries
+    assert script.calls == http_requests
+    for r in mine[1:]:
+        assert r["asked_fields"], r
+        if asked is not None:
+            assert r["asked_fields"] == asked  # only the failing fields were asked again
+    if outcome == "repaired":
+        changed = {c["field"] for c in mine[-1]["changes"] if c["by"] == "llm"}
+        if asked is not None:
+            assert changed == {f"answer.{f}" for f in asked}
+        else:
+            assert changed  # the unusable answer was replaced
+    if outcome == "failed":
+        assert mine[-1]["violations"] and mine[-1]["content"]
+        assert target in err  # the message names the chunk (and the rule)
+        assert any(v["code"] in err for v in mine[-1]["violations"])
+
+    # ---- no invalid chunk reached the output
+    written = _jsonl(out / "1977.jsonl")
+    ids = [c["chunk_id"] for c in written]
+    if exit_code == 3:
+        assert ids == chunk_ids[:1]  # the valid chunk before the halt is kept
+    elif outcome == "failed":
+        assert ids == [c for c in chunk_ids if c != target]
+    else:
+        assert ids == chunk_ids
+        assert not [v for v in validate_path(out, stage="enriched") if v.severity == "error"]
+    cleaned = (out / "1977_cleaned.txt").read_text(encoding="utf-8")
+    evidence, bad = read_evidence(out / "1977.evidence.jsonl")
+    assert not bad
+    ctx = LetterContext(cleaned_text=cleaned, evidence=evidence)
+    from letterchunk.schema import Chunk
+
+    for data in written:
+        errors = [v for v in validate_chunk(Chunk.model_validate(data), stage="enriched",
+                                            context=ctx) if v.severity == "error"]
+        assert not errors, errors
