@@ -298,7 +298,7 @@ def test_settings_env_numbers_and_key_never_shown():
 
 
 def test_importing_llm_and_cache_reads_no_env():
-    """Env is read lazily: importing the modules never reads an OPENAI_* / LETTERCHUNK_* variable."""
+    """Env is read lazily: importing llm, cache or backend never reads an OPENAI_* / LETTERCHUNK_* variable."""
     import subprocess
     import sys
 
@@ -313,7 +313,7 @@ def test_importing_llm_and_cache_reads_no_env():
         "        assert not k.startswith(ours), 'env read at import: ' + k\n"
         "        return dict.get(self, k, d)\n"
         "os.environ = Refuse(os.environ)\n"
-        "import letterchunk.llm, letterchunk.cache\n"
+        "import letterchunk.llm, letterchunk.cache, letterchunk.backend\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
