@@ -683,3 +683,14 @@ def test_list_split_needs_the_previous_item(good_letter):
     letter = content(1, lambda c: "2. Then we hold them.\n\n" + c)(good_letter)
     codes = {v.code for v in validate_letter(letter.chunks, context=_ctx(letter))}
     assert "boundary.list_split" not in codes
+
+
+def test_unparsable_line_does_not_cascade_into_corpus_errors(tmp_path, good_letter, write_letter):
+    """The T3 line is broken: its parent must not also be reported for a missing child."""
+    folder = tmp_path / "out"
+    jsonl = write_letter(good_letter, folder)
+    objs = _lines(jsonl)
+    objs[2]["metadata"]["table_data"] = {}
+    _write_objs(jsonl, objs)
+    codes = [v.code for v in validate_path(jsonl)]
+    assert codes == ["schema.type"]

@@ -763,7 +763,10 @@ def _validate_letter(
     context: LetterContext | None,
     lines: Sequence[int | None] | None = None,
     file: str | None = None,
+    complete: bool = True,
 ) -> list[Violation]:
+    """``complete=False``: some lines of the file could not be parsed into chunks, so rules that
+    need every chunk (missing links, tiling, sequences) are skipped instead of cascading."""
     _check_stage(stage)
     ctx = _Ctx(context, chunks)
     out: list[Violation] = []
@@ -818,8 +821,9 @@ def _validate_letter(
         if parent is not None and parent != chunk.chunk_id and _parse_id(parent):
             j = index.get(parent)
             if j is None:
-                add(i, "link.parent_missing", f"parent {parent} is not in this letter",
-                    "metadata.parent_chunk_id")
+                if complete:
+                    add(i, "link.parent_missing", f"parent {parent} is not in this letter",
+                        "metadata.parent_chunk_id")
             else:
                 pmd = chunks[j].metadata
                 if pmd.chunk_tier != 1:
@@ -842,8 +846,9 @@ def _validate_letter(
                 continue
             k = index.get(child)
             if k is None:
-                add(i, "link.child_missing", f"child {child} is not in this letter",
-                    "metadata.child_chunk_ids")
+                if complete:
+                    add(i, "link.child_missing", f"child {child} is not in this letter",
+                        "metadata.child_chunk_ids")
             elif chunks[k].metadata.parent_chunk_id != chunk.chunk_id:
                 add(i, "link.child_asymmetry", f"child {child} names "
                     f"{chunks[k].metadata.parent_chunk_id!r} as parent, not this chunk",
@@ -851,9 +856,9 @@ def _validate_letter(
 
     # Tier-1 tiling, overlaps
     t1 = sorted((i for i in range(len(chunks)) if chunks[i].metadata.chunk_tier == 1), key=span)
-    if not t1:
+    if not t1 and complete:
         add(0, "corpus.no_t1", "the letter has no Tier-1 chunk; Tier-1 chunks must tile the letter")
-    cleaned = ctx.cleaned
+    cleaned = ctx.cleaned if complete else None
     prev_end = 0
     prev: int | None = None
     for i in t1:
@@ -894,6 +899,8 @@ def _validate_letter(
                 add(b, "corpus.overlap", f"overlaps sibling {chunks[a].chunk_id}", "metadata.source_span")
 
     # id sequences: sections numbered in reading order, sequences 1..n per (section, tier)
+    if not complete:
+        t1 = []  # a chunk that failed to parse would shift every number after it
     parsed = {i: _parse_id(chunks[i].chunk_id) for i in range(len(chunks))}
     last_section: int | None = None
     for i in t1:
@@ -907,7 +914,7 @@ def _validate_letter(
                 "S1, S2, ... in reading order", "chunk_id")
         last_section = section if last_section is None else max(last_section, section)
     groups: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for i in range(len(chunks)):
+    for i in range(len(chunks) if complete else 0):
         p = parsed[i]
         if p is not None and index.get(chunks[i].chunk_id) == i:
             groups[(p[1], p[2])].append(i)
@@ -1088,6 +1095,7 @@ def _validate_file(path: Path, stage: str, report: ValidationReport) -> None:
         return
 
     pending: list[Violation] = []
+    failed = 0  # non-blank lines that did not become a Chunk
     chunks: list[Chunk] = []
     lines: list[int] = []
     json_lines = 0
@@ -1103,13 +1111,16 @@ def _validate_file(path: Path, stage: str, report: ValidationReport) -> None:
         except json.JSONDecodeError as exc:
             pending.append(_v("json.malformed", f"not valid JSON ({exc.msg} at column {exc.colno}); "
                               "each line must hold one complete chunk object", file=fname, line=n))
+            failed += 1
             continue
         except RecursionError:
             pending.append(_v("json.malformed", "JSON nested too deeply", file=fname, line=n))
+            failed += 1
             continue
         if not isinstance(obj, dict):
             pending.append(_v("json.not_object", f"line holds a JSON {type(obj).__name__}, not a "
                               "chunk object", file=fname, line=n))
+            failed += 1
             continue
         json_lines += 1
         cid = _chunk_id_of(obj)
@@ -1130,6 +1141,8 @@ def _validate_file(path: Path, stage: str, report: ValidationReport) -> None:
         if chunk is not None:
             chunks.append(chunk)
             lines.append(n)
+        else:
+            failed += 1
     if json_lines == 0:
         add(_v("input.not_jsonl", "no line is a JSON object: this is not a chunk JSONL file; pass the "
                "YYYY.jsonl files written by `letterchunk segment` (or their folder)", file=fname))
@@ -1170,7 +1183,9 @@ def _validate_file(path: Path, stage: str, report: ValidationReport) -> None:
         else:
             group_evidence = evidence
         context = LetterContext(cleaned_text=cleaned, evidence=group_evidence)
-        report.violations.extend(_validate_letter(group, stage, context, glines, fname))
+        report.violations.extend(
+            _validate_letter(group, stage, context, glines, fname, complete=failed == 0)
+        )
 
 
 def _collect(path: Path, report: ValidationReport) -> list[Path]:
