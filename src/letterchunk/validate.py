@@ -78,6 +78,7 @@ __all__ = [
     "T1_MIN_TOKENS",
     "T2_MIN_TOKENS",
     "T1_MAX_TOKENS",
+    "EVIDENCE_MIN_WORDS",
     "ValidationReport",
     "validate_chunk",
     "validate_letter",
@@ -99,6 +100,7 @@ T1_MIN_TOKENS = 250
 T2_MIN_TOKENS = 120
 T1_MAX_TOKENS = 2000
 _EVIDENCE_TYPES = ("mistake_confession", "principle_statement")
+EVIDENCE_MIN_WORDS = 4
 _YEAR_RANGE = (1950, 2100)
 
 E, W = "error", "warning"
@@ -188,6 +190,7 @@ RULES: dict[str, tuple[Severity, str, RuleKind]] = {
     "evidence.missing":       (E, "mistake_confession/principle_statement without verbatim evidence", "semantic"),
     "evidence.not_found":     (E, "a content_type evidence quote is not found verbatim in content", "semantic"),
     "evidence.principle_missing": (E, "a principle has no evidence quote", "semantic"),
+    "evidence.too_short":     (E, "an evidence quote is under 4 words (too short to ground anything)", "semantic"),
     "evidence.principle_not_found": (E, "a principle's evidence quote is not found verbatim in content", "semantic"),
     # -- one letter (corpus rules) ----------------------------------------------------------------
     "corpus.duplicate_id":    (E, "two chunks share a chunk_id", "corpus"),
@@ -708,40 +711,42 @@ def _check_semantics(chunk: Chunk, stage: str, ctx: _Ctx) -> list[Violation]:
 
 
 def _check_evidence(chunk: Chunk, ctx: _Ctx) -> list[Violation]:
+    """Grounding: every recorded quote is verbatim chunk text; tags and principles have quotes."""
     out: list[Violation] = []
     cid = chunk.chunk_id
     md = chunk.metadata
     record = (ctx.evidence or {}).get(cid) or {}
     needs_type = md.content_type in _EVIDENCE_TYPES
-    if not needs_type and not md.principles:
+    type_quotes = record.get("content_type_evidence") or []
+    p_quotes = record.get("principle_evidence") or []
+    if not (needs_type or md.principles or type_quotes or p_quotes):
         return out
     text = normalise_ws(chunk.content)
 
-    def found(quote: Any) -> bool:
+    def check(quote: Any, fld: str, not_found_code: str, what: str) -> None:
         q = normalise_ws(quote) if isinstance(quote, str) else ""
-        return bool(q) and q in text
+        if len(q.split()) < EVIDENCE_MIN_WORDS:
+            out.append(_v("evidence.too_short", f"{what} {_short(quote)} is under "
+                          f"{EVIDENCE_MIN_WORDS} words; quote the whole sentence", chunk_id=cid,
+                          field=fld))
+        elif q not in text:
+            out.append(_v(not_found_code, f"{what} {_short(quote)} is not in the chunk text; "
+                          "quote it verbatim", chunk_id=cid, field=fld))
 
-    if needs_type:
-        quotes = record.get("content_type_evidence") or []
-        if not quotes:
-            out.append(_v("evidence.missing", f"content_type {md.content_type} needs the verbatim "
-                          "sentence(s) behind it in the evidence sidecar", chunk_id=cid,
-                          field="metadata.content_type"))
-        for j, quote in enumerate(quotes):
-            if not found(quote):
-                out.append(_v("evidence.not_found", f"evidence quote {_short(quote)} is not in the "
-                              "chunk text; quote it verbatim", chunk_id=cid,
-                              field=f"evidence.content_type_evidence.{j}"))
-    p_quotes = record.get("principle_evidence") or []
-    for i in range(len(md.principles)):
+    if needs_type and not type_quotes:
+        out.append(_v("evidence.missing", f"content_type {md.content_type} needs the verbatim "
+                      "sentence(s) behind it in the evidence sidecar", chunk_id=cid,
+                      field="metadata.content_type"))
+    for j, quote in enumerate(type_quotes):
+        check(quote, f"evidence.content_type_evidence.{j}", "evidence.not_found", "evidence quote")
+    for i in range(max(len(md.principles), len(p_quotes))):
         quote = p_quotes[i] if i < len(p_quotes) else None
-        if quote is None or not (isinstance(quote, str) and quote.strip()):
+        if i < len(md.principles) and not (isinstance(quote, str) and quote.strip()):
             out.append(_v("evidence.principle_missing", f"principle {i} needs a verbatim evidence "
                           "sentence from the chunk", chunk_id=cid, field=f"metadata.principles.{i}"))
-        elif not found(quote):
-            out.append(_v("evidence.principle_not_found", f"evidence {_short(quote)} for principle "
-                          f"{i} is not in the chunk text; quote it verbatim", chunk_id=cid,
-                          field=f"evidence.principle_evidence.{i}"))
+        elif quote is not None:
+            check(quote, f"evidence.principle_evidence.{i}", "evidence.principle_not_found",
+                  f"evidence for principle {i}")
     return out
 
 
