@@ -697,3 +697,22 @@ def test_unparsable_line_does_not_cascade_into_corpus_errors(tmp_path, good_lett
     _write_objs(jsonl, objs)
     codes = [v.code for v in validate_path(jsonl)]
     assert codes == ["schema.type"]
+
+
+@pytest.mark.parametrize(
+    ("text", "year", "found"),
+    [
+        ("dated March 14,1978 in Omaha", 1978, True),
+        ("in 1986 and 1985", 1985, True),
+        ("the \u201987 results", 1987, True),
+        ("the '87 results", 1987, True),
+        ("earned $1,987 million", 1987, False),
+        ("code 119875 was used", 1987, False),
+    ],
+)
+def test_comparison_year_matching(make_chunk, text, year, found):
+    body = "Insurance results. " + text + ". " + "More words follow here. " * 60
+    chunk = make_chunk("1988-S1-T1-001", body, 0, temporal_references={
+        "primary_year": 1988, "comparison_years": [year], "future_outlook": False})
+    codes = {v.code for v in validate_chunk(chunk)}
+    assert ("year.comparison_not_found" not in codes) is found

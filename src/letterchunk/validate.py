@@ -327,7 +327,7 @@ def count_sentences(text: str) -> int:
     return count
 
 
-_YEAR4 = re.compile(r"(?<![\d,.])(\d{4})(?![\d])")
+_YEAR4 = re.compile(r"(?<!\d)(\d{4})(?!\d)")  # "March 14,1978" counts; a superset of enrich's
 _YEAR2 = re.compile(r"['\u2019](\d{2})(?!\d)")
 
 
