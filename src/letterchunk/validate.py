@@ -86,6 +86,7 @@ __all__ = [
     "validate_paths",
     "read_evidence",
     "normalise_ws",
+    "count_sentences",
 ]
 
 Stage = Literal["segmented", "enriched"]
@@ -308,7 +309,7 @@ def _normalise_entity(text: str) -> str:
     return normalise_ws(unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold())
 
 
-_ABBREV = re.compile(
+_ABBREV = re.compile(  # the word before a '.', searched in the last 12 characters
     r"(?:\b(?:Mr|Mrs|Ms|Dr|Jr|Sr|St|Inc|Co|Corp|Ltd|No|vs|etc|approx|Bros)|\b[A-Z]|\b(?:[A-Za-z]\.){1,3}[A-Za-z])$"
 )
 _SENTENCE_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(]?[A-Z0-9])")
@@ -321,7 +322,7 @@ def count_sentences(text: str) -> int:
         return 0
     count = 1
     for m in _SENTENCE_END.finditer(text):
-        if m.group(0).startswith(".") and _ABBREV.search(text[: m.start()]):
+        if m.group(0).startswith(".") and _ABBREV.search(text[max(0, m.start() - 12) : m.start()]):
             continue
         count += 1
     return count
@@ -359,8 +360,28 @@ def _ends_mid_sentence(content: str) -> bool:
     return not _TERMINAL.search(last)
 
 
-# A sentence: >= 6 words starting with a letter, ending in . ! ? or : (table rows end in numbers).
-_PROSE = re.compile(r"(?:[A-Za-z][\w\u2019'\",;()/&\-]*\s+){5,}[A-Za-z][\w\u2019'\",;()/&\-]*[.!?:]")
+_WORD = re.compile(r"[\"'\u201c\u2018(]?[A-Za-z][\w\u2019'\",;()/&\-]*?([.!?:]?)[\"'\u201d\u2019)]*$")
+
+
+def _has_prose(text: str) -> bool:
+    """A sentence: >= 6 consecutive words starting with a letter, the last ending in . ! ? or :.
+
+    Table rows break the run with numbers and dot leaders.  Linear in the text length.
+    """
+    run = 0
+    for token in text.split():
+        m = _WORD.match(token)
+        if m is None:
+            run = 0
+            continue
+        run += 1
+        if m.group(1):
+            if run >= 6:
+                return True
+            run = 0
+    return False
+
+
 _ENUM = re.compile(r"^\s*\(?(\d{1,2}|[a-h])[.)]\s", re.MULTILINE)
 
 
@@ -604,7 +625,7 @@ def _check_chunk(chunk: Chunk, stage: str, ctx: _Ctx, ntokens: int) -> list[Viol
         if 0 < len(lines) <= 2:
             add("boundary.header_only", f"the chunk is {len(lines)} line(s) of text; a header or "
                 "'header + one line' is never a chunk: merge it (seed §2.4 Rule A, §6)", "content")
-    if tier == 3 and content.strip() and not _PROSE.search(normalise_ws(content)):
+    if tier == 3 and content.strip() and not _has_prose(content):
         add("table.no_context", "no lead-in or interpretation sentence around the table; keep "
             "them in the same chunk (seed §2.3, §3.1 Rule 3/5)", "content")
     if ctype == "financial_table" and not md.has_financial_data:
