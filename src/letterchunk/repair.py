@@ -526,21 +526,36 @@ def _with_evidence(context: Any, chunk_id: str, record: dict | None) -> Any:
     return dataclasses.replace(context, evidence=evidence)
 
 
-def check(chunk: Chunk, evidence: dict | None, context: Any) -> tuple[Chunk, list[Change], list[Any]]:
+def check(chunk: Chunk, evidence: dict | None,
+          context: Any) -> tuple[Chunk, list[Change], list[Any], list[Any]]:
     """Validate, apply mechanical fixes when a mechanical rule fails, validate again.
 
-    Returns the (possibly fixed) chunk, the code's changes and the error-level violations left.
+    Returns the (possibly fixed) chunk, the code's changes, the error-level violations left, and
+    the error-level violations found before the fixes (what the report counts).
     """
     from .validate import validate_chunk
 
     ctx = _with_evidence(context, chunk.chunk_id, evidence)
-    errors = _errors(validate_chunk(chunk, stage="enriched", context=ctx))
+    found = errors = _errors(validate_chunk(chunk, stage="enriched", context=ctx))
     changes: list[Change] = []
     if any(rule_kind(v.code) == "mechanical" for v in errors):
         chunk, changes = mechanical_fixes(chunk, ctx)
         if changes:
             errors = _errors(validate_chunk(chunk, stage="enriched", context=ctx))
-    return chunk, changes, errors
+    return chunk, changes, errors, found
+
+
+def _violation_dicts(found: list[Any], remaining: list[Any]) -> list[dict]:
+    """Every violation seen in one attempt; ``fixed`` tells whether code fixed it there."""
+    key = lambda v: (v.code, getattr(v, "field", None), v.message)  # noqa: E731
+    left = {key(v) for v in remaining}
+    out, seen = [], set()
+    for v in list(found) + list(remaining):
+        if key(v) in seen:
+            continue
+        seen.add(key(v))
+        out.append({**_violation_dict(v), "fixed": key(v) not in left})
+    return out
 
 
 def repair_enriched(
@@ -609,6 +624,7 @@ def repair_enriched(
         records.append(rec)
         changes: list[Change] = []
         targets: list[str] = []
+        found: list[Any] = []
 
         # 1. what this answer contributes, field by field
         new, violations, raw_values = _answer_fields(completion, asked, model, chunk_id)
@@ -640,14 +656,15 @@ def repair_enriched(
                 # 2. apply to the segmented chunk, let code fix what is mechanical, validate
                 raw = apply_enrichment(chunk, merged)
                 ev = evidence_record(chunk_id, merged)
-                fixed, fixes, violations = check(raw, ev, context)
+                fixed, fixes, violations, found = check(raw, ev, context)
                 changes += fixes
                 if not violations:
+                    rec["violations"] = _violation_dicts(found, [])
                     rec["changes"] = [c.to_dict() for c in changes]
                     rec["outcome"] = outcome = "valid" if attempt == 1 and not changes else "repaired"
                     _emit(report, records)
                     return RepairResult(chunk_id, outcome, fixed, ev, attempt, usage, records, [])
-        rec["violations"] = [_violation_dict(v) for v in violations]
+        rec["violations"] = _violation_dicts(found, violations)
         rec["changes"] = [c.to_dict() for c in changes]
 
         # 3. which fields the model must answer again (none when code or nobody can fix it)
@@ -925,10 +942,12 @@ def repair_file(
                 continue
             cid = chunk.chunk_id
             ev = evidence.get(cid)
-            fixed, changes = mechanical_fixes(chunk, _with_evidence(context, cid, ev))
+            ctx = _with_evidence(context, cid, ev)
+            found = _errors(validate_chunk(chunk, stage="enriched", context=ctx))
+            fixed, changes = mechanical_fixes(chunk, ctx)  # always: a file may be far off
             changes = shape_changes + changes
-            errors = _errors(validate_chunk(fixed, stage="enriched",
-                                            context=_with_evidence(context, cid, ev)))
+            errors = _errors(validate_chunk(fixed, stage="enriched", context=ctx))
+            seen_here = _violation_dicts(found, errors)
             semantic = [v for v in errors if rule_kind(v.code) == "semantic"]
             if semantic and len(semantic) == len(errors) and client is not None:
                 model = response_model_for(fixed, prompt_ctx)
@@ -938,7 +957,12 @@ def repair_file(
                     model=model, max_attempts=max_attempts, on_failure=on_failure,
                     report=None, first_kind="file")
                 if rr.records:
-                    rr.records[0]["changes"] = [c.to_dict() for c in changes] + rr.records[0]["changes"]
+                    first_rec = rr.records[0]
+                    first_rec["changes"] = [c.to_dict() for c in changes] + first_rec["changes"]
+                    known = {(v["code"], v["field"], v["message"]) for v in first_rec["violations"]}
+                    first_rec["violations"] = [
+                        v for v in seen_here if (v["code"], v["field"], v["message"]) not in known
+                    ] + first_rec["violations"]
                 report.records.extend(rr.records)
                 result.usage = result.usage + rr.usage
                 result.outcomes[cid] = rr.outcome
@@ -963,7 +987,7 @@ def repair_file(
             result.outcomes[cid] = outcome
             rec = {"chunk_id": cid, "letter_year": fixed.metadata.letter_year, "attempt": 1,
                    "kind": "check", "asked_fields": result.needs_llm.get(cid, []),
-                   "violations": [_violation_dict(v) for v in errors],
+                   "violations": seen_here,
                    "changes": [c.to_dict() for c in changes],
                    "usage": {"prompt_tokens": 0, "completion_tokens": 0}, "latency_s": None,
                    "source": "file", "error": None, "outcome": outcome,
