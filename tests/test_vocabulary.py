@@ -57,3 +57,16 @@ def test_bad_vocabulary_file_is_a_config_error(tmp_path, content):
     path.write_text(content)
     with pytest.raises(ConfigError, match="concept"):
         load_concepts(path)
+
+
+def test_installed_package_resources_win_over_repo_folder(tmp_path, monkeypatch):
+    """In a wheel, resources live in letterchunk/_resources/ (pyproject force-include)."""
+    import letterchunk.resources as res
+
+    package = tmp_path / "site-packages" / "letterchunk"
+    (package / "_resources" / "schemas").mkdir(parents=True)
+    shipped = package / "_resources" / "schemas" / "buffett_concepts.json"
+    shipped.write_text('{"concepts": ["from the wheel"]}')
+    monkeypatch.setattr(res, "_PACKAGE_DIR", package)
+    assert resource_path("schemas", "buffett_concepts.json") == shipped
+    assert load_concepts() == frozenset({"from the wheel"})

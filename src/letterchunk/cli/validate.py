@@ -32,7 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
         epilog="exit codes: 0 no errors, 1 error-level violations, 2 unusable input",
     )
-    p.add_argument("paths", nargs="*", metavar="PATH", help="chunk JSONL file or folder of them")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="chunk JSONL file, or a folder: every *.jsonl in it except "
+                   "*.evidence.jsonl and *.report.jsonl")
     p.add_argument(
         "--stage",
         choices=STAGES,
