@@ -1,0 +1,263 @@
+"""Per-run accounting: requests, tokens, repairs, cache hits, wall time and cost (issue 5).
+
+One :class:`Ledger` per run, shared by every worker (thread-safe).  The pipeline records each
+LLM completion and each repair against its letter; at the end the CLI prints
+:meth:`Ledger.summary_lines` and the pipeline writes :meth:`Ledger.write` → ``DIR/run.json``
+(atomic).
+
+Prices live in a JSON file, ``letterchunk/data/prices.json`` by default (package data, so it is
+installed with the wheel like the tokenizer file; it is configuration, not a schema, which is why
+it is not under ``schemas/``).  ``LETTERCHUNK_PRICES`` or an explicit path replaces it.  A model
+missing from the table has an *unknown* cost: ``cost_usd`` is ``null`` in ``run.json`` and the
+summary says "unknown", never 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .io import atomic_write_text
+
+__all__ = [
+    "ModelPrice",
+    "load_prices",
+    "price_for",
+    "LetterTotals",
+    "Ledger",
+    "RUN_FILE",
+]
+
+RUN_FILE = "run.json"
+_DATED = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    model: str
+    input_per_mtok: float
+    output_per_mtok: float
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok) / 1e6
+
+
+def _prices_path(path: str | Path | None) -> Path | Any:
+    if path is not None:
+        return Path(path)
+    env = os.environ.get("LETTERCHUNK_PRICES", "").strip()
+    if env:
+        return Path(env)
+    return resources.files("letterchunk").joinpath("data", "prices.json")
+
+
+def load_prices(path: str | Path | None = None) -> dict[str, ModelPrice]:
+    """The price table: model id (lower case) → :class:`ModelPrice`."""
+    source = _prices_path(path)
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: price file not found; fix --prices / LETTERCHUNK_PRICES") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{source}: cannot read the price file ({exc}); fix the JSON or point --prices elsewhere") from exc
+    models = data.get("models") if isinstance(data, dict) else None
+    if not isinstance(models, dict):
+        raise ConfigError(f'{source}: expected {{"models": {{"<model id>": {{"input_per_mtok": .., "output_per_mtok": ..}}}}}}')
+    table: dict[str, ModelPrice] = {}
+    for model, entry in models.items():
+        try:
+            inp, out = entry["input_per_mtok"], entry["output_per_mtok"]
+            if isinstance(inp, bool) or isinstance(out, bool) or not all(
+                isinstance(v, (int, float)) and v >= 0 for v in (inp, out)
+            ):
+                raise TypeError
+        except (KeyError, TypeError):
+            raise ConfigError(
+                f"{source}: model {model!r} needs non-negative numbers input_per_mtok and output_per_mtok"
+            ) from None
+        table[model.lower()] = ModelPrice(model, float(inp), float(out))
+    return table
+
+
+def price_for(model: str, prices: dict[str, ModelPrice] | None = None) -> ModelPrice | None:
+    """The model's price, trying the exact id then the id without a ``-YYYY-MM-DD`` suffix."""
+    table = load_prices() if prices is None else prices
+    key = model.strip().lower()
+    return table.get(key) or table.get(_DATED.sub("", key))
+
+
+@dataclass
+class LetterTotals:
+    requests: int = 0  # HTTP requests answered (cache hits excluded)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    repairs: int = 0  # repair re-asks
+    cache_hits: int = 0
+    cache_misses: int = 0
+    chunks: int = 0
+    failed_chunks: int = 0
+    wall_s: float = 0.0
+    _started: float | None = field(default=None, repr=False)
+
+    def add(self, other: LetterTotals) -> None:
+        for name in ("requests", "prompt_tokens", "completion_tokens", "repairs", "cache_hits",
+                     "cache_misses", "chunks", "failed_chunks"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+class Ledger:
+    """Thread-safe per-letter accounting for one run."""
+
+    def __init__(self, model: str, *, prices: dict[str, ModelPrice] | None = None,
+                 clock: Any = time.monotonic) -> None:
+        """``prices``: a table from :func:`load_prices` (default: the shipped/env price file)."""
+        self.model = model
+        self.price = price_for(model, prices)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._letters: dict[str, LetterTotals] = {}
+        self._started = clock()
+        self._ended: float | None = None
+        self.status = "running"
+        self.stop_reason: str | None = None
+
+    # ------------------------------------------------------------------ recording
+    def _letter(self, letter: str | int) -> LetterTotals:
+        return self._letters.setdefault(str(letter), LetterTotals())
+
+    def letter_started(self, letter: str | int) -> None:
+        with self._lock:
+            t = self._letter(letter)
+            if t._started is None:
+                t._started = self._clock()
+
+    def letter_finished(self, letter: str | int) -> None:
+        with self._lock:
+            t = self._letter(letter)
+            if t._started is not None:
+                t.wall_s += self._clock() - t._started
+                t._started = None
+
+    def record_completion(self, letter: str | int, *, source: str, prompt_tokens: int = 0,
+                          completion_tokens: int = 0, requests: int = 1) -> None:
+        """One LLM answer: ``source`` "cache" (no tokens spent) or "live"."""
+        with self._lock:
+            t = self._letter(letter)
+            if source == "cache":
+                t.cache_hits += 1
+                return
+            t.cache_misses += 1
+            t.requests += requests
+            t.prompt_tokens += prompt_tokens
+            t.completion_tokens += completion_tokens
+
+    def record_usage(self, letter: str | int, usage: Any, *, source: str) -> None:
+        """Convenience for an ``llm.Usage``-like object (prompt_tokens, completion_tokens, requests)."""
+        self.record_completion(
+            letter,
+            source=source,
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            requests=int(getattr(usage, "requests", 1) or (0 if source == "cache" else 1)),
+        )
+
+    def record_repairs(self, letter: str | int, count: int = 1) -> None:
+        with self._lock:
+            self._letter(letter).repairs += count
+
+    def record_chunk(self, letter: str | int, *, failed: bool = False) -> None:
+        with self._lock:
+            t = self._letter(letter)
+            t.chunks += 1
+            t.failed_chunks += int(failed)
+
+    def finish(self, status: str = "complete", reason: str | None = None) -> None:
+        """Close the run: ``status`` complete | budget_exceeded | halted | interrupted | failed."""
+        with self._lock:
+            now = self._clock()
+            for t in self._letters.values():
+                if t._started is not None:
+                    t.wall_s += now - t._started
+                    t._started = None
+            self._ended = now
+            self.status, self.stop_reason = status, reason
+
+    # ------------------------------------------------------------------ reading
+    def cost(self, t: LetterTotals) -> float | None:
+        return None if self.price is None else round(self.price.cost(t.prompt_tokens, t.completion_tokens), 6)
+
+    def totals(self) -> LetterTotals:
+        with self._lock:
+            total = LetterTotals()
+            for t in self._letters.values():
+                total.add(t)
+            return total
+
+    def to_dict(self) -> dict[str, Any]:
+        with self._lock:
+            letters = {k: self._letter_dict(v) for k, v in sorted(self._letters.items())}
+            end = self._ended if self._ended is not None else self._clock()
+            status, reason = self.status, self.stop_reason
+        total = self.totals()
+        out = self._letter_dict(total)
+        out["wall_s"] = round(end - self._started, 3)
+        return {
+            "model": self.model,
+            "price": None if self.price is None else {
+                "input_per_mtok": self.price.input_per_mtok,
+                "output_per_mtok": self.price.output_per_mtok,
+            },
+            "status": status,
+            "stop_reason": reason,
+            "totals": out,
+            "letters": letters,
+        }
+
+    def _letter_dict(self, t: LetterTotals) -> dict[str, Any]:
+        return {
+            "requests": t.requests,
+            "prompt_tokens": t.prompt_tokens,
+            "completion_tokens": t.completion_tokens,
+            "total_tokens": t.prompt_tokens + t.completion_tokens,
+            "repairs": t.repairs,
+            "cache_hits": t.cache_hits,
+            "cache_misses": t.cache_misses,
+            "chunks": t.chunks,
+            "failed_chunks": t.failed_chunks,
+            "wall_s": round(t.wall_s, 3),
+            "cost_usd": self.cost(t),
+        }
+
+    def write(self, out_dir: str | Path) -> Path:
+        """Write ``DIR/run.json`` atomically; returns its path."""
+        path = Path(out_dir) / RUN_FILE
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
+        return path
+
+    def summary_lines(self) -> list[str]:
+        """A human table (one row per letter and a total) for the CLI to print on stderr."""
+        data = self.to_dict()
+        head = ("letter", "chunks", "requests", "prompt", "completion", "repairs", "cache hits", "wall s", "cost $")
+        rows = []
+        for name, d in list(data["letters"].items()) + [("total", data["totals"])]:
+            rows.append((
+                name, str(d["chunks"]), str(d["requests"]), str(d["prompt_tokens"]),
+                str(d["completion_tokens"]), str(d["repairs"]), str(d["cache_hits"]),
+                f"{d['wall_s']:.1f}", "unknown" if d["cost_usd"] is None else f"{d['cost_usd']:.4f}",
+            ))
+        widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+        fmt = lambda r: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+        lines = [fmt(head), *(fmt(r) for r in rows)]
+        if data["price"] is None:
+            lines.append(f"cost unknown: model {self.model!r} is not in the price table (add it to prices.json)")
+        if data["status"] != "complete":
+            lines.append(f"run {data['status']}: {data['stop_reason'] or ''}".rstrip(": "))
+        return lines
