@@ -413,3 +413,27 @@ def test_repair_file_with_backend_reasks_only_the_failing_field(
     served = server.usage_total
     assert records[1]["usage"] == {"prompt_tokens": served.prompt_tokens,
                                    "completion_tokens": served.completion_tokens}
+
+
+def test_write_letter_report_counts_every_chunk_and_the_halting_one(enriched_letter, tmp_path):
+    from letterchunk.llm import Usage
+    from letterchunk.pipeline import ChunkOutcome, LetterOutcome
+    from letterchunk.report import write_letter_report
+
+    live = ChunkOutcome(S1, enriched_letter.chunk(S1), {}, Usage(10, 2, 1), 1, 0)
+    cached = ChunkOutcome(T3, enriched_letter.chunk(T3), {}, Usage(), 1, 1)
+    halt = RepairExhausted("1987-S2-T1-001", 3, [], Usage(7, 1, 3))
+    halt.records = [{"chunk_id": "1987-S2-T1-001", "attempt": a, "source": "live",
+                     "usage": {"prompt_tokens": 7, "completion_tokens": 1}, "outcome": o}
+                    for a, o in ((1, "retry"), (2, "retry"), (3, "failed"))]
+    outcome = LetterOutcome(1987, [live.chunk, cached.chunk], [live, cached], [])
+
+    path = write_letter_report(tmp_path, 1987, outcome, halt, source="cassette")
+
+    assert path == tmp_path / "1987.report.jsonl"
+    lines = _lines(path)
+    assert [(r["chunk_id"], r["attempt"], r["outcome"], r["source"]) for r in lines] == [
+        (S1, 1, "valid", "cassette"), (T3, 1, "valid", "cache"),
+        ("1987-S2-T1-001", 1, "retry", "cassette"), ("1987-S2-T1-001", 2, "retry", "cassette"),
+        ("1987-S2-T1-001", 3, "failed", "cassette")]
+    assert sum(r["usage"]["prompt_tokens"] for r in lines) == 10 + 3 * 7

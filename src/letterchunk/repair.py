@@ -22,8 +22,9 @@ count as repair attempts; when they are exhausted its ``BackendError`` propagate
 Every attempt produces one report record (:func:`letterchunk.report.RepairReport` writes them to
 ``DIR/YYYY.report.jsonl``)::
 
-    {"chunk_id", "letter_year", "attempt", "kind": "enrich"|"reask"|"check",
-     "asked_fields", "violations": [{"code", "field", "message", "severity", "rule_kind"}],
+    {"chunk_id", "letter_year", "attempt", "kind": "enrich"|"reask"|"file"|"check",
+     "asked_fields", "violations": [{"code", "field", "message", "severity", "rule_kind",
+                                     "fixed"}],
      "changes": [{"field", "before", "after", "by": "code"|"llm"}],
      "usage": {"prompt_tokens", "completion_tokens"}, "latency_s", "source", "error",
      "outcome": "valid"|"repaired"|"retry"|"failed"|"needs-llm", "span", "content"?}
@@ -43,7 +44,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from .errors import RepairExhausted
+from .errors import LetterchunkError, RepairExhausted
 from .schema import Chunk
 from .tokens import count_tokens
 
@@ -692,7 +693,12 @@ def repair_enriched(
         convo = reask_messages(original, completion.raw_text or "", targets, violations)
         asked = targets
         attempt += 1
-        completion = client.complete(convo, partial_model(targets, model), chunk_id=chunk_id)
+        try:
+            completion = client.complete(convo, partial_model(targets, model), chunk_id=chunk_id)
+        except LetterchunkError as exc:  # backend gone, budget cap: let the caller report it
+            exc.records = records  # type: ignore[attr-defined]
+            exc.usage = usage  # type: ignore[attr-defined]
+            raise
         usage = usage + completion.usage
 
 

@@ -74,7 +74,7 @@ class RepairReport:
         }
 
 
-def chunk_records(outcome: Any, year: int | None = None) -> list[dict]:
+def chunk_records(outcome: Any, year: int | None = None, source: str | None = None) -> list[dict]:
     """Report records of one pipeline ``ChunkOutcome``.
 
     A chunk whose first answer was valid never entered the repair loop and has no records of its
@@ -82,7 +82,7 @@ def chunk_records(outcome: Any, year: int | None = None) -> list[dict]:
     """
     records = list(getattr(outcome, "records", None) or [])
     if records:
-        return records
+        return [_relabel(r, source) for r in records]
     chunk = getattr(outcome, "chunk", None)
     usage = getattr(outcome, "usage", None)
     span = None
@@ -101,26 +101,34 @@ def chunk_records(outcome: Any, year: int | None = None) -> list[dict]:
         "usage": {"prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
                   "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0)},
         "latency_s": None,
-        "source": "cache" if getattr(outcome, "cache_hits", 0) else "live",
+        "source": "cache" if getattr(outcome, "cache_hits", 0) else (source or "live"),
         "error": None,
         "outcome": "valid" if chunk is not None else "failed",
         "span": span,
     }]
 
 
+def _relabel(record: dict, source: str | None) -> dict:
+    if source and record.get("source") == "live":
+        return {**record, "source": source}
+    return record
+
+
 def write_letter_report(out_dir: str | Path, year: int, outcome: Any = None,
-                        failure: BaseException | None = None) -> Path:
+                        failure: BaseException | None = None, *,
+                        source: str | None = None) -> Path:
     """Write ``DIR/YYYY.report.jsonl`` for one letter of a pipeline run (atomic).
 
     ``outcome`` is the ``pipeline.LetterOutcome`` (or the ``partial`` one a halt carries);
     ``failure`` the ``RepairExhausted`` that halted the letter, whose ``records`` name the chunk
-    that stopped it.
+    that stopped it.  ``source="cassette"`` labels answers that the HTTP layer calls live but
+    a vcrpy cassette really served.
     """
     report = RepairReport.for_letter(out_dir, year)
     records: list[dict] = []
     for chunk_outcome in getattr(outcome, "outcomes", None) or []:
-        records += chunk_records(chunk_outcome, year)
-    records += list(getattr(failure, "records", None) or [])
+        records += chunk_records(chunk_outcome, year, source)
+    records += [_relabel(r, source) for r in getattr(failure, "records", None) or []]
     report.add(records)
     return report.path
 
@@ -360,6 +368,7 @@ mark{background:#fff08a}mark.principle{background:#c9f2d0}
 .diff{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:.9em;background:#f6f6f6;padding:.3em}
 .diff del{background:#fdd;color:#900}.diff ins{background:#dfd;color:#060;text-decoration:none}
 .muted{color:#777}
+li.fixed{color:#666}
 """
 
 _JS = r"""
@@ -495,7 +504,8 @@ _JS = r"""
       if (a.violations.length) {
         var ul = el("ul", {"class": "violations"});
         a.violations.forEach(function (v) {
-          ul.appendChild(el("li", {"data-rule": v.code}, v.code + " [" + (v.field || "-") + "] " + v.message));
+          ul.appendChild(el("li", {"data-rule": v.code, "class": v.fixed ? "fixed" : "open"},
+            v.code + " [" + (v.field || "-") + "] " + v.message + (v.fixed ? " (fixed by code)" : "")));
         });
         box.appendChild(ul);
       }
