@@ -349,7 +349,7 @@ def _ends_mid_sentence(content: str) -> bool:
     Prose means: the last paragraph has >= 8 words, its last line >= 4 words, and no line of it
     is indented like layout (signature blocks, tables and dates are indented 8+ spaces).
     """
-    last = content.rstrip().rsplit("\n\n", 1)[-1]
+    last = content[-4000:].rstrip().rsplit("\n\n", 1)[-1]  # the tail is enough: O(1) per chunk
     lines = [line for line in last.split("\n") if line.strip()]
     if not lines or len(last.split()) < 8 or len(lines[-1].split()) < 4:
         return False
@@ -358,6 +358,19 @@ def _ends_mid_sentence(content: str) -> bool:
     if _FOOTNOTE.match(lines[-1]):
         return False  # table footnotes end without punctuation
     return not _TERMINAL.search(last)
+
+
+_LINE = re.compile(r"\S[^\n]*")  # one match per non-blank line
+
+
+def _count_lines(text: str, stop: int) -> int:
+    """Non-blank lines of ``text``, counting no further than ``stop`` (cheap on long chunks)."""
+    n = 0
+    for _ in _LINE.finditer(text):
+        n += 1
+        if n >= stop:
+            break
+    return n
 
 
 _WORD = re.compile(r"[\"'\u201c\u2018(]?[A-Za-z][\w\u2019'\",;()/&\-]*?([.!?:]?)[\"'\u201d\u2019)]*$")
@@ -621,9 +634,9 @@ def _check_chunk(chunk: Chunk, stage: str, ctx: _Ctx, ntokens: int) -> list[Viol
         if content.strip() and _ends_mid_sentence(content):
             add("boundary.mid_sentence", "the chunk's last paragraph does not end a sentence",
                 "content")
-        lines = [line for line in content.split("\n") if line.strip()]
-        if 0 < len(lines) <= 2:
-            add("boundary.header_only", f"the chunk is {len(lines)} line(s) of text; a header or "
+        nonblank = _count_lines(content, stop=3)
+        if 0 < nonblank <= 2:
+            add("boundary.header_only", f"the chunk is {nonblank} line(s) of text; a header or "
                 "'header + one line' is never a chunk: merge it (seed §2.4 Rule A, §6)", "content")
     if tier == 3 and content.strip() and not _has_prose(content):
         add("table.no_context", "no lead-in or interpretation sentence around the table; keep "
