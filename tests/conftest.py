@@ -1,8 +1,9 @@
 """Shared test set-up: isolated environment and a small hand-built, valid letter.
 
 Autouse: every test runs with no OPENAI_* / LETTERCHUNK_* variables from the developer's shell
-and with HOME / XDG_CACHE_HOME pointing into its own tmp_path, so no test reads or writes user
-caches or keys.
+(harness switches LETTERCHUNK_LIVE / LETTERCHUNK_CHROMIUM excepted) and with HOME /
+XDG_CACHE_HOME pointing into its own tmp_path, so no test reads or writes user caches or keys.
+Tests marked ``live`` are left alone.
 
 Fixtures:
 - ``make_chunk`` — factory ``make_chunk(chunk_id, text, start, **metadata) -> Chunk`` with
@@ -28,12 +29,21 @@ from letterchunk.schema import Chunk, dump_chunk
 from letterchunk.tokens import count_tokens
 
 _ISOLATED_PREFIXES = ("OPENAI_", "LETTERCHUNK_")
+# Switches of the test harness itself, not letterchunk configuration: kept.
+_HARNESS_VARS = frozenset({"LETTERCHUNK_LIVE", "LETTERCHUNK_CHROMIUM"})
 
 
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch, tmp_path):
+def _isolated_env(request, monkeypatch, tmp_path):
+    """No key, endpoint, model or cache setting leaks from the developer's shell into a test.
+
+    Tests marked ``live`` (opt-in, LETTERCHUNK_LIVE=1) keep the real environment: they need the
+    user's assembled model and llama-server.
+    """
+    if request.node.get_closest_marker("live"):
+        return
     for name in list(os.environ):
-        if name.startswith(_ISOLATED_PREFIXES):
+        if name.startswith(_ISOLATED_PREFIXES) and name not in _HARNESS_VARS:
             monkeypatch.delenv(name, raising=False)
     home = tmp_path / "_home"
     home.mkdir()

@@ -71,3 +71,15 @@ def test_wheel_config_ships_package_data_and_resources():
         "prompts": "letterchunk/_resources/prompts",
         "schemas": "letterchunk/_resources/schemas",
     }
+
+
+def test_environment_is_isolated():
+    """conftest's autouse fixture: no keys or cache dirs from the developer's shell."""
+    import os
+    from pathlib import Path
+
+    assert not any(k.startswith("OPENAI_") for k in os.environ)
+    assert not any(k.startswith("LETTERCHUNK_") and k not in ("LETTERCHUNK_LIVE", "LETTERCHUNK_CHROMIUM")
+                   for k in os.environ)
+    assert Path(os.environ["HOME"]).name == "_home"
+    assert Path(os.environ["XDG_CACHE_HOME"]).is_relative_to(Path(os.environ["HOME"]))
