@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from .errors import LetterchunkError, RepairExhausted
 from .schema import Chunk
@@ -63,7 +63,11 @@ __all__ = [
     "fields_for",
     "response_violation",
     "rule_kind",
+    "check",
+    "diff_fields",
     "FIXERS",
+    "COUPLED",
+    "RESPONSE_RULES",
 ]
 
 log = logging.getLogger(__name__)
@@ -160,10 +164,6 @@ def diff_fields(before: dict, after: dict, prefix: str = "", by: str = "code") -
     a, b = _flatten(before, prefix), _flatten(after, prefix)
     keys = list(b) + [k for k in a if k not in b]
     return [Change(k, a.get(k), b.get(k), by) for k in keys if a.get(k) != b.get(k)]  # type: ignore[arg-type]
-
-
-def _chunk_changes(before: Chunk, after: Chunk, by: str) -> list[Change]:
-    return diff_fields(before.model_dump(mode="json"), after.model_dump(mode="json"), "", by)
 
 
 # --------------------------------------------------------------------------- mechanical fixes
@@ -653,9 +653,19 @@ def repair_enriched(
                 targets = list(bad) or list(model.model_fields)
                 for f in targets:
                     data.pop(f, None)
+            raw = None
             if merged is not None:
+                try:
+                    raw = apply_enrichment(chunk, merged)
+                except ValidationError as exc:  # the answer cannot live in a canonical chunk
+                    bad = _bad_fields(exc, model)
+                    violations = [_field_violation("response.schema", f, m, chunk_id)
+                                  for f, m in bad.items()] or [_field_violation(
+                                      "response.schema", None, str(exc.errors()[0].get("msg")),
+                                      chunk_id)]
+                    targets = list(bad) or list(asked)
+            if raw is not None:
                 # 2. apply to the segmented chunk, let code fix what is mechanical, validate
-                raw = apply_enrichment(chunk, merged)
                 ev = evidence_record(chunk_id, merged)
                 fixed, fixes, violations, found = check(raw, ev, context)
                 changes += fixes
@@ -1025,7 +1035,3 @@ def _short_error(exc: BaseException) -> str:
         return f"not a canonical chunk: {loc or '<root>'}: {first.get('msg', exc)}" + (
             f" (+{len(errs) - 1} more)" if len(errs) > 1 else "")
     return f"not JSON: {exc}"
-
-
-def dumps_record(record: dict) -> str:
-    return json.dumps(record, ensure_ascii=False, sort_keys=False)
