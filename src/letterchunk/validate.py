@@ -36,8 +36,23 @@ Decisions worth knowing:
   a longer number) or in the apostrophe form (``'87`` / ``’87``).
 - Sentences in ``contextual_summary`` are counted at ``.``/``!``/``?`` followed by whitespace and
   an upper-case letter, a digit or a quote, skipping common abbreviations (Mr., Inc., U.S., …).
+- Evidence quotes (sidecar ``{"chunk_id", "content_type_evidence", "principle_evidence"}``)
+  are all checked when present, and must have at least 4 words (``evidence.too_short``).
 - ``primary_year != letter_year`` is only a warning: the seed says "usually".
-- Tier-1 minimum sizes are checked on the recomputed token count, never the claimed one.
+- Tier-1/2 minimum sizes are checked on the recomputed token count, never the claimed one.
+- Boundary heuristics (§6) are deliberately narrow: ``boundary.mid_sentence`` (warning) looks
+  only at a last paragraph of prose (signature blocks, indented layout and footnotes are not
+  prose); ``boundary.header_only`` is a chunk of at most 2 non-blank lines;
+  ``boundary.list_split`` is a Tier-1 chunk opening with item n of a list whose item n-1 is in
+  the previous Tier-1 chunk; ``table.no_context`` is a Tier-3 chunk without one sentence of
+  >= 6 words.
+- A file with a line that does not parse is still checked chunk by chunk, but the rules that
+  need every chunk (missing links, tiling, id sequences) are skipped for it, so one bad line
+  gives one violation, not a cascade.
+- A folder means every ``*.jsonl`` in it except ``*.evidence.jsonl`` and ``*.report.jsonl``.
+  A file holding several letters is validated per ``source_file``.
+- Unusable input (:data:`FATAL_CODES`: missing path, empty, binary/non-UTF-8, no JSON object
+  line, folder without chunk files) is one violation per file; the CLI exits 2 on it.
 """
 
 from __future__ import annotations
