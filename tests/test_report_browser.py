@@ -24,8 +24,6 @@ from letterchunk.report import build_html, evidence_marks, word_diff
 from letterchunk.schema import Chunk
 from tests.fake_openai import FakeOpenAI, answer
 
-pytestmark = pytest.mark.browser
-
 S1, S2, T3 = "1987-S1-T1-001", "1987-S2-T1-001", "1987-S2-T3-001"
 EVIL = '</script><img src=x onerror="document.title=\'pwned\'"><b>bold</b>'
 
@@ -90,6 +88,7 @@ def report_dir(enriched_letter, write_letter, tmp_path, monkeypatch) -> tuple[Pa
                     "completion_tokens": served.completion_tokens}
 
 
+@pytest.mark.browser
 def test_report_renders_totals_diffs_and_highlights(report_dir, tmp_path):
     folder, served = report_dir
     page = folder / "report.html"
@@ -138,6 +137,7 @@ def test_report_renders_totals_diffs_and_highlights(report_dir, tmp_path):
     assert "&lt;img src=x" in dom
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize(
     ("fragment", "shown", "visible"),
     [
@@ -183,3 +183,17 @@ def test_build_html_escapes_the_embedded_json(tmp_path):
     payload = script.split("</script>", 1)[0]
     assert "<" not in payload and ">" not in payload
     assert json.loads(payload)["chunks"][0]["content"] == EVIL
+
+
+@pytest.mark.parametrize(
+    ("make", "needle"),
+    [
+        (lambda d: d / "missing", "not a folder"),
+        (lambda d: d, "holds no *.report.jsonl"),
+    ],
+    ids=["no-folder", "no-reports"],
+)
+def test_report_command_says_what_to_do(tmp_path, capsys, make, needle):
+    assert main(["report", str(make(tmp_path))]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "letterchunk run" in err

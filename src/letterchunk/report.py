@@ -265,7 +265,7 @@ def _chunk_view(chunk_id: str, stem: str, recs: list[dict], written: dict | None
     if evidence:
         quotes["confession-or-principle"] = [str(q) for q in evidence.get("content_type_evidence", [])]
         quotes["principle"] = [str(q) for q in evidence.get("principle_evidence", [])]
-    letter = str(last.get("letter_year") or chunk_id[:4] or stem)
+    letter = str(last.get("letter_year") or (chunk_id[:4] if chunk_id[:4].isdigit() else stem))
     attempts = []
     for r in recs:
         attempts.append({
