@@ -716,3 +716,17 @@ def test_comparison_year_matching(make_chunk, text, year, found):
         "primary_year": 1988, "comparison_years": [year], "future_outlook": False})
     codes = {v.code for v in validate_chunk(chunk)}
     assert ("year.comparison_not_found" not in codes) is found
+
+
+def test_cli_segment_then_validate_round_trip(tmp_path, capsys):
+    """`letterchunk segment` output, found through its folder, validates with exit 0."""
+    letters = tmp_path / "letters"
+    letters.mkdir()
+    (letters / "1977.txt").write_bytes((CORPUS / "1977.txt").read_bytes())
+    out = tmp_path / "out"
+    assert main(["segment", str(letters), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["errors"] == 0 and report["chunks"] > 0
+    assert [Path(f).name for f in report["files"]] == ["1977.jsonl"]
