@@ -74,23 +74,18 @@ _MINOR = {
 _SENTENCE_END = re.compile(r"[.?!:;][\"'”’)\]]*$|[\"”’]$")
 
 
-@dataclass
 class Line:
-    start: int  # offset of the line's first character in the text
-    end: int  # offset just past the line (before "\n")
-    raw: str
+    """One line of the text with its offsets and cheap features, computed once."""
 
-    @property
-    def text(self) -> str:
-        return self.raw.strip()
+    __slots__ = ("start", "end", "raw", "text", "blank", "indent")
 
-    @property
-    def blank(self) -> bool:
-        return not self.raw.strip()
-
-    @property
-    def indent(self) -> int:
-        return len(self.raw) - len(self.raw.lstrip())
+    def __init__(self, start: int, raw: str) -> None:
+        self.start = start  # offset of the line's first character in the text
+        self.end = start + len(raw)  # offset just past the line (before "\n")
+        self.raw = raw
+        self.text = raw.strip()
+        self.blank = not self.text
+        self.indent = len(raw) - len(raw.lstrip()) if self.text else 0
 
 
 @dataclass
@@ -107,7 +102,7 @@ class Block:
 def split_lines(text: str) -> list[Line]:
     out, pos = [], 0
     for raw in text.split("\n"):
-        out.append(Line(pos, pos + len(raw), raw))
+        out.append(Line(pos, raw))
         pos += len(raw) + 1
     return out
 
@@ -128,7 +123,9 @@ def _cells(s: str) -> list[str]:
 def is_table_row(raw: str) -> bool:
     """A line that is a table row by itself (see module docstring)."""
     s = raw.strip()
-    if not s or len(s) < 4:
+    if len(s) < 4 or ("  " not in s and ".." not in s and ". ." not in s and "…" not in s):
+        return False  # a row needs column gaps or a dot leader
+    if _RULE.match(raw):
         return False
     m = None
     for m in _LEADER.finditer(s):
@@ -165,7 +162,7 @@ def _prose_like(raw: str) -> bool:
 
 def _header_like_cells(raw: str) -> bool:
     s = raw.strip()
-    if not s or len(s) > 160:
+    if not s:
         return False
     parts = [p for p in re.split(r"\s{3,}", s) if p]
     return len(parts) >= 2 and all(len(p) <= 40 for p in parts)
@@ -208,6 +205,8 @@ def _signature_line(raw: str) -> str | None:
     s = raw.strip()
     if not s or len(s) > 90:
         return None
+    if len(s) > 45 and "   " not in s and len(raw) - len(raw.lstrip()) < 10:
+        return None  # a sign-off line is short, indented, or split in columns
     parts = [p for p in re.split(r"\s{3,}", s) if p]
     kinds = set()
     for p in parts:
@@ -230,7 +229,9 @@ def _signature_line(raw: str) -> str | None:
 # detection
 
 
-def _find_tables(lines: list[Line]) -> list[tuple[int, int]]:
+def _find_tables(lines: list[Line], detached: set[int]) -> list[tuple[int, int]]:
+    """Line ranges of tables; ``detached`` receives the line indices of captions that stand one
+    blank line above the column headers (such a caption opens a section)."""
     n = len(lines)
     row = [is_table_row(ln.raw) for ln in lines]
     rule = [_is_rule(ln.raw) for ln in lines]
@@ -292,8 +293,14 @@ def _find_tables(lines: list[Line]) -> list[tuple[int, int]]:
                 blanks = 0
                 k -= 1
                 continue
-            if blanks == 0 and _caption_like(raw):
+            took_headers = top < first
+            if _caption_like(raw) and (
+                blanks == 0
+                or (took_headers and (k == 0 or lines[k - 1].blank) and _headerish(raw))
+            ):
                 top = k
+                if blanks:
+                    detached.add(k)
             break
         bottom = last
         k = last + 1
@@ -302,9 +309,14 @@ def _find_tables(lines: list[Line]) -> list[tuple[int, int]]:
             if kk < n and lines[kk].blank:
                 kk += 1
             if kk < n and _FOOTNOTE.match(lines[kk].raw) and not _SEPARATOR.match(lines[kk].raw):
+                foot_indent = lines[kk].indent
                 while kk + 1 < n and not lines[kk + 1].blank and not strong[kk + 1]:
-                    if _headerish(lines[kk + 1].raw) and lines[kk + 1].indent == 0 and kk + 2 < n and lines[kk + 2].blank:
+                    nxt = lines[kk + 1]
+                    if _SEPARATOR.match(nxt.raw) or _SALUTATION.match(nxt.raw):
                         break
+                    ended = _SENTENCE_END.search(lines[kk].text) is not None
+                    if ended and (abs(nxt.indent - foot_indent) >= 2 or _headerish(nxt.raw)):
+                        break  # the footnote ended and a paragraph (or header) starts
                     kk += 1
                 bottom = kk
                 k = kk + 1
@@ -336,7 +348,8 @@ def detect_blocks(text: str) -> list[Block]:
     lines = split_lines(text)
     n = len(lines)
     kind: list[str | None] = [None] * n
-    for a, b in _find_tables(lines):
+    detached: set[int] = set()
+    for a, b in _find_tables(lines, detached):
         for i in range(a, b + 1):
             kind[i] = "table"
     for i, ln in enumerate(lines):
@@ -360,7 +373,9 @@ def detect_blocks(text: str) -> list[Block]:
                 j -= 1
             blocks.append(_mk(lines, k, i, j))
             if k == "table":
+                blocks[-1].meta["line_start"] = lines[i].start
                 blocks[-1].title = _table_caption(lines, i, j)
+                blocks[-1].meta["detached_caption"] = i in detached
             i = j + 1
             continue
         if k == "separator":
@@ -429,8 +444,9 @@ def _is_header_at(lines: list[Line], kind: list, i: int, after_text: bool = Fals
     raw = lines[i].raw
     if not _headerish(raw) or _signature_line(raw) is not None:
         return False
-    prev_ok = i == 0 or lines[i - 1].blank or kind[i - 1] in ("separator", "table", "signature")
-    if not prev_ok and not after_text:
+    prev_ok = after_text or i == 0 or lines[i - 1].blank
+    prev_ok = prev_ok or kind[i - 1] in ("separator", "table", "signature")
+    if not prev_ok:
         # previous line ends a sentence (a page number between them was removed)
         prev_ok = _SENTENCE_END.search(lines[i - 1].text) is not None
     if not prev_ok:

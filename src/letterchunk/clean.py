@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import re
+from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,8 +83,11 @@ class CleanedLetter:
 
 
 def _is_page_number(lines: list[str], i: int) -> bool:
+    s = lines[i].strip()
+    if not s or len(s) > 12 or not any(c.isdigit() for c in s):
+        return False
     m = _PAGE_NUMBER.match(lines[i])
-    if not m or lines[i].strip() == "":
+    if not m:
         return False
     if int(m.group(2)) == 0:
         return False
@@ -155,6 +159,10 @@ _MONTH_RE = (
 )
 _FULL_DATE = re.compile(rf"\b{_MONTH_RE}\s*(?P<day>\d{{1,2}})\s*,\s*(?P<year>(?:19|20)\d\d)\b")
 _MONTH_YEAR = re.compile(rf"\b{_MONTH_RE}\s+(?P<year>(?:19|20)\d\d)\b")
+_ANY_DATE = re.compile(
+    r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s*(?:\d{1,2}\s*,\s*)?"
+    r"(?:19|20)\d\d\b"
+)
 _SIGNATURE_CUE = re.compile(
     r"\b(Chairman|Vice Chairman|President|Chief Executive|Sincerely|Cordially|Yours)\b|/s/"
 )
@@ -163,14 +171,21 @@ _YEAR_IN_NAME = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
 _YEAR_IN_TEXT = re.compile(r"(?<![\d,.$])((?:19|20)\d\d)(?![\d,])")
 
 
-def _date_lines(lines: list[str]) -> list[tuple[int, re.Match[str], bool]]:
+def _date_lines(text: str, lines: list[str]) -> list[tuple[int, re.Match[str], bool]]:
     """Lines that hold a date standing alone (possibly beside a name/title across wide space).
 
     Returns (line index, match, full) where ``full`` is False for a month-and-year-only date.
+    One regex pass over the whole text finds the candidates; only their lines are examined.
     """
+    starts = [0]
+    for ln in lines[:-1]:
+        starts.append(starts[-1] + len(ln) + 1)
+    hits: dict[int, None] = {}
+    for m in _ANY_DATE.finditer(text):
+        hits[bisect_right(starts, m.start()) - 1] = None
     out = []
-    for i, ln in enumerate(lines):
-        s = ln.strip()
+    for i in hits:
+        s = lines[i].strip()
         if not s or len(s) > 120:
             continue
         for rx, full in ((_FULL_DATE, True), (_MONTH_YEAR, False)):
@@ -206,11 +221,22 @@ def extract_date(text: str) -> tuple[str, str | None]:
     was found.  No date at all: ``"0000-00-00"`` and a note.
     """
     lines = text.split("\n")
-    sig = [i for i, ln in enumerate(lines) if _is_signature_line(ln)]
-    head = [i for i, ln in enumerate(lines) if ln.strip()][:5]
+    candidates = _date_lines(text, lines)
+    sig = {
+        j
+        for i, _, _ in candidates
+        for j in range(max(0, i - 3), min(len(lines), i + 4))
+        if _is_signature_line(lines[j])
+    }
+    head = []
+    for i, ln in enumerate(lines):
+        if ln.strip():
+            head.append(i)
+            if len(head) == 5:
+                break
     partial = None
     for want_head in (False, True):
-        for i, m, full in _date_lines(lines):
+        for i, m, full in candidates:
             if want_head:
                 near = i in head
             else:

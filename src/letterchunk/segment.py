@@ -38,13 +38,16 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import accumulate
 
-from .blocks import Block, detect_blocks, split_lines
+from .blocks import Block, detect_blocks
 from .clean import UNKNOWN_DATE, CleanedLetter
 from .schema import Chunk, Metadata, SourceSpan, TableData, TemporalReferences
 from .tables import parse_table
-from .tokens import count_tokens
+from .tokens import count_tokens, encoding
 
 __all__ = ["UNTITLED", "T1_MIN", "T1_MAX", "T2_MIN", "segment_letter", "section_titles"]
 
@@ -66,9 +69,14 @@ class _Section:
     notes: list[str] = field(default_factory=list)
     tokens: int = 0
 
-    @property
-    def descriptor(self) -> str:
-        return self.title if self.titled else f"{self.title} ({self.part.lower()})"
+    def descriptor(self, text: str) -> str:
+        """How ``merged_from`` names this section: its title, or its opening words."""
+        if self.titled:
+            return f"section '{self.title}'"
+        first = next((b for b in self.blocks if b.kind not in ("separator",)), self.blocks[0])
+        words = text[first.start : first.end].split()
+        opening = " ".join(words[:8]) + ("…" if len(words) > 8 else "")
+        return f"untitled passage '{opening}'"
 
 
 @dataclass
@@ -84,6 +92,86 @@ def section_titles(chunks: list[Chunk]) -> list[str]:
         if c.metadata.chunk_tier == 1 and c.metadata.section_title not in seen:
             seen.append(c.metadata.section_title)
     return seen
+
+
+# --------------------------------------------------------------------------------------------
+# exact token counts of spans from one tokenizer pass
+
+
+@lru_cache(maxsize=1)
+def _token_byte_lengths() -> list[int]:
+    enc = encoding()
+    ranks = getattr(enc, "_mergeable_ranks", None)
+    lengths = [0] * enc.n_vocab
+    if ranks:
+        for tok, rank in ranks.items():
+            if rank < len(lengths):
+                lengths[rank] = len(tok)
+    else:  # pragma: no cover - older/newer tiktoken without the attribute
+        for rank in range(enc.n_vocab):
+            try:
+                lengths[rank] = len(enc.decode_single_token_bytes(rank))
+            except KeyError:
+                pass
+    return lengths
+
+
+class _SpanCounter:
+    """``count(a, b) == count_tokens(text[a:b])`` for any span, from one pass over ``text``.
+
+    o200k's pre-tokenizer always splits *before a space that follows a non-space character*
+    (no pattern continues a word, number or punctuation run with a space), and BPE never merges
+    across pre-tokenizer pieces.  So at such a "safe cut" the tokens of the whole text and of
+    any span agree.  A span is counted as: its head up to the first safe cut (encoded), the
+    whole-text tokens between the first and last safe cut (by bisection on token offsets), and
+    its tail after the last safe cut (encoded).  tests/test_segment.py checks the identity.
+    """
+
+    _SAFE = re.compile(r"(?<=\S) ")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        enc = encoding()
+        self._encode = enc.encode_ordinary
+        tokens = enc.encode_ordinary(text)
+        lengths = _token_byte_lengths()
+        # byte offset of the end of every token
+        self.ends = list(accumulate(map(lengths.__getitem__, tokens)))
+        self.ascii = text.isascii()
+        if not self.ascii:
+            # char offset -> byte offset, via per-line prefix sums
+            self._line_starts = [0]
+            self._line_bytes = [0]
+            pos = nb = 0
+            for line in text.split("\n"):
+                pos += len(line) + 1
+                nb += len(line.encode("utf-8")) + 1
+                self._line_starts.append(pos)
+                self._line_bytes.append(nb)
+
+    def _n(self, s: str) -> int:
+        return len(self._encode(s))
+
+    def _byte(self, c: int) -> int:
+        if self.ascii:
+            return c
+        i = bisect_right(self._line_starts, c) - 1
+        return self._line_bytes[i] + len(self.text[self._line_starts[i] : c].encode("utf-8"))
+
+    def count(self, a: int, b: int) -> int:
+        if b - a < 64:
+            return self._n(self.text[a:b])
+        m = self._SAFE.search(self.text, a + 1, b)  # first safe cut > a
+        c2 = self.text.rfind(" ", a + 1, b)  # last safe cut < b
+        while c2 > a and self.text[c2 - 1].isspace():
+            c2 = self.text.rfind(" ", a + 1, c2)
+        if m is None or c2 <= a or c2 < m.start():
+            return self._n(self.text[a:b])
+        c1 = m.start()
+        b1, b2 = self._byte(c1), self._byte(c2)
+        # tokens strictly between byte offsets b1 and b2 (both are token boundaries)
+        mid = bisect_right(self.ends, b2) - bisect_right(self.ends, b1)
+        return self._n(self.text[a:c1]) + mid + self._n(self.text[c2:b])
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,13 +196,20 @@ def _sections(text: str, blocks: list[Block]) -> list[_Section]:
             if part == "Front Matter":
                 part = "Letter Body"
                 if cur is not None and cur.blocks:
+                    # a letterhead (short lines directly above the salutation) opens the body
+                    head: list[Block] = []
+                    while cur.blocks and _letterhead(cur.blocks[-1], text):
+                        head.insert(0, cur.blocks.pop())
+                    if not cur.blocks:
+                        sections.remove(cur)
                     cur = open_(UNTITLED, False, None)
+                    cur.blocks.extend(head)
                     last_header = None
         if signed and b.kind not in ("signature",) and part != "Appendix":
             part = "Appendix"
             cur = None
             last_header = None
-        if b.kind == "header":
+        if b.kind == "header" or (b.kind == "table" and b.meta.get("detached_caption")):
             cur = open_(b.title, True, None)
             last_header = b.title
         elif b.kind == "separator":
@@ -130,6 +225,10 @@ def _sections(text: str, blocks: list[Block]) -> list[_Section]:
             if first is not None and first.kind == "table" and first.title:
                 s.title, s.titled = first.title, True
     return sections
+
+
+def _letterhead(b: Block, text: str) -> bool:
+    return b.kind in ("paragraph", "header") and len(text[b.start : b.end].split()) <= 8
 
 
 def _hierarchy(s: _Section) -> list[str]:
@@ -175,34 +274,29 @@ def _merge_short(sections: list[_Section], text: str) -> list[_Section]:
         else:
             a, b = secs[idx - 1], s
             j = idx - 1
-        merged = _combine(a, b, s, forward, why)
+        merged = _combine(a, b, s, forward, why, text)
         secs[j : j + 2] = [merged]
     return secs
 
 
-def _combine(a: _Section, b: _Section, short: _Section, forward: bool, why: str) -> _Section:
-    titles = [x for x in (a.title, b.title) if x != UNTITLED]
-    for x in (a, b):
-        if x.titled is False:
-            continue
+def _combine(
+    a: _Section, b: _Section, short: _Section, forward: bool, why: str, text: str
+) -> _Section:
     titled_parts = [t for t, x in ((a.title, a), (b.title, b)) if x.titled]
     title = " / ".join(dict.fromkeys(titled_parts)) if titled_parts else UNTITLED
-    del titles
-    base = a if a.tokens >= b.tokens else b
-    other = b if base is a else a
     s = _Section(
         blocks=a.blocks + b.blocks,
         title=title,
         part=a.part,
         parent_title=a.parent_title if a.part == b.part else None,
         titled=bool(titled_parts),
-        merged_from=a.merged_from + b.merged_from + [other.descriptor],
+        merged_from=a.merged_from + b.merged_from + [short.descriptor(text)],
         notes=a.notes + b.notes,
         tokens=a.tokens + b.tokens,
     )
     direction = "forward" if forward else "backward"
     s.notes.append(
-        f"Short section '{short.descriptor}' ({short.tokens} tokens) merged {direction}: {why}."
+        f"Short {short.descriptor(text)} ({short.tokens} tokens) merged {direction}: {why}."
     )
     return s
 
@@ -315,12 +409,12 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
     blocks = detect_blocks(text)
     if not blocks:
         return []
-    tok_of = {id(b): count_tokens(text[b.start : b.end]) for b in blocks}
+    counter = _SpanCounter(text)
+    tok_of = {id(b): counter.count(b.start, b.end) for b in blocks}
     sections = _sections(text, blocks)
     for s in sections:
         s.tokens = sum(tok_of[id(b)] for b in s.blocks)
     sections = _merge_short(sections, text)
-    lines = split_lines(text) if any(b.kind == "table" for b in blocks) else []
     year = letter.year
     out: list[Chunk] = []
     for n_sec, s in enumerate(sections, start=1):
@@ -340,7 +434,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
                     f"(part {n_part} of {len(parts)})."
                 )
             short_note = None
-            if len(sections) == 1 and len(parts) == 1 and count_tokens(content) < T1_MIN:
+            if len(sections) == 1 and len(parts) == 1 and counter.count(start, end) < T1_MIN:
                 short_note = "The whole letter is shorter than the Tier-1 minimum; kept as one chunk."
                 notes.append(short_note)
             children: list[Chunk] = []
@@ -359,7 +453,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
                     tstart = pblocks[bi - 1].start
                 if bi + 1 < len(pblocks) and pblocks[bi + 1].kind == "paragraph":
                     tend = pblocks[bi + 1].end
-                line_start = lines[b.first].start
+                line_start = b.meta["line_start"]
                 columns, rows = parse_table(text[line_start : b.end], b.title)
                 name = b.title or f"{s.title} – table {t3_seq}"
                 td = TableData(

@@ -21,6 +21,7 @@ Rules:
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 
 from .blocks import _LEADER, _is_rule, is_table_row, numeric_cell
 
@@ -38,29 +39,37 @@ def _segments(line: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def _split_row(line: str) -> tuple[str, list[tuple[int, int, str]]]:
-    """(label, value cells with positions) of a data row."""
-    leaders = list(_LEADER.finditer(line))
-    if leaders:
-        lead = leaders[0]
-        label = line[: lead.start()].strip()
-        rest_off = leaders[-1].end()
-        vals = [(s + rest_off, e + rest_off, t) for s, e, t in _segments(line[rest_off:])]
-        # a leader between the label and a text value ("... profit") may leave label pieces
-        return label, vals
-    segs = _segments(line)
+_YEARLIKE = re.compile(r"^(?:(?:19|20)\d\d|\d{1,2}/\d{1,2}/\d{2,4})$")
+
+
+def _split_row(line: str) -> tuple[tuple[int, int, str] | None, list[tuple[int, int, str]]]:
+    """(label cell or None, value cells) of a row; cells carry their (start, end) columns.
+
+    Dot leaders become spaces (positions kept), then the line splits at runs of 2+ spaces.
+    The label is the first text cell; a leading number is the label only when a leader follows
+    it or it is a year/date at the start of the line (a row key such as "1965 ......").
+    """
+    blanked = _LEADER.sub(lambda m: " " * len(m.group(0)), line)
+    segs = [(a, b, t.strip(" .")) for a, b, t in _segments(blanked)]
+    segs = [x for x in segs if x[2]]
     if not segs:
-        return "", []
+        return None, []
+    merged: list[tuple[int, int, str]] = []
+    for a, b, t in segs:  # a lone currency sign belongs to the number after it
+        if merged and merged[-1][2] in ("$", "£", "€") and numeric_cell(t):
+            merged[-1] = (merged[-1][0], b, f"{merged[-1][2]} {t}")
+        else:
+            merged.append((a, b, t))
+    segs = merged
     first = segs[0]
-    if numeric_cell(first[2]) and len(segs) > 1 and not re.match(r"^(19|20)\d\d$", first[2]):
-        # leading numeric cell (e.g. a share count) followed by a text label: keep as values
-        text_idx = [i for i, s in enumerate(segs) if not numeric_cell(s[2])]
-        if text_idx:
-            label = " ".join(segs[i][2] for i in text_idx)
-            vals = [s for i, s in enumerate(segs) if i not in text_idx]
-            return label, vals
-        return "", segs
-    return first[2], segs[1:]
+    if len(segs) > 1 and _LEADER.match(line[first[1] :].lstrip(" ")):
+        return first, segs[1:]  # "1965 ......": the row key precedes the leader
+    for idx, (a, b, t) in enumerate(segs):
+        if not numeric_cell(t):
+            return (a, b, t), segs[:idx] + segs[idx + 1 :]
+    if _YEARLIKE.match(first[2]) and first[0] <= 8:
+        return first, segs[1:]
+    return None, segs
 
 
 def _cluster(edges: list[int], tol: int = 4) -> list[int]:
@@ -82,48 +91,62 @@ def parse_table(text: str, caption: str = "") -> tuple[list[str], list[list[str]
     # the block text starts at the first non-space character: restore its line's indentation
     data_idx = [i for i, ln in enumerate(lines) if is_table_row(ln)]
     if not data_idx:
-        return ["Item"], []
+        return _text_table(lines, caption)
     first_data, last_data = data_idx[0], data_idx[-1]
-    parsed: list[tuple[str, list[tuple[int, int, str]]]] = []
-    pending_label = ""
+    parsed: list[tuple[tuple[int, int, str] | None, list[tuple[int, int, str]]]] = []
+    pending: tuple[tuple[int, int, str] | None, list[tuple[int, int, str]]] | None = None
     for i in range(first_data, last_data + 1):
         ln = lines[i]
         if not ln.strip() or _is_rule(ln):
-            pending_label = ""
+            if pending:
+                parsed.append(pending)
+            pending = None
             continue
-        if is_table_row(ln):
-            label, vals = _split_row(ln)
-            if pending_label:
-                label = f"{pending_label} {label}".strip()
-                pending_label = ""
+        if _FOOT.match(ln) and not is_table_row(ln):
+            continue
+        label, vals = _split_row(ln)
+        if pending is not None:
+            # a wrapped row: the previous line held the start of the label (and maybe values)
+            plabel, pvals = pending
+            if plabel and label:
+                label = (plabel[0], max(plabel[1], label[1]), f"{plabel[2]} {label[2]}")
+            else:
+                label = label or plabel
+            vals = pvals + vals
+            pending = None
+        if is_table_row(ln) or not label:
             parsed.append((label, vals))
-        elif _FOOT.match(ln) and i > first_data:
-            continue
         else:
-            segs = _segments(ln)
-            if segs and not any(numeric_cell(s[2]) for s in segs):
-                pending_label = f"{pending_label} {' '.join(s[2] for s in segs)}".strip()
-            elif segs:
-                label, vals = _split_row(ln)
-                parsed.append((label, vals))
+            pending = (label, vals)
+    if pending:
+        parsed.append(pending)
     edges = _cluster([e for _, vals in parsed for _, e, _ in vals])
     ncols = len(edges)
+
+    def col_of(e: int) -> int:
+        k = bisect_left(edges, e)
+        if k == ncols:
+            return ncols - 1
+        if k > 0 and e - edges[k - 1] < edges[k] - e:
+            return k - 1
+        return k
+
     rows: list[list[str]] = []
+    lefts = list(edges)
     for label, vals in parsed:
         cells = [""] * ncols
         for s, e, t in vals:
-            if not edges:
+            if not ncols:
                 break
-            k = min(range(ncols), key=lambda c: abs(edges[c] - e))
-            cells[k] = f"{cells[k]} {t}".strip() if cells[k] else t
-        rows.append([label] + cells)
+            k = col_of(e)
+            cells[k] = f"{cells[k]} {t}" if cells[k] else t
+            lefts[k] = min(lefts[k], s)
+        rows.append([label[2] if label else ""] + cells)
     # column names from header lines above the first data row
-    lefts = [
-        min((s for _, vals in parsed for s, e, _ in vals if min(range(ncols), key=lambda c: abs(edges[c] - e)) == k), default=edges[k])
-        for k in range(ncols)
-    ]
     names = [""] * ncols
     label_name = ""
+    label_cells = [lab for lab, _ in parsed if lab]
+    label_hi = max((lab[1] for lab in label_cells), default=-1)
     for i in range(0, first_data):
         ln = lines[i]
         if not ln.strip() or _is_rule(ln) or (caption and ln.strip() == caption):
@@ -131,7 +154,11 @@ def parse_table(text: str, caption: str = "") -> tuple[list[str], list[list[str]
         for s, e, t in _segments(ln):
             if ncols == 0:
                 break
-            if e <= lefts[0] - 1 and s < lefts[0]:
+            label_lo = min((lab[0] for lab in label_cells), default=10**6)
+            if label_cells and s < label_hi and e > label_lo and not any(
+                min(e, edges[k] + 1) - max(s, lefts[k] - 2) > min(label_hi, e) - max(label_lo, s)
+                for k in range(ncols)
+            ):
                 label_name = f"{label_name} {t}".strip()
                 continue
             best, best_ov = None, -1
@@ -146,5 +173,28 @@ def parse_table(text: str, caption: str = "") -> tuple[list[str], list[list[str]
             if best_ov <= 0:
                 best = min(range(ncols), key=lambda c: abs((lefts[c] + edges[c]) / 2 - (s + e) / 2))
             names[best] = f"{names[best]} {t}".strip()
+    # leading rows with no label and only years/dates are column headings ("2016  2015")
+    while rows and not rows[0][0] and all(not c or _YEARLIKE.match(c) for c in rows[0][1:]):
+        head = rows.pop(0)
+        names = [f"{nm} {h}".strip() for nm, h in zip(names, head[1:])]
     columns = [label_name or "Item"] + [nm or f"Column {k + 1}" for k, nm in enumerate(names)]
     return columns, rows
+
+
+def _text_table(lines: list[str], caption: str) -> tuple[list[str], list[list[str]]]:
+    """A table of words laid out in columns under a rule line (no numeric rows)."""
+    rules = [i for i, ln in enumerate(lines) if _is_rule(ln)]
+    body_from = rules[0] + 1 if rules else 0
+    head = [
+        ln for ln in lines[: rules[0]] if ln.strip() and ln.strip() != caption
+    ] if rules else []
+    columns = [c for c in re.split(r"\s{2,}", head[-1].strip()) if c] if head else []
+    rows = [
+        [c for c in re.split(r"\s{2,}", ln.strip()) if c]
+        for ln in lines[body_from:]
+        if ln.strip() and not _is_rule(ln) and not _FOOT.match(ln)
+    ]
+    width = max([len(columns)] + [len(r) for r in rows]) if rows or columns else 1
+    columns = columns + [f"Column {k + 1}" for k in range(len(columns), width)]
+    rows = [r + [""] * (width - len(r)) for r in rows]
+    return columns or ["Item"], rows

@@ -54,6 +54,11 @@ def encoding() -> tiktoken.Encoding:
     )
 
 
+@lru_cache(maxsize=512)
 def count_tokens(text: str) -> int:
-    """Number of o200k_base tokens in ``text`` (special-token text is counted as plain text)."""
+    """Number of o200k_base tokens in ``text`` (special-token text is counted as plain text).
+
+    Memoised (bounded LRU, 512 texts): a letter's chunks are counted when segmented and again
+    when validated in the same process; the bound keeps memory flat over a whole corpus.
+    """
     return len(encoding().encode_ordinary(text))

@@ -1,0 +1,98 @@
+"""Time letterchunk's segment + validate of the whole shipped corpus against chonkie.
+
+Both run in this process over the same files, several repeats (best time counts):
+
+* ours:    load_letter (read + clean + date) -> segment_letter -> validate_letter
+           (stage segmented, with the cleaned text as context, as `letterchunk validate` does)
+* chonkie: read the file -> RecursiveChunker(tokenizer=<letterchunk.tokens.encoding()>,
+           chunk_size=800).chunk(text)
+
+The two run alternately, best of N each, timed by CPU time (robust when the machine is shared
+with other work) and by wall time; the CPU-time ratio is printed last.
+
+chonkie is a bench-only dependency: pip install -e '.[bench]'.  The last line printed is the
+ratio ours/chonkie (target <= 1.0).
+
+    python bench/segment_bench.py [--repeats 5] [LETTERS_DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from letterchunk.clean import load_letter
+from letterchunk.segment import segment_letter
+from letterchunk.tokens import encoding
+
+try:
+    from letterchunk.validate import LetterContext, validate_letter
+except ImportError:  # validator not available: time segment only
+    validate_letter = None  # type: ignore[assignment]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def ours(paths: list[Path]) -> int:
+    n = 0
+    for p in paths:
+        letter = load_letter(p)
+        chunks = segment_letter(letter)
+        if validate_letter is not None:
+            validate_letter(chunks, stage="segmented", context=LetterContext(cleaned_text=letter.text))
+        n += len(chunks)
+    return n
+
+
+def theirs(paths: list[Path], chunker) -> int:
+    n = 0
+    for p in paths:
+        n += len(chunker.chunk(p.read_text(encoding="utf-8")))
+    return n
+
+
+def interleaved(fa, fb, repeats: int) -> tuple[dict, dict]:
+    """Run ``fa`` and ``fb`` alternately so both see the same machine load; best of each.
+
+    Both CPU time (``time.process_time``: robust on a shared machine) and wall time are kept.
+    """
+    res = {"a": {"cpu": [], "wall": [], "n": 0}, "b": {"cpu": [], "wall": [], "n": 0}}
+    for _ in range(repeats):
+        for key, fn in (("a", fa), ("b", fb)):
+            c0, w0 = time.process_time(), time.perf_counter()
+            res[key]["n"] = fn()
+            res[key]["cpu"].append(time.process_time() - c0)
+            res[key]["wall"].append(time.perf_counter() - w0)
+    return res["a"], res["b"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("letters", nargs="?", default=str(ROOT / "corpus" / "letters"))
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    try:
+        from chonkie import RecursiveChunker
+    except ImportError:
+        print("chonkie is not installed: pip install -e '.[bench]'", file=sys.stderr)
+        return 2
+    paths = sorted(Path(args.letters).glob("*.txt"))
+    enc = encoding()
+    chunker = RecursiveChunker(tokenizer=enc, chunk_size=800)
+    # warm both (tokenizer load, regex compilation) before timing
+    ours(paths[:2])
+    theirs(paths[:2], chunker)
+    a, b = interleaved(lambda: ours(paths), lambda: theirs(paths, chunker), args.repeats)
+    what = "segment+validate" if validate_letter is not None else "segment only (no validator)"
+    print(f"letters: {len(paths)}, repeats: {args.repeats} (best of each, run alternately)")
+    print(f"ours    ({what}): cpu {min(a['cpu']):.3f} s, wall {min(a['wall']):.3f} s, {a['n']} chunks")
+    print(f"chonkie (RecursiveChunker 800): cpu {min(b['cpu']):.3f} s, wall {min(b['wall']):.3f} s, {b['n']} chunks")
+    print(f"ratio ours/chonkie (wall): {min(a['wall']) / min(b['wall']):.2f}")
+    print(f"ratio ours/chonkie (cpu): {min(a['cpu']) / min(b['cpu']):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
