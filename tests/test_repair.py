@@ -437,3 +437,42 @@ def test_write_letter_report_counts_every_chunk_and_the_halting_one(enriched_let
         ("1987-S2-T1-001", 1, "retry", "cassette"), ("1987-S2-T1-001", 2, "retry", "cassette"),
         ("1987-S2-T1-001", 3, "failed", "cassette")]
     assert sum(r["usage"]["prompt_tokens"] for r in lines) == 10 + 3 * 7
+
+
+# ----------------------------------------------------------------- property: fixes settle
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+SEMANTIC_KEYS = ("contextual_summary", "themes", "entities", "principles", "abstraction_level",
+                 "has_financial_data", "cross_references")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(chunk_id=st.sampled_from([S1, T3]), char_count=st.integers(0, 10_000),
+       token_count=st.integers(0, 5_000), tier=st.sampled_from([1, 2, 3]),
+       has_table=st.booleans(), exception=st.booleans(),
+       priority=st.sampled_from(["low", "medium", "high"]), note=st.sampled_from([None, "", " "]),
+       shift=st.integers(-5, 5))
+def test_mechanical_fixes_settle_in_one_pass(enriched_letter, chunk_id, char_count, token_count,
+                                             tier, has_table, exception, priority, note, shift):
+    ctx = vctx(enriched_letter)
+    good = enriched_letter.chunk(chunk_id)
+
+    def edit(md):
+        md.update(char_count=char_count, token_count=token_count, chunk_tier=tier,
+                  has_table=has_table, standalone_exception=exception,
+                  exception_reason="A compact unit." if exception else None,
+                  retrieval_priority=priority, boundary_note=note)
+        md["source_span"]["start_char"] = max(0, md["source_span"]["start_char"] + shift)
+        md["source_span"]["end_char_exclusive"] = max(1, md["source_span"]["end_char_exclusive"] + shift)
+
+    broken = mutate(good, edit)
+    fixed, _ = mechanical_fixes(broken, ctx)
+    assert mechanical_fixes(fixed, ctx) == (fixed, [])
+    left = {v.code for v in validate_chunk(fixed, stage="enriched", context=ctx)
+            if v.severity == "error" and v.kind == "mechanical"}
+    assert not left
+    md, gm = fixed.metadata, good.metadata
+    for key in SEMANTIC_KEYS:  # code never touches what the model answered
+        assert getattr(md, key) == getattr(gm, key)
