@@ -125,7 +125,9 @@ class Ledger:
         self._lock = threading.Lock()
         self._letters: dict[str, LetterTotals] = {}
         self._started = clock()
+        self._boundary = self._started  # end of the last finished letter (letters run in turn)
         self._ended: float | None = None
+        self.extra: dict[str, Any] = {}  # e.g. limiter stats, written under "limits"
         self.status = "running"
         self.stop_reason: str | None = None
 
@@ -140,11 +142,36 @@ class Ledger:
                 t._started = self._clock()
 
     def letter_finished(self, letter: str | int) -> None:
+        """Close a letter's wall time: from :meth:`letter_started`, or when it was never called,
+        from the end of the previous letter (the pipeline enriches letters one after another)."""
         with self._lock:
             t = self._letter(letter)
-            if t._started is not None:
-                t.wall_s += self._clock() - t._started
-                t._started = None
+            now = self._clock()
+            t.wall_s += now - (t._started if t._started is not None else self._boundary)
+            t._started = None
+            self._boundary = now
+
+    def mark(self) -> None:
+        """Start the next letter's wall time now (e.g. once every letter is segmented)."""
+        with self._lock:
+            self._boundary = self._clock()
+
+    def record_outcome(self, outcome: Any) -> None:
+        """One ``pipeline.ChunkOutcome``: its live usage, cache hits, re-asks and result."""
+        letter = str(outcome.chunk_id)[:4]
+        usage = outcome.usage
+        calls = int(getattr(outcome, "calls", 1) or 0)
+        hits = int(getattr(outcome, "cache_hits", 0) or 0)
+        with self._lock:
+            t = self._letter(letter)
+            t.chunks += 1
+            t.failed_chunks += int(getattr(outcome, "chunk", None) is None)
+            t.cache_hits += hits
+            t.cache_misses += max(0, calls - hits)
+            t.repairs += max(0, calls - 1)
+            t.requests += int(getattr(usage, "requests", 0) or 0)
+            t.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+            t.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
 
     def record_completion(self, letter: str | int, *, source: str, prompt_tokens: int = 0,
                           completion_tokens: int = 0, requests: int = 1) -> None:
@@ -219,6 +246,7 @@ class Ledger:
             "stop_reason": reason,
             "totals": out,
             "letters": letters,
+            **({"limits": self.extra} if self.extra else {}),
         }
 
     def _letter_dict(self, t: LetterTotals) -> dict[str, Any]:

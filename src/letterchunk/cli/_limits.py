@@ -1,0 +1,147 @@
+"""Options and plumbing of issue 5 shared by `letterchunk run` and `letterchunk enrich`:
+rate limits (--tpm/--rpm), concurrency, budget caps and the run ledger (DIR/run.json).
+
+``cli/run.py`` calls three things from here (each call marked ``HOOK (issue 5)`` there):
+:func:`add_limit_options` on the parser, :func:`make_limiter` when it builds the LLM client, and
+:func:`accounting` around the pipeline job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ENV_WINDOW = "LETTERCHUNK_RATE_WINDOW_S"  # rolling-window length; 60 s = per minute (tests/bench scale it)
+
+
+def add_limit_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("limits and budget (a stopped run exits 4; rerun with a higher cap to resume)")
+    g.add_argument("--concurrency", dest="workers", type=int, default=argparse.SUPPRESS, metavar="N",
+                   help="requests in flight at once (same as --workers)")
+    g.add_argument("--tpm", type=int, default=None, metavar="N",
+                   help="tokens-per-minute limit of the API (env OPENAI_TPM_LIMIT; default none)")
+    g.add_argument("--rpm", type=int, default=None, metavar="N",
+                   help="requests-per-minute limit of the API (env OPENAI_RPM_LIMIT; default none)")
+    g.add_argument("--max-tokens-total", type=int, default=None, metavar="N",
+                   help="stop before the run's live tokens (prompt + completion) would pass N; "
+                        "cached answers are free")
+    g.add_argument("--max-cost", type=float, default=None, metavar="USD",
+                   help="stop before the run's cost would pass USD (needs the model in the price table)")
+    g.add_argument("--prices", default=None, metavar="FILE",
+                   help="price table JSON (env LETTERCHUNK_PRICES; default letterchunk/data/prices.json)")
+
+
+def _window_s() -> float:
+    from ..errors import ConfigError
+
+    raw = os.environ.get(ENV_WINDOW, "").strip()
+    if not raw:
+        return 60.0
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{ENV_WINDOW}={raw!r} is not a number of seconds; fix or unset it") from None
+    if value <= 0:
+        raise ConfigError(f"{ENV_WINDOW} must be positive, got {value}")
+    return value
+
+
+def _prices(args: argparse.Namespace) -> dict:
+    from ..ledger import load_prices
+
+    return load_prices(getattr(args, "prices", None))
+
+
+def make_limiter(args: argparse.Namespace, model: str) -> Any:
+    """The run's RateLimiter (None when nothing is limited), built from options then env."""
+    from ..ledger import price_for
+    from ..limiter import RateLimiter
+
+    limiter = RateLimiter.from_env(
+        tpm=getattr(args, "tpm", None),
+        rpm=getattr(args, "rpm", None),
+        max_tokens_total=getattr(args, "max_tokens_total", None),
+        max_cost=getattr(args, "max_cost", None),
+        price=price_for(model, _prices(args)),
+        window_s=_window_s(),
+    )
+    args._limiter = limiter  # accounting() puts its stats into run.json
+    return limiter if limiter.active else None
+
+
+def _out_dir(args: argparse.Namespace) -> Path | None:
+    folder = getattr(args, "out", None) or getattr(args, "dir", None)
+    return Path(folder) if folder else None
+
+
+@contextlib.contextmanager
+def accounting(args: argparse.Namespace, client: Any, hooks: Any) -> Iterator[Any]:
+    """Wrap ``hooks`` with the ledger; on the way out write DIR/run.json and print the summary.
+
+    The ledger is written after every letter too, so a killed run leaves the figures of the
+    letters it finished.  The exception (budget cap, halt, Ctrl-C) propagates unchanged.
+    """
+    from ..errors import BudgetExceeded, RepairExhausted
+    from ..ledger import Ledger
+
+    ledger = Ledger(client.settings.model, prices=_prices(args))
+    out = _out_dir(args)
+    chunk_done, letter_done, segmented = hooks.chunk_done, hooks.letter_done, hooks.letters_segmented
+
+    def on_chunk(outcome: Any) -> None:
+        ledger.record_outcome(outcome)
+        if chunk_done:
+            chunk_done(outcome)
+
+    def on_letter(outcome: Any) -> None:
+        ledger.letter_finished(outcome.year)
+        if letter_done:
+            letter_done(outcome)
+        _write(ledger, args, out)
+
+    def on_segmented(letters: int, chunks: int) -> None:
+        ledger.mark()
+        if segmented:
+            segmented(letters, chunks)
+
+    wrapped = dataclasses.replace(hooks, chunk_done=on_chunk, letter_done=on_letter,
+                                  letters_segmented=on_segmented)
+    status, reason = "complete", None
+    try:
+        yield wrapped
+    except BudgetExceeded as exc:
+        status, reason = "budget_exceeded", str(exc)
+        raise
+    except RepairExhausted as exc:
+        status, reason = "halted", str(exc)
+        raise
+    except KeyboardInterrupt:
+        status, reason = "interrupted", "Ctrl-C"
+        raise
+    except BaseException as exc:
+        status, reason = "failed", f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        ledger.finish(status, reason)
+        _write(ledger, args, out)
+        if not getattr(args, "quiet", False):
+            for line in ledger.summary_lines():
+                print(f"letterchunk: {line}", file=sys.stderr)
+
+
+def _write(ledger: Any, args: argparse.Namespace, out: Path | None) -> None:
+    limiter = getattr(args, "_limiter", None)
+    if limiter is not None and limiter.active:
+        ledger.extra = {
+            "tpm": limiter.tpm, "rpm": limiter.rpm, "window_s": limiter.window_s,
+            "max_tokens_total": limiter.max_tokens_total, "max_cost": limiter.max_cost,
+            **limiter.stats().to_dict(),
+        }
+    if out is not None:
+        ledger.write(out)  # creates DIR if the run stopped before writing any letter
