@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from . import EXIT_INVALID, EXIT_OK
+from . import EXIT_INVALID, EXIT_OK, _limits
 
 ENV_CACHE_DIR = "LETTERCHUNK_CACHE_DIR"
 
@@ -61,6 +61,7 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--on-failure", choices=["halt", "skip"], default="halt",
                    help="halt (default, exit 3) or skip a chunk that stays invalid")
     g.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    _limits.add_limit_options(p)  # HOOK (issue 5): --concurrency --tpm --rpm --max-tokens-total --max-cost
 
 
 def options_from(args: argparse.Namespace) -> Any:
@@ -105,7 +106,9 @@ def llm_client(args: argparse.Namespace) -> Iterator[Any]:
             settings = LLMSettings.from_env(
                 env={}, base_url=base_url, model=model, mode=args.mode or "JSON_SCHEMA"
             )
-        client = stack.enter_context(LLMClient(settings, cache=cache, prompt_hash=prompt_hash()))
+        limiter = _limits.make_limiter(args, settings.model)  # HOOK (issue 5): TPM/RPM + budget caps
+        client = stack.enter_context(LLMClient(settings, cache=cache, prompt_hash=prompt_hash(),
+                                               limiter=limiter))
         yield client
 
 
@@ -197,7 +200,8 @@ def execute(args: argparse.Namespace, job: Any) -> int:
     options = options_from(args)
     progress = Progress(args.quiet)
     hooks = Hooks(chunk_done=progress.chunk_done, letters_segmented=progress.segmented)
-    with llm_client(args) as client:
+    # HOOK (issue 5): accounting() -> ledger table on stderr and DIR/run.json, however it ends
+    with llm_client(args) as client, _limits.accounting(args, client, hooks) as hooks:
         try:
             outcomes = job(client, options, hooks)
         finally:
