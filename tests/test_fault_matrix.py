@@ -198,6 +198,11 @@ def test_fault_matrix(tmp_path, monkeypatch, capsys, chunk_ids, steps, on_failur
         assert target in err  # the message names the chunk (and the rule)
         assert any(v["code"] in err for v in mine[-1]["violations"])
 
+    # ---- the analysts' page is built from the same report and names the chunk
+    assert main(["report", str(out)]) == 0
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert f'"chunk_id":"{target}"' in page and f'"outcome":"{outcome}"' in page
+
     # ---- no invalid chunk reached the output
     written = _jsonl(out / "1977.jsonl")
     ids = [c["chunk_id"] for c in written]
