@@ -91,6 +91,8 @@ MECHANICAL = [
     ("duplicate-theme", S1, lambda md: md.update(themes=["performance", "performance",
                                                          "investment philosophy"]),
      "list.duplicate", {"metadata.themes"}, True),
+    ("financial-flag", T3, lambda md: md.update(has_financial_data=False), "table.financial_flag",
+     {"metadata.has_financial_data"}, True),
     ("unknown-date", S1, lambda md: md.update(letter_date="0000-00-00"), "date.unknown",
      {"metadata.boundary_note"}, False),
 ]
@@ -445,7 +447,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 SEMANTIC_KEYS = ("contextual_summary", "themes", "entities", "principles", "abstraction_level",
-                 "has_financial_data", "cross_references")
+                 "cross_references", "temporal_references")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

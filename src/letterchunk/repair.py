@@ -206,6 +206,8 @@ def _fix_tables(d: dict, ctx: Any) -> dict:
         table["row_count"] = len(table["rows"])
     md["has_table"] = len(md["table_data"]) > 0
     # (financial_table on a Tier-1/2 chunk is left to the model: which type it is needs judgement)
+    if md["content_type"] == "financial_table" and md["table_data"]:
+        md["has_financial_data"] = True  # a financial table is financial data (table.financial_flag)
     if md["chunk_tier"] == 3 and md["table_data"] and md["content_type"] != "financial_table":
         md["content_type"] = "financial_table"  # §6: Tier-3 chunks with tables
     return d
