@@ -71,6 +71,10 @@ _MINOR = {
     "or", "the", "to", "vs", "vs.", "with", "versus", "its", "our", "per", "than", "via", "&",
     "–", "—", "-", "not", "be", "we", "it", "up", "how", "what", "who", "why", "when",
 }  # fmt: skip
+_TRAILING_MINOR = {
+    "a", "an", "and", "as", "at", "but", "by", "for", "from", "in", "into", "of", "on", "or",
+    "the", "to", "with", "than", "that", "which", "our", "its", "their", "is", "are", "was",
+}  # fmt: skip
 _SENTENCE_END = re.compile(r"[.?!:;][\"'”’)\]]*$|[\"”’]$")
 
 
@@ -123,8 +127,10 @@ def _cells(s: str) -> list[str]:
 def is_table_row(raw: str) -> bool:
     """A line that is a table row by itself (see module docstring)."""
     s = raw.strip()
-    if len(s) < 4 or ("  " not in s and ".." not in s and ". ." not in s and "…" not in s):
-        return False  # a row needs column gaps or a dot leader
+    if len(s) < 4:
+        return False
+    if "  " not in s and ".." not in s and ". ." not in s and "…" not in s:
+        return _numeric_tail(s) >= 3  # a row needs column gaps, a leader, or a run of values
     if _RULE.match(raw):
         return False
     m = None
@@ -137,6 +143,8 @@ def is_table_row(raw: str) -> bool:
             # a leader with words after it and no number is an ellipsis in prose
             if not after or any(numeric_cell(c) for c in _cells(after)) or len(_cells(after)) >= 2:
                 return True
+    if _numeric_tail(s) >= 3:
+        return True  # "Total earnings $ 85,945 $ 68,632 $ 70,146": values set with single spaces
     cells = _cells(s)
     if len(cells) < 2:
         return False
@@ -150,6 +158,19 @@ def is_table_row(raw: str) -> bool:
     return False
 
 
+def _numeric_tail(s: str) -> int:
+    """How many numeric values end the line (a lone "$" joins the number after it)."""
+    n = 0
+    for tok in reversed(s.split()):
+        if tok in ("$", "£", "€"):
+            continue
+        if numeric_cell(tok) and any(ch.isdigit() for ch in tok):
+            n += 1
+        else:
+            break
+    return n
+
+
 def _is_rule(raw: str) -> bool:
     return _RULE.match(raw) is not None and not _SEPARATOR.match(raw)
 
@@ -160,12 +181,12 @@ def _prose_like(raw: str) -> bool:
     return len(s) >= 50 and re.search(r"\S\s{3,}\S", s) is None and len(s.split()) >= 8
 
 
-def _header_like_cells(raw: str) -> bool:
+def _header_like_cells(raw: str, width: int = 40) -> bool:
     s = raw.strip()
     if not s:
         return False
     parts = [p for p in re.split(r"\s{3,}", s) if p]
-    return len(parts) >= 2 and all(len(p) <= 40 for p in parts)
+    return len(parts) >= 2 and all(len(p) <= width for p in parts)
 
 
 def _title_case(s: str) -> bool:
@@ -178,7 +199,7 @@ def _title_case(s: str) -> bool:
     if not major:
         return False
     caps = sum(w[0].isupper() for w in major)
-    return words[0][0].isupper() and caps / len(major) >= 0.75
+    return words[0][0].isupper() and caps / len(major) >= 0.8
 
 
 def _headerish(raw: str) -> bool:
@@ -194,6 +215,11 @@ def _headerish(raw: str) -> bool:
     if _SALUTATION.match(raw) or _BULLET.match(raw):
         return False
     if s.endswith(":") and len(s.split()) > 8:
+        return False
+    last = s.rstrip(":?!").split()[-1] if s.rstrip(":?!").split() else ""
+    if last in _TRAILING_MINOR:
+        return False  # a title does not end with "the", "and", "of"...: a wrapped prose line
+    if _numeric_tail(s) >= 2 or is_table_row(raw):
         return False
     if re.search(r"[.,;]$", s):
         return False
@@ -251,8 +277,13 @@ def _find_tables(lines: list[Line], detached: set[int]) -> list[tuple[int, int]]
             while k < n and not strong[k]:
                 if lines[k].blank:
                     blanks += 1
-                elif _prose_like(lines[k].raw) or _SEPARATOR.match(lines[k].raw):
+                elif _SEPARATOR.match(lines[k].raw):
                     break
+                elif _prose_like(lines[k].raw):
+                    # a long row label wrapped onto its own line, directly between two rows
+                    if not (blanks == 0 and soft == 0 and k + 1 < n and row[k + 1]):
+                        break
+                    soft += 1
                 else:
                     soft += 1
                 if blanks > 2 or soft > 3:
@@ -285,9 +316,14 @@ def _find_tables(lines: list[Line], detached: set[int]) -> list[tuple[int, int]]
                     break
                 k -= 1
                 continue
-            headerish_row = _header_like_cells(raw) or _is_rule(raw) or (
-                lines[k].indent >= 8 and len(raw.strip()) <= 60 and not _SENTENCE_END.search(raw.strip())
-            ) or re.fullmatch(r"\s*\([^)]{2,40}\)\s*", raw) is not None
+            unended = not _SENTENCE_END.search(lines[k].text)
+            headerish_row = (
+                (_header_like_cells(raw, 60) and unended)
+                or _is_rule(raw)
+                or (lines[k].indent >= 8 and len(lines[k].text) <= 60 and unended)
+                or (lines[k].indent >= 20 and unended)
+                or re.fullmatch(r"\s*\([^)]{2,40}\)\s*", raw) is not None
+            )
             if headerish_row and not _prose_like(raw) and _signature_line(raw) is None:
                 top = k
                 blanks = 0

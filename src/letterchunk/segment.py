@@ -65,8 +65,9 @@ class _Section:
     part: str  # "Front Matter" | "Letter Body" | "Appendix"
     parent_title: str | None = None
     titled: bool = False
-    merged_from: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    # (offset of the merged passage, note, merged_from descriptor): each goes to the part
+    # (Tier-1 chunk) that holds the passage
+    notes: list[tuple[int, str, str]] = field(default_factory=list)
     tokens: int = 0
 
     def descriptor(self, text: str) -> str:
@@ -244,6 +245,16 @@ def _is_setup(s: _Section, text: str) -> bool:
     return last is not None and text[last.start : last.end].rstrip().endswith(":")
 
 
+def _is_transition(s: _Section, text: str, header_follows: bool) -> bool:
+    """A bridge: under 100 tokens of prose in at most two sentences, or at most four when a
+    header follows ("Let's move to the specifics... So we'll present them as four businesses.")."""
+    body = [b for b in s.blocks if b.kind not in ("separator", "header")]
+    if not body or s.tokens >= 100 or any(b.kind != "paragraph" for b in body):
+        return False
+    sentences = len(_SENT_END.findall(" ".join(text[b.start : b.end] for b in body) + " "))
+    return sentences <= (4 if header_follows else 2)
+
+
 def _merge_short(sections: list[_Section], text: str) -> list[_Section]:
     secs = list(sections)
     while len(secs) > 1:
@@ -266,6 +277,8 @@ def _merge_short(sections: list[_Section], text: str) -> list[_Section]:
             forward, why = False, "it closes its part of the letter"
         elif s.titled:
             forward, why = True, "a header with a short body sets up what follows"
+        elif _is_transition(s, text, secs[idx + 1].titled):
+            forward, why = True, "a short bridge sets up what follows (rule 6)"
         else:
             forward, why = False, "an untitled short passage reads as an afterthought"
         if forward:
@@ -290,13 +303,16 @@ def _combine(
         part=a.part,
         parent_title=a.parent_title if a.part == b.part else None,
         titled=bool(titled_parts),
-        merged_from=a.merged_from + b.merged_from + [short.descriptor(text)],
         notes=a.notes + b.notes,
         tokens=a.tokens + b.tokens,
     )
     direction = "forward" if forward else "backward"
     s.notes.append(
-        f"Short {short.descriptor(text)} ({short.tokens} tokens) merged {direction}: {why}."
+        (
+            short.blocks[0].start,
+            f"Short {short.descriptor(text)} ({short.tokens} tokens) merged {direction}: {why}.",
+            short.descriptor(text),
+        )
     )
     return s
 
@@ -427,7 +443,8 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
             start, end = pblocks[0].start, pblocks[-1].end
             content = text[start:end]
             t1_id = f"{year}-S{n_sec}-T1-{n_part:03d}"
-            notes = list(s.notes) if n_part == 1 else []
+            mine = [x for x in s.notes if start <= x[0] < end or (n_part == 1 and x[0] < start)]
+            notes = [x[1] for x in mine]
             if len(parts) > 1:
                 notes.append(
                     f"Section over {T1_MAX} tokens split at paragraph boundaries "
@@ -521,7 +538,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
                         table_data=tables,
                         has_financial_data=bool(tables),
                         boundary_note=" ".join(notes) or None,
-                        merged_from=list(s.merged_from) if n_part == 1 else [],
+                        merged_from=list(dict.fromkeys(x[2] for x in mine)),
                         source_span=SourceSpan(start_char=start, end_char_exclusive=end),
                     ),
                 )

@@ -1,0 +1,117 @@
+"""Boundary quality of letterchunk's Tier-1 chunks vs chonkie's RecursiveChunker (800 tokens).
+
+Both chunk the same cleaned text of every shipped letter (chonkie's chunks carry start/end
+offsets, so both are measured on one coordinate system).  Measured per chunker:
+
+* headers at chunk start: share of section headers (found by letterchunk.blocks: header lines
+  and table captions that open a section) whose first character is the first non-space
+  character of some chunk;
+* tables whole: share of table blocks (letterchunk.blocks) lying entirely inside one chunk;
+* mid-sentence ends: share of chunks whose text ends mid-sentence, by the validator's rule
+  (last paragraph is prose of 8+ words without terminal punctuation), and by a strict rule
+  (the last character is not terminal punctuation, a closing quote/bracket, or a digit).
+
+The ground truth for headers and tables is letterchunk's own block detector, so the first two
+figures measure how well each chunker respects the structure we detect, not detection itself.
+
+    python bench/quality.py [LETTERS_DIR]
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from letterchunk.blocks import detect_blocks
+from letterchunk.clean import load_letter
+from letterchunk.segment import segment_letter
+from letterchunk.tokens import encoding
+
+try:
+    from letterchunk.validate import _ends_mid_sentence
+except ImportError:  # pragma: no cover
+    _ends_mid_sentence = None
+
+ROOT = Path(__file__).resolve().parents[1]
+_STRICT_END = re.compile(r"[.?!:;\d%)\]\"'”’*=-]\s*$")
+
+
+def spans_ours(letter) -> list[tuple[int, int]]:
+    return [
+        (c.metadata.source_span.start_char, c.metadata.source_span.end_char_exclusive)
+        for c in segment_letter(letter)
+        if c.metadata.chunk_tier == 1
+    ]
+
+
+def spans_chonkie(chunker, text: str) -> list[tuple[int, int]]:
+    out = []
+    for c in chunker.chunk(text):
+        s, e = c.start_index, c.end_index
+        # trim whitespace so "starts at the header" is measured on visible text
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if s < e:
+            out.append((s, e))
+    return out
+
+
+def measure(text: str, spans: list[tuple[int, int]], blocks) -> dict[str, tuple[int, int]]:
+    starts = {s for s, _ in spans}
+    headers = [
+        b for b in blocks
+        if b.kind == "header" or (b.kind == "table" and b.meta.get("detached_caption"))
+    ]
+    tables = [b for b in blocks if b.kind == "table"]
+    h_ok = sum(b.start in starts for b in headers)
+    t_ok = sum(any(s <= b.start and b.end <= e for s, e in spans) for b in tables)
+    mid_v = sum(bool(_ends_mid_sentence and _ends_mid_sentence(text[s:e])) for s, e in spans)
+    mid_s = sum(not _STRICT_END.search(text[s:e]) for s, e in spans)
+    return {
+        "headers": (h_ok, len(headers)),
+        "tables": (t_ok, len(tables)),
+        "mid_validator": (mid_v, len(spans)),
+        "mid_strict": (mid_s, len(spans)),
+    }
+
+
+def main() -> int:
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "corpus" / "letters"
+    try:
+        from chonkie import RecursiveChunker
+    except ImportError:
+        print("chonkie is not installed: pip install -e '.[bench]'", file=sys.stderr)
+        return 2
+    chunker = RecursiveChunker(tokenizer=encoding(), chunk_size=800)
+    totals = {name: {} for name in ("ours", "chonkie")}
+    for path in sorted(folder.glob("*.txt")):
+        letter = load_letter(path)
+        blocks = detect_blocks(letter.text)
+        for name, spans in (
+            ("ours", spans_ours(letter)),
+            ("chonkie", spans_chonkie(chunker, letter.text)),
+        ):
+            for k, (a, b) in measure(letter.text, spans, blocks).items():
+                x, y = totals[name].get(k, (0, 0))
+                totals[name][k] = (x + a, y + b)
+    labels = {
+        "headers": "section headers at a chunk start",
+        "tables": "tables whole in one chunk",
+        "mid_validator": "chunks ending mid-sentence (validator rule)",
+        "mid_strict": "chunks ending mid-sentence (strict rule)",
+    }
+    print(f"{'metric':48} {'ours (tier 1)':>20} {'chonkie 800':>20}")
+    for k, label in labels.items():
+        cells = []
+        for name in ("ours", "chonkie"):
+            a, b = totals[name][k]
+            cells.append(f"{a}/{b} = {100 * a / b:5.1f}%" if b else "n/a")
+        print(f"{label:48} {cells[0]:>20} {cells[1]:>20}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
