@@ -1,0 +1,135 @@
+"""Budget caps (issue 5): --max-tokens-total / --max-cost stop the run *before* the request that
+would pass the cap, exit 4, leave only whole valid letters on disk, and a rerun with a higher
+cap resumes from the cache and completes with the same bytes as an uncapped run.
+
+The cap is computed from an uncapped baseline so the test pins the exact semantics: with one
+request in flight, request i is sent only if (tokens already spent) + (its estimate) <= cap,
+where the estimate is what the client charges the limiter (llm.estimate_tokens of the request:
+prompt + schema + max_tokens, the hosted API's own worst case).  We choose the largest cap that
+lets 1977 finish; 1978's first request must then be refused.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from letterchunk.cli import EXIT_BUDGET, EXIT_USAGE, main
+from letterchunk.llm import estimate_tokens
+from letterchunk.validate import validate_path
+from tests.fake_openai import FakeOpenAI, answer
+from tests.test_fault_matrix import valid_for
+
+ROOT = Path(__file__).resolve().parents[1]
+LETTERS = [str(ROOT / "corpus" / "letters" / f"{y}.txt") for y in (1977, 1978)]
+
+
+class Recorder:
+    """Valid grounded answers; remembers (estimate, served tokens) of every request."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[int, int]] = []
+
+    def __call__(self, body: dict):
+        self.log.append((estimate_tokens(body), -1))
+        return answer(valid_for(body))
+
+
+@pytest.fixture
+def server(monkeypatch):
+    recorder = Recorder()
+    with FakeOpenAI(default=recorder) as srv:
+        srv.recorder = recorder
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-test-key")
+        monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
+        yield srv
+
+
+def run(out: Path, cache: Path, *extra: str) -> int:
+    return main(["run", *LETTERS, "--out", str(out), "--cache-dir", str(cache), "--quiet", *extra])
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*")) if p.name.endswith((".jsonl", "_cleaned.txt"))
+            and not p.name.endswith(".report.jsonl")}
+
+
+@pytest.fixture
+def baseline(server, tmp_path):
+    """Uncapped run: the output, and per request (estimate, tokens served), in send order."""
+    out = tmp_path / "baseline"
+    assert run(out, tmp_path / "cache-baseline") == 0
+    served = [u.total_tokens for u in server.served]
+    estimates = [e for e, _ in server.recorder.log]
+    assert len(served) == len(estimates) == 15  # 6 chunks of 1977, 9 of 1978, one request each
+    server.served.clear()
+    server.requests.clear()
+    server.recorder.log.clear()
+    return files(out), estimates, served
+
+
+def cap_that_stops_after_1977(estimates: list[int], served: list[int]) -> int:
+    n77 = 6
+    needed = max(sum(served[:i]) + estimates[i] for i in range(n77))  # every 1977 request fits
+    refused = sum(served[:n77]) + estimates[n77]  # 1978's first would pass
+    assert needed < refused, "the fixture letters no longer separate; pick other letters"
+    return needed
+
+
+@pytest.mark.parametrize("kind", ["tokens", "cost"])
+def test_cap_stops_before_passing_and_rerun_resumes(server, baseline, tmp_path, capsys, kind):
+    expected, estimates, served = baseline
+    cap = cap_that_stops_after_1977(estimates, served)
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    if kind == "tokens":
+        flags = ["--max-tokens-total", str(cap)]
+    else:  # $1 per million tokens in and out: the cost cap in dollars mirrors the token cap
+        prices = tmp_path / "prices.json"
+        prices.write_text(json.dumps({"models": {"fake-model": {"input_per_mtok": 1.0, "output_per_mtok": 1.0}}}))
+        flags = ["--prices", str(prices), "--max-cost", f"{cap / 1e6:.6f}"]
+
+    code = run(out, cache, *flags)
+    err = capsys.readouterr().err
+    assert code == EXIT_BUDGET == 4, err
+    assert ("--max-tokens-total" if kind == "tokens" else "--max-cost") in err
+    spent = server.usage_total.total_tokens
+    assert spent <= cap  # never passed
+    assert server.chat_count == 6  # 1977's six chunks; 1978's first request was never sent
+    # finished letters are whole and valid; the stopped letter is not written at all
+    assert files(out) == {k: v for k, v in expected.items() if k.startswith("1977")}
+    assert [v for v in validate_path(out, stage="enriched") if v.severity == "error"] == []
+    ledger = json.loads((out / "run.json").read_text())
+    assert ledger["status"] == "budget_exceeded"
+    assert ledger["totals"]["total_tokens"] == spent
+    if kind == "cost":
+        assert ledger["totals"]["cost_usd"] == pytest.approx(spent / 1e6)
+
+    # rerun with a higher cap: 1977 from the cache, only 1978 asked, same bytes as uncapped
+    higher = ["--max-tokens-total", str(10 * sum(estimates))] if kind == "tokens" else \
+        [flags[0], flags[1], "--max-cost", "100"]
+    assert run(out, cache, *higher) == 0, capsys.readouterr().err
+    assert server.chat_count == 15
+    assert files(out) == expected
+    assert json.loads((out / "run.json").read_text())["status"] == "complete"
+
+
+def test_cost_cap_for_a_model_without_a_price_is_refused(server, tmp_path, capsys):
+    code = run(tmp_path / "out", tmp_path / "cache", "--max-cost", "1")
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE
+    assert "--max-cost" in err and "price" in err
+    assert server.chat_count == 0
+
+
+def test_help_documents_exit_code_4(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "4   stopped by a budget cap" in out
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = capsys.readouterr().out
+    assert "--max-tokens-total" in out and "--max-cost" in out and "exits 4" in out
