@@ -12,7 +12,8 @@ What :func:`clean_text` changes, exactly (and nothing else):
 4. Running headers and footers are removed: a short line (at most 80 characters, containing a
    letter) whose text repeats at least :data:`RUNNING_MIN_REPEATS` times and where *every*
    occurrence sits next to a page boundary (within two non-blank lines of a page-number line or
-   a form feed).  Detection is by repetition, never by a list of known strings, so a one-off
+   a form feed, or among the first/last two lines of the file).  Detection is by repetition,
+   never by a list of known strings, so a one-off
    letterhead such as ``BERKSHIRE HATHAWAY INC.`` stays.
 5. Blank lines at the start and end of the text are dropped and the text ends with exactly one
    ``\\n``.
@@ -114,6 +115,8 @@ def _running_lines(lines: list[str], boundary: list[bool]) -> set[str]:
         if s not in near or not near[s]:
             continue
         k = pos[i]
+        if k < 2 or k >= len(nonblank) - 2:
+            continue  # the start and the end of the file are page boundaries too
         window = nonblank[max(0, k - 2) : k + 3]
         # a form feed / page number may also be blank-separated: look at raw neighbours too
         raw = range(max(0, i - 3), min(len(lines), i + 4))

@@ -210,7 +210,16 @@ def _sections(text: str, blocks: list[Block]) -> list[_Section]:
             part = "Appendix"
             cur = None
             last_header = None
-        if b.kind == "header" or (b.kind == "table" and b.meta.get("detached_caption")):
+        if b.kind == "header" and re.match(r"(?i)appendix\b", b.title) and part != "Appendix":
+            part = "Appendix"  # a titled appendix opens the appendix part even before a sign-off
+            cur = None
+        if b.kind == "header" and cur is not None and [x.kind for x in cur.blocks] == ["header"]:
+            # a header directly under another: the first is the parent ("Appendix" over
+            # "Acquisition Criteria"); one section titled by the second
+            cur.parent_title = cur.title if part == "Letter Body" else None
+            cur.title = b.title
+            last_header = b.title
+        elif b.kind == "header" or (b.kind == "table" and b.meta.get("detached_caption")):
             cur = open_(b.title, True, None)
             last_header = b.title
         elif b.kind == "separator":
@@ -235,7 +244,7 @@ def _letterhead(b: Block, text: str) -> bool:
 def _hierarchy(s: _Section) -> list[str]:
     if s.part != "Letter Body":
         return [s.part, s.title]
-    if s.parent_title and not s.titled and s.parent_title != s.title:
+    if s.parent_title and s.parent_title != s.title:
         return ["Letter Body", s.parent_title, s.title]
     return ["Letter Body", s.title]
 

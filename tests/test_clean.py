@@ -1,0 +1,135 @@
+"""Cleaner: exactly the documented changes, year/date extraction, and refusal of bad files."""
+
+from __future__ import annotations
+
+import pytest
+
+from letterchunk.clean import UNKNOWN_DATE, clean_text, extract_date, extract_year, load_letter
+from letterchunk.errors import InputError
+
+PROSE = "     The textile business again had a very poor year. We\nhave mistakenly predicted better results.\n"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("a\r\nb\rc\n", "a\nb\nc\n"),  # line endings
+        ("word   \nnext\t\n", "word\nnext\n"),  # trailing spaces and tabs
+        ("\n\n\nbody\n\n\n", "body\n"),  # outer blank lines
+        ("one\fTwo\n", "one\nTwo\n"),  # form feed is a page boundary
+        ("\ufeffbody\n", "body\n"),  # BOM
+        ("a\x00b\x07c\n", "abc\n"),  # control characters
+        ("end of page.\n\n                        7\nNext page\n", "end of page.\n\nNext page\n"),
+        ("end.\n\n- 12 -\n\nmore\n", "end.\n\n\nmore\n"),  # dashed page number between blanks
+        ("text\nPage 3\n\nmore\n", "text\nPage 3\n\nmore\n"),  # not alone: kept
+        ("31› per share, 1⁄ 2 of it\n", "31› per share, 1⁄ 2 of it\n"),  # damage kept verbatim
+    ],
+)
+def test_clean_text_changes_only_what_it_documents(raw, expected):
+    assert clean_text(raw) == expected
+
+
+def test_table_numbers_are_not_page_numbers():
+    raw = "Year     Value\n1999     12\n2000     14\n   2001\n"
+    assert "2001" in clean_text(raw)  # 4 digits: never a page number
+
+
+def test_running_header_removed_only_when_repeated_at_page_boundaries():
+    raw = "".join(
+        f"ACME ANNUAL REVIEW\nPage {n} text goes on here.\nAnd it continues.\n\n          {n}\n"
+        for n in range(1, 5)
+    )
+    out = clean_text(raw)
+    assert "ACME ANNUAL REVIEW" not in out
+    assert out.count("text goes on") == 4
+
+
+def test_repeated_line_not_at_page_boundary_is_kept():
+    raw = "(in millions)\nrow 1\n\n(in millions)\nrow 2\n\n(in millions)\nrow 3\n"
+    assert clean_text(raw).count("(in millions)") == 3
+
+
+def test_one_off_letterhead_is_kept():
+    raw = "BERKSHIRE HATHAWAY INC.\n\nTo the Shareholders:\n\n" + PROSE
+    assert clean_text(raw).startswith("BERKSHIRE HATHAWAY INC.\n")
+
+
+def test_words_are_never_rewrapped():
+    assert clean_text(PROSE) == PROSE
+
+
+@pytest.mark.parametrize(
+    ("tail", "date"),
+    [
+        ("                    Warren E. Buffett, Chairman\n\nMarch 14,1978\n", "1978-03-14"),
+        ("Warren E. Buffett\nChairman of the Board\nMarch 4, 1986\n", "1986-03-04"),
+        ("February 25, 2017      Warren E. Buffett\n      Chairman of the Board\n", "2017-02-25"),
+        ("              Warren E. Buffett\nFeb. 28, 1989        Chairman of the Board\n", "1989-02-28"),
+        ("              Sincerely,\n              /s/ Warren E. Buffett\n Mar. 1, 1991\n", "1991-03-01"),
+    ],
+)
+def test_signature_dates(tail, date):
+    text = "Body of the letter mentions March 3, 1980 in passing.\n\n" + tail
+    assert extract_date(text) == (date, None)
+
+
+def test_date_at_the_head_of_the_letter():
+    text = "To the Shareholders:\n                        February 26, 1982\n\nBody text.\n"
+    assert extract_date(text)[0] == "1982-02-26"
+
+
+def test_month_and_year_only_is_not_a_date():
+    date, note = extract_date("Body.\n\nFebruary 2008        Warren E. Buffett\n   Chairman of the Board\n")
+    assert date == UNKNOWN_DATE and "February 2008" in note
+
+
+def test_dates_in_prose_are_ignored():
+    date, note = extract_date("On March 31, 1976 our gains were large.\n\nWarren E. Buffett, Chairman\n")
+    assert date == UNKNOWN_DATE and note
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "date", "year"),
+    [
+        ("1986.txt", "", UNKNOWN_DATE, 1986),
+        ("letter-2004-final.txt", "", UNKNOWN_DATE, 2004),
+        ("letter.txt", "", "1987-02-27", 1986),  # written after the year closes
+        ("letter.txt", "in 1990 and 1990, not 1989", UNKNOWN_DATE, 1990),  # most mentioned
+        ("letter.txt", "no year here", UNKNOWN_DATE, None),
+    ],
+)
+def test_extract_year(name, text, date, year):
+    assert extract_year(name, text, date) == year
+
+
+def test_load_letter(tmp_path):
+    p = tmp_path / "1977.txt"
+    p.write_text("To the Stockholders:\r\n\r\n" + PROSE + "\nWarren E. Buffett, Chairman\nMarch 14,1978\n")
+    letter = load_letter(p)
+    assert (letter.year, letter.date, letter.date_note) == (1977, "1978-03-14", None)
+    assert letter.cleaned_name == "1977_cleaned.txt"
+    assert "\r" not in letter.text
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "says"),
+    [
+        ("1990.txt", b"", "empty"),
+        ("1990.txt", b"   \n\n  ", "empty"),
+        ("1990.txt", b"PK\x03\x04\x00\x00binary", "binary"),
+        ("1990.txt", "caf\u00e9 r\u00e9sum\u00e9".encode("cp1252"), "not UTF-8"),
+        ("notes.txt", b"A letter without any year at all.", "no letter year"),
+    ],
+)
+def test_bad_files_are_refused_with_the_file_and_what_to_do(tmp_path, name, data, says):
+    p = tmp_path / name
+    p.write_bytes(data)
+    with pytest.raises(InputError) as exc:
+        load_letter(p)
+    assert str(p) in str(exc.value) and says in str(exc.value)
+    assert exc.value.path == str(p)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(InputError, match="cannot read"):
+        load_letter(tmp_path / "1999.txt")

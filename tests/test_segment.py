@@ -1,0 +1,307 @@
+"""Block detection, table parsing and the Tier-1/2/3 rules on small hand-built letters."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from letterchunk.blocks import detect_blocks, is_table_row
+from letterchunk.clean import CleanedLetter, clean_text
+from letterchunk.segment import (
+    T1_MAX,
+    T1_MIN,
+    T2_MIN,
+    UNTITLED,
+    _SpanCounter,
+    section_titles,
+    segment_letter,
+)
+from letterchunk.tables import parse_table
+from letterchunk.tokens import count_tokens
+from test_corpus import check_invariants
+
+WORDS = (
+    "insurance float earnings capital managers textile business shareholders value growth "
+    "intrinsic market price acquisition operations premium underwriting results reserves"
+).split()
+
+
+def prose(n_sentences: int, seed: int, indent: str = "     ", width: int = 64) -> str:
+    """A paragraph of ``n_sentences`` plausible sentences wrapped at ``width``."""
+    rnd = random.Random(seed)
+    sentences = []
+    for _ in range(n_sentences):
+        words = [rnd.choice(WORDS) for _ in range(rnd.randint(8, 16))]
+        sentences.append(" ".join(words).capitalize() + ".")
+    text, line, lines = " ".join(sentences), indent, []
+    for w in text.split():
+        if len(line) + len(w) + 1 > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += w + " "
+    lines.append(line.rstrip())
+    return "\n".join(lines)
+
+
+def letter(body: str, year: int = 1984) -> CleanedLetter:
+    return CleanedLetter(
+        year=year, date=f"{year + 1}-03-01", date_note=None, source_path="x", text=clean_text(body)
+    )
+
+
+def kinds(text: str) -> list[tuple[str, str]]:
+    return [(b.kind, text[b.start : b.end].split("\n")[0].strip()) for b in detect_blocks(text)]
+
+
+# --------------------------------------------------------------------------------------------
+# blocks
+
+
+def test_header_without_blank_line_and_after_removed_page_number():
+    raw = (
+        prose(3, 1) + "\n\n                    3\nWhat We Hope to Accomplish\n" + prose(3, 2) + "\n"
+    )
+    text = clean_text(raw)
+    assert ("header", "What We Hope to Accomplish") in kinds(text)
+
+
+def test_paragraphs_running_into_each_other_split_at_the_indent():
+    text = prose(3, 1) + "\n" + prose(3, 2) + "\n"
+    assert [k for k, _ in kinds(text)] == ["paragraph", "paragraph"]
+
+
+@pytest.mark.parametrize("sep", ["* * * * * * * *", "*   *   *", "************"])
+def test_separator_styles_and_text_directly_after(sep):
+    text = prose(2, 1) + "\n\n                 " + sep + "\n" + prose(2, 2) + "\n"
+    assert [k for k, _ in kinds(text)] == ["paragraph", "separator", "paragraph"]
+
+
+@pytest.mark.parametrize(
+    ("header", "is_header"),
+    [
+        ("Insurance Operations", True),
+        ("INSURANCE OPERATIONS", True),
+        ("Acquisition Criteria:", True),
+        ("The Economics of Property/Casualty Insurance", True),
+        ("In the Business Segment Data on pages 36-38 and in the", False),  # wrapped prose
+        ("the textile business again had", False),
+        ("Total earnings ........  $ 1,234  $ 2,345", False),
+    ],
+)
+def test_header_kinds(header, is_header):
+    text = prose(2, 1) + "\n\n" + header + "\n\n" + prose(2, 2) + "\n"
+    assert (("header", header.rstrip(":")) in [(k, t.rstrip(":")) for k, t in kinds(text)]) == is_header
+
+
+TABLE_LEADERS = """\
+                                                 1977        1976
+Capital Cities Communications ..........    $ 10,909    $ 13,228
+Government Employees Insurance
+   Company Convertible Preferred .......      19,417      33,033
+Kaiser Industries, Inc. . . . . . . . . .        778       6,039
+                                             --------    --------
+Total ..................................    $ 31,104    $ 52,300
+"""
+
+TABLE_ALIGNED = """\
+              Fund of          Fund of          S&P
+ Year         Funds A          Funds B          Index Fund
+ 2008          -16.5%           -22.3%           -37.0%
+ 2009           11.3%            14.5%            26.6%
+ 2010            5.9%             6.8%            15.1%
+"""
+
+
+@pytest.mark.parametrize("table", [TABLE_LEADERS, TABLE_ALIGNED])
+def test_table_right_after_prose_with_caption_and_footnote(table):
+    text = (
+        prose(3, 1)
+        + " The record follows:\n"
+        + "Results of the Year (in thousands)\n"
+        + table
+        + "\n* Excludes capital gains.\n\n"
+        + prose(3, 2)
+        + "\n"
+    )
+    blocks = detect_blocks(text)
+    tables = [b for b in blocks if b.kind == "table"]
+    assert len(tables) == 1
+    t = tables[0]
+    body = text[t.start : t.end]
+    assert body.startswith("Results of the Year") and body.endswith("Excludes capital gains.")
+    assert t.title == "Results of the Year (in thousands)"
+    assert [b.kind for b in blocks] == ["paragraph", "table", "paragraph"]
+
+
+def test_indented_quoted_prose_is_not_a_table():
+    quote = "\n".join("           " + ln.strip() for ln in prose(4, 3).split("\n"))
+    text = prose(2, 1) + "\n\n" + quote + "\n\n" + prose(2, 2) + "\n"
+    assert "table" not in [k for k, _ in kinds(text)]
+
+
+@pytest.mark.parametrize("bullet", ["•", "o", "Š", "\uf0b7"])
+def test_bullet_lists(bullet):
+    items = "\n\n".join(f"   {bullet}   " + prose(1, i, indent="").replace("\n", "\n       ") for i in range(3))
+    text = prose(2, 1) + " These are:\n\n" + items + "\n\n" + prose(2, 2) + "\n"
+    assert [k for k, _ in kinds(text)] == ["paragraph", "list", "paragraph"]
+
+
+def test_signature_block():
+    text = prose(2, 1) + "\n\nFebruary 25, 2017                    Warren E. Buffett\n                                     Chairman of the Board\n"
+    assert kinds(text)[-1][0] == "signature"
+
+
+@pytest.mark.parametrize(
+    ("line", "row"),
+    [
+        ("1965 ...........................        23.8        49.5", True),
+        ("Revenues . . . . . . . . . . . . .   $61,665 $66,099 $59,100", True),
+        (" 2008          -16.5%           -22.3%", True),
+        ("Total earnings $ 85,945 $ 68,632 $ 70,146", True),
+        ("grubby detail work . . . dealmaking is romantic, sexy. That's", False),
+        ("policyholders, agents, employees and owners alike.   We look", False),
+        ("In 1977 our operating earnings on beginning equity capital", False),
+    ],
+)
+def test_table_rows(line, row):
+    assert is_table_row(line) is row
+
+
+# --------------------------------------------------------------------------------------------
+# table parsing
+
+
+def test_parse_table_with_leaders_wrapped_rows_and_totals():
+    columns, rows = parse_table(TABLE_LEADERS)
+    assert columns == ["Item", "1977", "1976"]
+    assert rows[0] == ["Capital Cities Communications", "$ 10,909", "$ 13,228"]
+    assert rows[1] == ["Government Employees Insurance Company Convertible Preferred", "19,417", "33,033"]
+    assert rows[-1] == ["Total", "$ 31,104", "$ 52,300"]
+    assert len(rows) == 4
+
+
+def test_parse_aligned_table_names_columns_from_stacked_headers():
+    columns, rows = parse_table(TABLE_ALIGNED)
+    assert columns == ["Year", "Fund of Funds A", "Fund of Funds B", "S&P Index Fund"]
+    assert rows == [
+        ["2008", "-16.5%", "-22.3%", "-37.0%"],
+        ["2009", "11.3%", "14.5%", "26.6%"],
+        ["2010", "5.9%", "6.8%", "15.1%"],
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# tiers
+
+
+def build_letter() -> str:
+    parts = [
+        "BERKSHIRE HATHAWAY INC.\n\nTo the Shareholders of Berkshire Hathaway Inc.:\n",
+        prose(30, 1),
+        "Textile Operations\n",
+        prose(20, 2),
+        prose(12, 3),
+        "Banking\n",
+        prose(3, 4),  # a stub section: merged
+        "Insurance Investments\n",
+        prose(10, 5) + " The holdings were as follows:",
+        "Results of the Year (in thousands)\n" + TABLE_LEADERS.rstrip(),
+        prose(5, 6),
+        "                     * * * * * * * *\n" + prose(7, 7),  # afterthought (not a bridge)
+        "Insurance Underwriting\n",
+        "\n\n".join(prose(12, 10 + i) for i in range(14)),  # long: split
+        prose(8, 30) + "\n\n                        Warren E. Buffett\nMarch 4, 1985          Chairman of the Board",
+        "Appendix\n\nAcquisition Criteria\n",
+        prose(25, 40),
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+@pytest.fixture(scope="module")
+def built():
+    let = letter(build_letter())
+    return let, segment_letter(let, tier2=True)
+
+
+def test_built_letter_invariants(built):
+    let, chunks = built
+    assert check_invariants(let.text, let.year, chunks) == []
+
+
+def test_tier1_sizes_and_merges(built):
+    _, chunks = built
+    t1 = [c for c in chunks if c.metadata.chunk_tier == 1]
+    assert all(c.metadata.token_count >= T1_MIN for c in t1)
+    banking = [c for c in t1 if c.content.startswith("Banking")]
+    assert banking and "merged forward" in banking[0].metadata.boundary_note
+    assert "section 'Banking'" in banking[0].metadata.merged_from
+    assert any(
+        "merged backward" in (c.metadata.boundary_note or "") for c in t1
+    ), "the short afterthought after the separator merges backward"
+
+
+def test_long_section_split_at_paragraphs(built):
+    let, chunks = built
+    parts = [c for c in chunks if c.metadata.chunk_tier == 1 and c.metadata.section_title == "Insurance Underwriting"]
+    assert len(parts) >= 2
+    assert [c.chunk_id[-3:] for c in parts] == [f"{i:03d}" for i in range(1, len(parts) + 1)]
+    assert len({c.chunk_id.split("-T")[0] for c in parts}) == 1
+    for c in parts:
+        assert T1_MIN <= c.metadata.token_count <= T1_MAX
+        assert c.content.rstrip().endswith(".") or c.content.rstrip().endswith("Board")
+
+
+def test_table_chunk(built):
+    let, chunks = built
+    (t3,) = [c for c in chunks if c.metadata.chunk_tier == 3]
+    m = t3.metadata
+    assert m.content_type == "financial_table" and m.has_table and m.retrieval_priority == "high"
+    assert t3.content.startswith("Insurance Investments")  # header + lead-in included
+    assert t3.content.endswith(prose(5, 6).strip()[-30:])  # interpretation included
+    (td,) = m.table_data
+    assert td.table_name == "Results of the Year (in thousands)" and td.row_count == 4
+    parent = next(c for c in chunks if c.chunk_id == m.parent_chunk_id)
+    assert t3.chunk_id in parent.metadata.child_chunk_ids
+    assert t3.chunk_id.split("-T")[0] == parent.chunk_id.split("-T")[0]
+    assert m.section_hierarchy == ["Tables", m.section_title]
+
+
+def test_headers_start_chunks_and_hierarchy(built):
+    _, chunks = built
+    t1 = [c for c in chunks if c.metadata.chunk_tier == 1]
+    assert t1[0].metadata.section_title == UNTITLED
+    assert any(c.content.startswith("Textile Operations") for c in t1)
+    appendix = [c for c in t1 if c.metadata.section_hierarchy[0] == "Appendix"]
+    assert appendix and appendix[0].content.startswith("Appendix")
+    assert appendix[0].metadata.section_hierarchy == ["Appendix", "Acquisition Criteria"]
+    assert section_titles(chunks)[0] == UNTITLED
+    assert len(section_titles(chunks)) == len(set(section_titles(chunks)))
+
+
+def test_tier2_pairing(built):
+    _, chunks = built
+    t2 = [c for c in chunks if c.metadata.chunk_tier == 2]
+    assert t2
+    assert all(c.metadata.token_count >= T2_MIN for c in t2)
+    assert not any(c.metadata.chunk_tier == 2 for c in segment_letter(letter(build_letter())))
+
+
+def test_tiny_letter_is_one_chunk_with_a_note():
+    chunks = segment_letter(letter("Just a short note.\n"))
+    assert len(chunks) == 1 and "shorter than the Tier-1 minimum" in chunks[0].metadata.boundary_note
+
+
+def test_unknown_date_goes_to_boundary_note():
+    let = CleanedLetter(1990, "0000-00-00", "Letter date unknown: x.", "x", clean_text(prose(30, 1)))
+    assert all("Letter date unknown" in c.metadata.boundary_note for c in segment_letter(let))
+
+
+def test_span_counter_is_exact():
+    text = build_letter()
+    counter = _SpanCounter(text)
+    rnd = random.Random(7)
+    for _ in range(300):
+        a = rnd.randrange(len(text))
+        b = rnd.randrange(a, len(text) + 1)
+        assert counter.count(a, b) == count_tokens(text[a:b])

@@ -1,0 +1,106 @@
+"""Property tests: random and adversarial text into the cleaner and the segmenter.
+
+Nothing may crash, the cleaner only removes whole lines / trailing spaces / control characters
+(every line it keeps is a line of the input, in order), and every invariant of the chunks holds.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from letterchunk.clean import CleanedLetter, clean_text, extract_date, extract_year
+from letterchunk.segment import segment_letter
+from test_corpus import check_invariants
+
+SETTINGS = settings(
+    max_examples=int(__import__("os").environ.get("LC_HYPOTHESIS_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+# lines of the kinds that trip a rule-based segmenter (TRAPS.md), to be shuffled together
+LINE_KINDS = [
+    "",
+    "",
+    "     The textile business again had a very poor year in 1977. We",
+    "have mistakenly predicted better results in each of the last two",
+    "years, and we expect difficulty in matching our 1977 rate:",
+    "Insurance Underwriting",
+    "INSURANCE OPERATIONS",
+    "Acquisition Criteria:",
+    "* * * * * * * * * * * *",
+    "*   *   *",
+    "************",
+    "                                                        23",
+    "- 4 -",
+    "1965 ...........................        23.8        49.5     10.0",
+    "Revenues . . . . . . . . . . . .   $61,665 $66,099 $59,100",
+    "Government Employees Insurance",
+    "   Company Convertible Preferred ........   19,417     33,033",
+    "                                         --------   --------",
+    " 2008          -16.5%           -22.3%           -37.0%",
+    "              Fund of          Fund of          S&P",
+    "* Excludes capital gains or losses",
+    "(1) Including interest and dividends from investments.",
+    "           Over a ten-year period commencing on January 1, 2008, the S&P",
+    "   •   Our managers run their businesses as owners would.",
+    "   o   Our preference would be to reach this goal directly.",
+    "Š   Last year I told you that BNSF would earn more.",
+    "To the Shareholders of Berkshire Hathaway Inc.:",
+    "BERKSHIRE HATHAWAY INC.",
+    "February 25, 2017      Warren E. Buffett",
+    "                                  Chairman of the Board",
+    "March 14,1978",
+    "Appendix",
+    "31› per share, 1⁄ 2 of the “float”",
+    "\tTabbed\tline\twith\ttabs",
+    "   ",
+]
+
+structured = st.lists(st.sampled_from(LINE_KINDS), min_size=0, max_size=120).map(
+    lambda ls: "\n".join(ls) + "\n"
+)
+noise = st.text(
+    alphabet=st.sampled_from(list("abcXYZ019 .,:;*-•o$%()\n\r\t\f\x00“”’›…") + ["\u00a0", "\ufeff"]),
+    max_size=600,
+)
+mixed = st.lists(st.one_of(structured, noise), min_size=1, max_size=4).map("".join)
+
+
+def _kept_lines_are_input_lines(raw: str, cleaned: str) -> bool:
+    norm = raw.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n")
+    norm = "".join(ch for ch in norm if ch in "\t\n" or (ord(ch) >= 32 and ord(ch) != 127))
+    src = [ln.rstrip(" \t") for ln in norm.split("\n")]
+    i = 0
+    for ln in cleaned.split("\n")[:-1]:
+        while i < len(src) and src[i] != ln:
+            i += 1
+        if i == len(src):
+            return False
+        i += 1
+    return True
+
+
+@SETTINGS
+@given(st.one_of(structured, noise, mixed))
+def test_cleaner_only_removes(raw):
+    out = clean_text(raw)
+    assert "\r" not in out and "\f" not in out and "\x00" not in out
+    assert out == "" or out.endswith("\n")
+    assert all(ln == ln.rstrip(" \t") for ln in out.split("\n"))
+    assert _kept_lines_are_input_lines(raw, out)
+    extract_date(out)
+    extract_year("letter.txt", out)
+
+
+@SETTINGS
+@given(st.one_of(structured, noise, mixed), st.booleans())
+def test_segmenter_invariants_hold_on_any_text(raw, tier2):
+    text = clean_text(raw)
+    letter = CleanedLetter(year=1999, date="2000-03-01", date_note=None, source_path="x", text=text)
+    chunks = segment_letter(letter, tier2=tier2)
+    if not text.strip():
+        assert chunks == []
+        return
+    assert check_invariants(text, 1999, chunks) == []
+    again = segment_letter(letter, tier2=tier2)
+    assert [c.model_dump() for c in again] == [c.model_dump() for c in chunks]
