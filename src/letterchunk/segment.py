@@ -255,13 +255,14 @@ def _is_setup(s: _Section, text: str) -> bool:
 
 
 def _is_transition(s: _Section, text: str, header_follows: bool) -> bool:
-    """A bridge: under 100 tokens of prose in at most two sentences, or at most four when a
-    header follows ("Let's move to the specifics... So we'll present them as four businesses.")."""
+    """A bridge: under 100 tokens of prose directly before a header ("Now, let's examine the
+    four major sectors... We will look first at insurance."), or of at most two sentences."""
     body = [b for b in s.blocks if b.kind not in ("separator", "header")]
     if not body or s.tokens >= 100 or any(b.kind != "paragraph" for b in body):
         return False
-    sentences = len(_SENT_END.findall(" ".join(text[b.start : b.end] for b in body) + " "))
-    return sentences <= (4 if header_follows else 2)
+    if header_follows:
+        return True
+    return len(_SENT_END.findall(" ".join(text[b.start : b.end] for b in body) + " ")) <= 2
 
 
 def _merge_short(sections: list[_Section], text: str) -> list[_Section]:
