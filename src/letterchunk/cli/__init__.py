@@ -27,7 +27,7 @@ __all__ = ["main", "EXIT_OK", "EXIT_INVALID", "EXIT_USAGE", "EXIT_HALTED", "EXIT
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_HALTED, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 # One module per command, in the order `letterchunk --help` lists them.
-COMMANDS = ["segment", "validate", "run", "enrich", "repair", "report", "budget"]
+COMMANDS = ["segment", "validate", "run", "enrich", "repair", "report", "budget", "analyze"]
 
 EPILOG = """exit codes:
   0   success

@@ -1,0 +1,282 @@
+"""Corpus statistics over an output folder (seed 002's ``analyze``, adapted to letters).
+
+``analyze_dir(DIR)`` reads every ``DIR/YYYY.jsonl`` chunk file (segmented or enriched), the
+``DIR/YYYY.report.jsonl`` repair reports and ``DIR/run.json`` when present, and returns one
+plain dict (the ``--json`` output):
+
+* ``letters``       per year: chunks, by tier, by content type, tokens
+* ``tiers`` / ``content_types``   counts over the folder
+* ``tokens``        token_count distribution (n, min, median, p90, max, mean), overall and
+                    per tier; p90 is the nearest-rank percentile (a value that occurs)
+* ``size``          per tier, chunks under the seed-000 hard minimum (Tier 1: 250 tokens, Tier 2:
+                    120) without ``standalone_exception``, and over the size target (2000 / 500)
+* ``top``           the most frequent companies, people, metrics, buffett_concepts and themes
+                    (counted once per chunk; ties broken alphabetically)
+* ``principles``    principles by category
+* ``mistake_confessions``  chunks tagged ``mistake_confession`` per year (every year listed)
+* ``repairs``       from the report files: violations found and fixed by code, per rule, and
+                    the final outcome of each reported chunk; ``null`` when there is no report
+* ``run``           the totals of ``run.json`` when present
+
+A line that is not a canonical chunk is skipped and listed under ``skipped`` (file, line,
+reason) rather than failing the whole analysis; ``letterchunk validate`` says what is wrong.
+:func:`render_text` formats the dict as the human tables the CLI prints.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import InputError
+from .schema import Chunk
+
+__all__ = ["analyze_dir", "analyze_chunks", "distribution", "render_text", "MIN_TOKENS", "TARGET_MAX_TOKENS"]
+
+_CHUNK_FILE = re.compile(r"^(\d{4})\.jsonl$")
+_REPORT_FILE = re.compile(r"^(\d{4})\.report\.jsonl$")
+MIN_TOKENS = {1: 250, 2: 120}  # seed 000 §2.4 anti-orphan minimums
+TARGET_MAX_TOKENS = {1: 2000, 2: 500}  # seed 000 §2.1/§2.2 size targets
+TOP_FIELDS = ("companies", "people", "metrics", "buffett_concepts", "themes")
+
+
+def distribution(values: list[int]) -> dict[str, Any]:
+    """n, min, median, p90 (nearest rank), max, mean; all None for an empty list."""
+    if not values:
+        return {"n": 0, "min": None, "median": None, "p90": None, "max": None, "mean": None}
+    ordered = sorted(values)
+    p90 = ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
+    median = statistics.median(ordered)
+    return {
+        "n": len(ordered),
+        "min": ordered[0],
+        "median": int(median) if float(median).is_integer() else median,
+        "p90": p90,
+        "max": ordered[-1],
+        "mean": round(statistics.fmean(ordered), 1),
+    }
+
+
+def _top(counter: Counter, n: int) -> list[list[Any]]:
+    return [[k, v] for k, v in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
+
+
+def _read_chunks(path: Path, skipped: list[dict]) -> list[Chunk]:
+    chunks = []
+    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            chunks.append(Chunk.model_validate_json(line))
+        except (ValidationError, ValueError) as exc:
+            reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+            skipped.append({"file": path.name, "line": n, "reason": reason[:200]})
+    return chunks
+
+
+def _read_records(path: Path, skipped: list[dict]) -> list[dict]:
+    records = []
+    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            skipped.append({"file": path.name, "line": n, "reason": f"not JSON: {exc.msg}"})
+            continue
+        if isinstance(obj, dict):
+            records.append(obj)
+        else:
+            skipped.append({"file": path.name, "line": n, "reason": "not a JSON object"})
+    return records
+
+
+def analyze_chunks(by_year: dict[int, list[Chunk]], *, top: int = 10) -> dict[str, Any]:
+    """Statistics of chunks grouped by letter year (no files involved)."""
+    tiers: Counter = Counter()
+    types: Counter = Counter()
+    tokens_all: list[int] = []
+    tokens_tier: dict[int, list[int]] = defaultdict(list)
+    size = {t: {"below_minimum": 0, "above_target": 0} for t in (1, 2)}
+    tops = {f: Counter() for f in TOP_FIELDS}
+    principles: Counter = Counter()
+    letters: dict[str, Any] = {}
+    mistakes: dict[str, int] = {}
+    enriched = 0
+    for year in sorted(by_year):
+        chunks = by_year[year]
+        l_tiers: Counter = Counter()
+        l_types: Counter = Counter()
+        for c in chunks:
+            m = c.metadata
+            tier = m.chunk_tier
+            l_tiers[tier] += 1
+            l_types[m.content_type] += 1
+            tokens_all.append(m.token_count)
+            tokens_tier[tier].append(m.token_count)
+            if tier in MIN_TOKENS:
+                if m.token_count < MIN_TOKENS[tier] and not m.standalone_exception:
+                    size[tier]["below_minimum"] += 1
+                if m.token_count > TARGET_MAX_TOKENS[tier]:
+                    size[tier]["above_target"] += 1
+            enriched += int(bool(m.contextual_summary))
+            for name in ("companies", "people", "metrics"):
+                tops[name].update(set(getattr(m.entities, name)))
+            tops["buffett_concepts"].update(set(m.buffett_concepts))
+            tops["themes"].update(set(m.themes))
+            principles.update(p.category for p in m.principles)
+        tiers.update(l_tiers)
+        types.update(l_types)
+        mistakes[str(year)] = l_types.get("mistake_confession", 0)
+        letters[str(year)] = {
+            "chunks": len(chunks),
+            "tiers": {str(t): l_tiers[t] for t in sorted(l_tiers)},
+            "content_types": dict(sorted(l_types.items())),
+            "tokens": sum(c.metadata.token_count for c in chunks),
+        }
+    return {
+        "chunks": sum(tiers.values()),
+        "enriched_chunks": enriched,
+        "letters": letters,
+        "tiers": {str(t): tiers[t] for t in sorted(tiers)},
+        "content_types": dict(sorted(types.items())),
+        "tokens": {
+            "all": distribution(tokens_all),
+            **{f"tier{t}": distribution(tokens_tier[t]) for t in sorted(tokens_tier)},
+        },
+        "size": {f"tier{t}": v for t, v in size.items() if tokens_tier.get(t)},
+        "top": {f: _top(tops[f], top) for f in TOP_FIELDS},
+        "principles": dict(sorted(principles.items())),
+        "mistake_confessions": mistakes,
+    }
+
+
+def _repairs(records_by_file: dict[str, list[dict]]) -> dict[str, Any] | None:
+    if not records_by_file:
+        return None
+    found: Counter = Counter()
+    fixed: Counter = Counter()
+    last: dict[str, dict] = {}
+    attempts = 0
+    for records in records_by_file.values():
+        for r in records:
+            attempts += 1
+            if r.get("chunk_id"):
+                last[str(r["chunk_id"])] = r
+            for v in r.get("violations") or []:
+                code = str(v.get("code", "?")) if isinstance(v, dict) else str(v)
+                found[code] += 1
+                if isinstance(v, dict) and v.get("fixed"):
+                    fixed[code] += 1
+    outcomes = Counter(str(r.get("outcome", "?")) for r in last.values())
+    return {
+        "records": attempts,
+        "chunks": len(last),
+        "outcomes": dict(sorted(outcomes.items())),
+        "by_rule": {code: {"found": found[code], "fixed": fixed[code]} for code in sorted(found)},
+    }
+
+
+def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
+    """Statistics of an output folder; see the module docstring for the keys."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(folder, "not a folder; pass the --out folder of `letterchunk run` or `segment`")
+    skipped: list[dict] = []
+    by_year: dict[int, list[Chunk]] = {}
+    reports: dict[str, list[dict]] = {}
+    for path in sorted(folder.iterdir()):
+        if m := _CHUNK_FILE.match(path.name):
+            by_year[int(m.group(1))] = _read_chunks(path, skipped)
+        elif _REPORT_FILE.match(path.name):
+            reports[path.name] = _read_records(path, skipped)
+    if not by_year:
+        raise InputError(folder, "holds no YYYY.jsonl chunk files; run `letterchunk segment` or "
+                                 f"`letterchunk run ... --out {folder}` first")
+    out = analyze_chunks(by_year, top=top)
+    out["folder"] = str(folder)
+    out["repairs"] = _repairs(reports)
+    run_file = folder / "run.json"
+    out["run"] = None
+    if run_file.is_file():
+        try:
+            run = json.loads(run_file.read_text(encoding="utf-8"))
+            out["run"] = {"model": run.get("model"), "status": run.get("status"), **(run.get("totals") or {})}
+        except (json.JSONDecodeError, AttributeError, TypeError):
+            skipped.append({"file": "run.json", "line": None, "reason": "not a run ledger"})
+    out["skipped"] = skipped
+    return out
+
+
+# ------------------------------------------------------------------------------ text
+
+def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
+    cells = [[str(c) for c in r] for r in [head, *rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
+    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+    return [fmt(cells[0]), *(fmt(r) for r in cells[1:])]
+
+
+def render_text(a: dict[str, Any]) -> str:
+    """The human report: one small table per section."""
+    lines: list[str] = []
+    types = sorted(a["content_types"])
+    tiers = sorted(a["tiers"])
+    lines.append(f"{a['chunks']} chunks in {len(a['letters'])} letters ({a['folder']}); "
+                 f"{a['enriched_chunks']} enriched")
+    lines.append("")
+    rows = []
+    for year, d in a["letters"].items():
+        rows.append([year, d["chunks"], *(d["tiers"].get(t, 0) for t in tiers),
+                     *(d["content_types"].get(ct, 0) for ct in types), d["tokens"]])
+    rows.append(["total", a["chunks"], *(a["tiers"][t] for t in tiers),
+                 *(a["content_types"][ct] for ct in types), sum(d["tokens"] for d in a["letters"].values())])
+    lines += _table(["letter", "chunks", *(f"T{t}" for t in tiers), *types, "tokens"], rows)
+    lines += ["", "token_count distribution"]
+    lines += _table(["", "n", "min", "median", "p90", "max", "mean"],
+                    [[k, *(v[c] if v[c] is not None else "-" for c in ("n", "min", "median", "p90", "max", "mean"))]
+                     for k, v in a["tokens"].items()])
+    if a["size"]:
+        lines += ["", "size vs seed 000 targets (tier 1: min 250, target max 2000; tier 2: 120 / 500 tokens)"]
+        lines += _table(["", "below minimum", "above target"],
+                        [[k, v["below_minimum"], v["above_target"]] for k, v in a["size"].items()])
+    if a["enriched_chunks"] == 0:
+        lines += ["", "entities, concepts, themes, principles and confessions: none, the chunks are not "
+                      "enriched yet (run `letterchunk run` or `letterchunk enrich` on them)"]
+    else:
+        lines.append("")
+        for field in TOP_FIELDS:
+            items = a["top"][field]
+            lines.append(f"top {field}: " + (", ".join(f"{k} ({v})" for k, v in items) if items else "(none)"))
+        if a["principles"]:
+            lines.append("principles by category: " + ", ".join(f"{k} {v}" for k, v in a["principles"].items()))
+        confessions = {y: n for y, n in a["mistake_confessions"].items() if n}
+        lines += ["", f"mistake confessions per year (total {sum(confessions.values())}; years not listed: 0)"]
+        if confessions:
+            lines += _table(["year", "chunks"], [[y, n] for y, n in confessions.items()])
+    lines.append("")
+    rep = a["repairs"]
+    if rep is None:
+        lines.append("repairs: no YYYY.report.jsonl in the folder")
+    else:
+        lines.append(f"repairs: {rep['records']} report record(s) over {rep['chunks']} chunk(s); outcomes "
+                     + (", ".join(f"{k} {v}" for k, v in rep["outcomes"].items()) or "none"))
+        if rep["by_rule"]:
+            lines += _table(["rule", "found", "fixed by code"],
+                            [[k, v["found"], v["fixed"]] for k, v in rep["by_rule"].items()])
+    if a.get("run"):
+        r = a["run"]
+        cost = "unknown" if r.get("cost_usd") is None else f"${r['cost_usd']:.4f}"
+        lines += ["", f"run ({r.get('status')}, model {r.get('model')}): {r.get('requests', 0)} requests, "
+                      f"{r.get('total_tokens', 0)} tokens, {r.get('cache_hits', 0)} cache hits, cost {cost}"]
+    if a["skipped"]:
+        lines += ["", f"skipped {len(a['skipped'])} unreadable line(s); run `letterchunk validate` on them:"]
+        lines += [f"  {s['file']}:{s['line']}: {s['reason']}" for s in a["skipped"][:20]]
+    return "\n".join(lines) + "\n"
