@@ -305,3 +305,36 @@ def test_span_counter_is_exact():
         a = rnd.randrange(len(text))
         b = rnd.randrange(a, len(text) + 1)
         assert counter.count(a, b) == count_tokens(text[a:b])
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+
+
+def test_cli_segment_folder_with_bad_files(tmp_path, capsys):
+    from letterchunk.cli import main
+
+    src = tmp_path / "letters"
+    src.mkdir()
+    (src / "1984.txt").write_text(build_letter(), encoding="utf-8")
+    (src / "1985.txt").write_bytes(b"")
+    (src / "1986.txt").write_bytes(b"\x00\x01binary")
+    (src / "TRAPS.md").write_text("# notes\n")
+    out = tmp_path / "out"
+    assert main(["segment", str(src), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "1985.txt" in err and "empty" in err
+    assert "1986.txt" in err and "binary" in err
+    assert "TRAPS.md" in err and "not a letter" in err
+    assert sorted(p.name for p in out.iterdir()) == ["1984.jsonl", "1984_cleaned.txt"]
+    first = (out / "1984.jsonl").read_bytes()
+    assert main(["segment", str(src / "1984.txt"), "--out", str(out), "--tier2", "-q"]) == 0
+    assert main(["segment", str(src / "1984.txt"), "--out", str(out)]) == 0
+    assert (out / "1984.jsonl").read_bytes() == first  # byte-identical on rerun
+
+
+def test_cli_segment_missing_path(tmp_path, capsys):
+    from letterchunk.cli import main
+
+    assert main(["segment", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o")]) == 2
+    assert "no such file" in capsys.readouterr().err

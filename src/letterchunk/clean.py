@@ -13,8 +13,8 @@ What :func:`clean_text` changes, exactly (and nothing else):
    letter) whose text repeats at least :data:`RUNNING_MIN_REPEATS` times and where *every*
    occurrence sits next to a page boundary (within two non-blank lines of a page-number line or
    a form feed, or among the first/last two lines of the file).  Detection is by repetition,
-   never by a list of known strings, so a one-off
-   letterhead such as ``BERKSHIRE HATHAWAY INC.`` stays.
+   never by a list of known strings, so a one-off letterhead such as ``BERKSHIRE HATHAWAY
+   INC.`` stays.
 5. Blank lines at the start and end of the text are dropped and the text ends with exactly one
    ``\\n``.
 
@@ -318,6 +318,12 @@ def load_letter(path: str | Path) -> CleanedLetter:
             "no letter year found (none in the file name or the text); "
             "rename the file to YYYY.txt, e.g. 1986.txt",
         )
-    if date != UNKNOWN_DATE and int(date[:4]) not in (year, year + 1):
-        log.warning("%s: signature date %s does not follow letter year %d", p, date, year)
+    if date != UNKNOWN_DATE:
+        covers = int(date[:4]) - 1 if int(date[5:7]) <= 6 else int(date[:4])
+        if covers != year:
+            log.warning(
+                "%s: signature date %s suggests the letter covers %d, but letter_year is %d "
+                "(from the file name); rename the file if the name is wrong",
+                p, date, covers, year,
+            )
     return CleanedLetter(year=year, date=date, date_note=note, source_path=str(p), text=text)

@@ -1,7 +1,8 @@
 """``letterchunk segment PATH... --out DIR [--tier2]``.
 
-PATH is a letter file or a folder.  In a folder only ``*.txt`` files are letters; any other file
-(``TRAPS.md``, ``.DS_Store``) is skipped and named on stderr, so nothing is skipped silently.
+PATH is a letter file or a folder.  In a folder only ``*.txt`` files are letters; any other
+file (``TRAPS.md``) is skipped with a notice on stderr (hidden files and --quiet: no notice).  A
+file named explicitly is always treated as a letter.
 For each letter it writes ``DIR/YYYY_cleaned.txt`` and ``DIR/YYYY.jsonl`` atomically.  A letter
 that cannot be used (empty, binary, not UTF-8, no year, missing) is reported on stderr with what
 to do; the other letters are still written, and the exit code is 2 at the end.
@@ -36,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _letters(paths: list[str]) -> tuple[list[Path], list[str]]:
+def _letters(paths: list[str], quiet: bool) -> tuple[list[Path], list[str]]:
     files: list[Path] = []
     problems: list[str] = []
     for raw in paths:
@@ -45,7 +46,7 @@ def _letters(paths: list[str]) -> tuple[list[Path], list[str]]:
             for f in sorted(p.iterdir()):
                 if f.is_file() and f.suffix.lower() == ".txt":
                     files.append(f)
-                elif f.is_file():
+                elif f.is_file() and not f.name.startswith(".") and not quiet:
                     print(f"letterchunk: skipping {f}: not a letter (*.txt)", file=sys.stderr)
         elif p.is_file():
             files.append(p)
@@ -55,7 +56,7 @@ def _letters(paths: list[str]) -> tuple[list[Path], list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    files, problems = _letters(args.paths)
+    files, problems = _letters(args.paths, args.quiet)
     out = Path(args.out)
     years: dict[int, Path] = {}
     written = 0
