@@ -55,8 +55,8 @@ class FakeLimiter:
         if self.fail_with is not None:
             raise self.fail_with
 
-    def settle(self, estimated_tokens: int, actual_tokens: int) -> None:
-        self.calls.append(("settle", estimated_tokens, actual_tokens))
+    def settle(self, estimated_tokens: int, actual_tokens: int, **split: int) -> None:
+        self.calls.append(("settle", estimated_tokens, actual_tokens, split))
 
 
 @pytest.fixture
@@ -234,9 +234,14 @@ def test_limiter_acquires_before_and_settles_after_every_http_request(server):
     assert estimate == estimate_tokens(body) and estimate > body["max_tokens"]
     assert limiter.calls == [
         ("acquire", estimate),
-        ("settle", estimate, 0),  # the 429 cost nothing
+        ("settle", estimate, 0, {}),  # the 429 cost nothing
         ("acquire", estimate),
-        ("settle", estimate, out.usage.total_tokens),
+        (
+            "settle",
+            estimate,
+            out.usage.total_tokens,
+            {"prompt_tokens": out.usage.prompt_tokens, "completion_tokens": out.usage.completion_tokens},
+        ),
     ]
 
 

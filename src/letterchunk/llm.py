@@ -17,8 +17,8 @@ raise BackendError at once.  ``KeyboardInterrupt`` is never caught.
 
 An optional ``limiter`` (issue 5) is called around every HTTP request:
 ``limiter.acquire(estimated_tokens)`` before (it may raise ``BudgetExceeded``) and
-``limiter.settle(estimated_tokens, actual_total_tokens)`` after (actual is 0 when the request
-failed without an answer).  The estimate is the o200k token count of what is sent (messages,
+``limiter.settle(estimated_tokens, actual_total_tokens, prompt_tokens=, completion_tokens=)``
+after (actual 0 and no split when the request failed without an answer).  The estimate is the o200k token count of what is sent (messages,
 plus the schema instructor adds) + ``max_tokens``.
 
 Settings are read from the environment only when :meth:`LLMSettings.from_env` is called.
@@ -121,7 +121,7 @@ class LLMSettings:
     temperature: float = 0.0
     seed: int = 42
     max_tokens: int = 1024
-    timeout_s: float = 300.0  # one request; the 1.5B local model needs ~30 s for a long chunk
+    timeout_s: float = 600.0  # one request (the openai client default); a loaded 2-core CPU needs minutes
     transport_retries: int = 5  # extra HTTP attempts after the first, for transport faults only
     backoff_base_s: float = 1.0
     backoff_cap_s: float = 30.0
@@ -236,7 +236,14 @@ class Limiter(Protocol):
 
     def acquire(self, estimated_tokens: int) -> None: ...
 
-    def settle(self, estimated_tokens: int, actual_tokens: int) -> None: ...
+    def settle(
+        self,
+        estimated_tokens: int,
+        actual_total_tokens: int,
+        *,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+    ) -> None: ...
 
 
 def estimate_tokens(request: dict[str, Any]) -> int:
@@ -436,12 +443,15 @@ class LLMClient:
         if self.limiter is not None:
             self.limiter.acquire(estimate)  # may raise BudgetExceeded: not caught here
         call.http_attempts += 1
-        actual = 0
+        split: dict[str, int] = {}
         try:
             response = self._client().chat.completions.create(**request)
             usage = getattr(response, "usage", None)
             if usage is not None:
-                actual = int(usage.prompt_tokens or 0) + int(usage.completion_tokens or 0)
+                split = {
+                    "prompt_tokens": int(usage.prompt_tokens or 0),
+                    "completion_tokens": int(usage.completion_tokens or 0),
+                }
             return response
         except openai.OpenAIError as exc:
             mapped = _classify(exc, self.settings)
@@ -454,7 +464,7 @@ class LLMClient:
             raise mapped from exc
         finally:
             if self.limiter is not None:
-                self.limiter.settle(estimate, actual)
+                self.limiter.settle(estimate, sum(split.values()), **split)
 
     # -- the one public call
     def complete(
