@@ -322,3 +322,14 @@ def test_importing_llm_and_cache_reads_no_env():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_instructor_attempt_errors_stay_off_a_warning_level_log(server, caplog):
+    """A malformed answer is reported as Completion.error, not also as instructor ERROR lines."""
+    import logging
+
+    caplog.set_level(logging.WARNING)
+    client, _ = make_client(server)
+    server.enqueue(malformed())
+    assert ask(client).error.startswith("malformed JSON")
+    assert [r for r in caplog.records if r.name.startswith("instructor")] == []

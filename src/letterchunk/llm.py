@@ -57,9 +57,24 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-# instructor logs every failed parse at ERROR; failed answers are ours to report, so keep them
-# off stderr unless the application configures logging itself.
-logging.getLogger("instructor").addHandler(logging.NullHandler())
+
+
+class _InstructorAttemptFilter(logging.Filter):
+    """instructor logs each failed attempt at ERROR ("API call failed", "Max retries exceeded").
+
+    Every one of those reaches letterchunk as an exception that it handles and reports (a
+    Completion.error for the repair loop, or a BackendError), so they are demoted to DEBUG and
+    shown only when letterchunk itself logs at DEBUG (``--verbose``).
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR:
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger("letterchunk").isEnabledFor(logging.DEBUG)
+        return True
+
+
+logging.getLogger("instructor.v2.retry").addFilter(_InstructorAttemptFilter())
 
 HOSTED_OPENAI_URL = "https://api.openai.com/v1"
 DEFAULT_HOSTED_MODEL = "gpt-4o-mini"
