@@ -84,12 +84,54 @@ def test_untitled_sections_ask_for_a_title(make_chunk):
     assert ctx.section_titles == ("Performance",)
     model = response_model_for(chunk, ctx)
     assert "section_title" in model.model_fields
-    answer = narrative_answer(section_title="Closing Remarks", comparison_years=[],
-                              related_sections_same_letter=["Performance"])
+    answer = narrative_answer(
+        section_title="Closing Remarks", comparison_years=[],
+        related_sections_same_letter=["Performance"], principles=[], content_type="narrative",
+        content_type_evidence=[], entities={"companies": [], "people": [], "metrics": []})
     out = apply_enrichment(chunk, model.model_validate(answer))
     assert out.metadata.section_title == "Closing Remarks"
     assert out.metadata.section_hierarchy == ["Letter Body", "Closing Remarks"]
     assert "also give section_title" in build_messages(chunk, ctx)[1]["content"]
+
+
+def test_grounded_choices_offer_only_the_chunks_own_names_and_sentences(good_letter):
+    s1 = good_letter.chunk("1987-S1-T1-001")
+    model = response_model_for(s1, ctx_for(good_letter))
+    props = model.model_json_schema()
+    defs = props["$defs"]
+    items = defs["EnrichedEntities"]["properties"]["people"]["items"]
+    people = items.get("enum", [items.get("const")])
+    assert "Charlie Munger" in people and all(n in s1.content for n in people)
+    quotes = props["properties"]["content_type_evidence"]["items"]["enum"]
+    assert QUOTE in quotes
+    flat = " ".join(s1.content.split())
+    assert all(q in flat and len(q.split()) >= 5 for q in quotes)
+    with pytest.raises(ValidationError):
+        model.model_validate(narrative_answer(
+            entities={"companies": ["Enron"], "people": [], "metrics": []}))
+    with pytest.raises(ValidationError):
+        model.model_validate(narrative_answer(content_type_evidence=["Not in the text at all."]))
+    # without a grammar (hosted tool calls) names and quotes are free text, checked by validate
+    free = response_model_for(s1, PromptContext.for_letter(
+        1987, ["Performance", "Insurance Operations"], VOCAB, grounded_choices=False))
+    free.model_validate(narrative_answer(
+        entities={"companies": ["Enron"], "people": [], "metrics": []}))
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("Textile Operations\n\nThe mills at New Bedford and Manchester were slow.",
+         ["Textile Operations", "New Bedford and Manchester", "New Bedford", "Manchester"]),
+        ("Results at GEICO, led by Tony Nicely’s team, beat Phil Liesche. Recently we sold.",
+         ["GEICO", "Tony Nicely", "Phil Liesche"]),
+        ("So Charlie and I met Warren E. Buffett\nin Omaha.", ["Charlie", "Warren E. Buffett", "Omaha"]),
+    ],
+)
+def test_name_candidates(text, names):
+    from letterchunk.enrich import name_candidates
+
+    assert name_candidates(text) == names
 
 
 def test_table_model_has_one_entry_per_table(good_letter):
@@ -98,7 +140,8 @@ def test_table_model_has_one_entry_per_table(good_letter):
     assert issubclass(model, TableEnrichment)
     assert "content_type" not in model.model_fields and "principles" not in model.model_fields
     answer = {k: v for k, v in narrative_answer(
-        buffett_concepts=["float economics"], related_sections_same_letter=["Performance"]
+        buffett_concepts=["float economics"], related_sections_same_letter=["Performance"],
+        entities={"companies": ["GEICO"], "people": [], "metrics": ["float"]},
     ).items() if k in model.model_fields}
     with pytest.raises(ValidationError):
         model.model_validate(answer | {"tables": []})

@@ -16,6 +16,7 @@ import pytest
 from fake_openai import FakeOpenAI, response_schema
 from letterchunk.cache import ResponseCache
 from letterchunk.cli import main
+from letterchunk.enrich import sentence_choices
 from letterchunk.errors import RepairExhausted
 from letterchunk.llm import LLMClient, LLMSettings
 from letterchunk.pipeline import RunOptions, enrich_dir, run_paths
@@ -34,11 +35,18 @@ def chunk_text(request: dict) -> str:
     return _CHUNK.search(user).group(1)
 
 
+def first_quote(schema: dict, text: str) -> str:
+    """The first sentence the grammar offers (enum), else the chunk's first sentence."""
+    items = schema.get("properties", {}).get("content_type_evidence", {}).get("items", {})
+    if "enum" in items or "const" in items:
+        return items.get("enum", [items.get("const")])[0]
+    return sentence_choices(text)[0]
+
+
 def grounded_answer(request: dict, **override) -> dict:
     """A valid answer to whatever (full or partial) schema the request carries."""
     schema = response_schema(request)
-    text = " ".join(chunk_text(request).split())
-    quote = text[:60].rsplit(" ", 1)[0]
+    quote = first_quote(schema, chunk_text(request))
     full = {
         "section_title": "Opening Remarks",
         "tables": [{"table_name": "Holdings", "summary": "Positions held at year end."}]
@@ -63,9 +71,10 @@ def grounded_answer(request: dict, **override) -> dict:
     return {k: v for k, v in full.items() if k in schema["properties"]}
 
 
-def client_for(server: FakeOpenAI, cache: ResponseCache | None = None) -> LLMClient:
+def client_for(server: FakeOpenAI, cache: ResponseCache | None = None,
+               mode: str = "JSON_SCHEMA") -> LLMClient:
     settings = LLMSettings.from_env(env={}, base_url=server.base_url, model="fake-model",
-                                    mode="JSON_SCHEMA", transport_retries=0)
+                                    mode=mode, transport_retries=0)
     return LLMClient(settings, cache=cache, prompt_hash=prompt_hash())
 
 
@@ -92,6 +101,12 @@ def test_run_writes_valid_enriched_files_with_one_call_per_chunk(tmp_path):
     # every request: fixed system prompt first, the chunk text last
     systems = {r.body["messages"][0]["content"] for r in server.chat_requests}
     assert len(systems) == 1
+    # grammar mode: names and quotes can only be the chunk's own
+    for r in server.chat_requests:
+        props = response_schema(r.body)["properties"]
+        text = " ".join(chunk_text(r.body).split())
+        for q in props.get("content_type_evidence", {}).get("items", {}).get("enum", []):
+            assert q in text
 
 
 def test_parallel_run_and_cached_rerun_are_byte_identical(tmp_path):
@@ -139,8 +154,10 @@ def _poisoned(bad_ids: set[str]):
 
 
 def test_a_chunk_that_stays_invalid_is_never_written(tmp_path):
+    # tool calling (hosted style): no grammar enums, so an ungrounded name can come back
     marker = "Textile Operations"  # the heading that opens one section of 1977
-    with FakeOpenAI(default=_poisoned({marker})) as server, client_for(server) as client:
+    with FakeOpenAI(default=_poisoned({marker})) as server, \
+            client_for(server, mode="TOOLS") as client:
         [letter] = run_paths([LETTER], tmp_path / "skip", client,
                              RunOptions(on_failure="skip", max_attempts=1))
     [failed] = letter.failed
@@ -153,7 +170,8 @@ def test_a_chunk_that_stays_invalid_is_never_written(tmp_path):
 
 def test_halt_stops_with_the_chunk_named_and_keeps_valid_chunks(tmp_path):
     marker = "Textile Operations"
-    with FakeOpenAI(default=_poisoned({marker})) as server, client_for(server) as client:
+    with FakeOpenAI(default=_poisoned({marker})) as server, \
+            client_for(server, mode="TOOLS") as client:
         with pytest.raises(RepairExhausted) as info:
             run_paths([LETTER], tmp_path / "halt", client, RunOptions(max_attempts=0))
     assert info.value.chunk_id.startswith("1977-S")

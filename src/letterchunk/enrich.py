@@ -9,9 +9,10 @@ copies the answer into a new :class:`~letterchunk.schema.Chunk` and touches noth
 Per chunk the model is narrowed by :func:`response_model_for` so that the server's JSON-schema
 grammar (llama-server turns ``response_format`` into a grammar) already rules out answers the
 validator would reject: ``buffett_concepts`` is an enum over the controlled vocabulary,
+entity names an enum over the proper names written in the chunk, evidence quotes an enum over
+its sentences (both only with ``PromptContext.grounded_choices``),
 ``related_sections_same_letter`` an enum over the letter's own section titles,
-``comparison_years`` an enum over the years written in the chunk, ``related_years`` an enum over
-plausible letter years, list lengths are capped, and
+``comparison_years`` an enum over the years written in the chunk, list lengths are capped, and
 ``section_title`` is only asked for when the segmenter could not find one
 (:data:`letterchunk.segment.UNTITLED`).
 
@@ -60,6 +61,8 @@ __all__ = [
     "apply_enrichment",
     "evidence_record",
     "years_in_text",
+    "name_candidates",
+    "sentence_choices",
     "load_vocabulary",
 ]
 
@@ -71,13 +74,11 @@ except ImportError:  # pragma: no cover
 NarrativeType = Literal["narrative", "mistake_confession", "principle_statement"]
 
 # Caps that keep the 1.5B model's answer short; the prompt states the same numbers.
-MAX_THEMES, MAX_CONCEPTS, MAX_PRINCIPLES, MAX_EVIDENCE = 5, 4, 2, 2
-MAX_COMPANIES, MAX_PEOPLE, MAX_METRICS = 6, 5, 5
-MAX_RELATED_SECTIONS, MAX_RELATED_YEARS, MAX_COMPARISON_YEARS = 3, 3, 6
-# related_years are letter years: Buffett's letters to Berkshire shareholders start with 1965
-FIRST_LETTER_YEAR, LAST_LETTER_YEAR = 1965, 2030
-# Generous string caps: a guard against run-away generation, not a style rule.
-_SHORT, _SENTENCE, _SUMMARY = 80, 400, 600
+MAX_THEMES, MAX_CONCEPTS, MAX_PRINCIPLES, MAX_EVIDENCE = 4, 3, 2, 2
+MAX_COMPANIES, MAX_PEOPLE, MAX_METRICS = 4, 3, 3
+MAX_RELATED_SECTIONS, MAX_RELATED_YEARS, MAX_COMPARISON_YEARS = 2, 2, 4
+# No maxLength on strings: llama.cpp expands {0,n} repetitions into a grammar so large that
+# generation slowed from ~29 to ~3 tokens/s (measured); max_tokens bounds run-away answers.
 
 
 class _Answer(BaseModel):
@@ -93,20 +94,20 @@ class EnrichedEntities(_Answer):
 
 
 class EnrichedPrinciple(_Answer):
-    statement: str = Field(max_length=_SENTENCE)
+    statement: str
     category: PrincipleCategory
-    evidence: str = Field(max_length=_SENTENCE * 2, description="one sentence copied verbatim")
+    evidence: str = Field(description="one sentence copied verbatim")
 
 
 class EnrichedTable(_Answer):
-    table_name: str = Field(max_length=_SHORT)
-    summary: str = Field(max_length=_SENTENCE)
+    table_name: str
+    summary: str
 
 
 class Enrichment(_Answer):
     """Answer for a Tier-1 or Tier-2 (narrative) chunk; fields in the order the model writes them."""
 
-    contextual_summary: str = Field(max_length=_SUMMARY)
+    contextual_summary: str
     themes: list[str] = Field(max_length=MAX_THEMES)
     buffett_concepts: list[str] = Field(max_length=MAX_CONCEPTS)
     entities: EnrichedEntities
@@ -126,7 +127,7 @@ class TableEnrichment(_Answer):
     """Answer for a Tier-3 (table) chunk; content_type is always financial_table (set by code)."""
 
     tables: list[EnrichedTable]
-    contextual_summary: str = Field(max_length=_SUMMARY)
+    contextual_summary: str
     themes: list[str] = Field(max_length=MAX_THEMES)
     buffett_concepts: list[str] = Field(max_length=MAX_CONCEPTS)
     entities: EnrichedEntities
@@ -177,16 +178,26 @@ class PromptContext:
     year: int
     section_titles: tuple[str, ...]
     vocabulary: tuple[str, ...]
+    # entity names and evidence quotes as enums of the chunk's own names/sentences: right for a
+    # grammar-constrained server (JSON_SCHEMA mode); off for hosted tool calls, where the enum
+    # would repeat the chunk in the request and double its prompt tokens
+    grounded_choices: bool = True
 
     @classmethod
     def for_letter(
-        cls, year: int, section_titles: list[str], vocabulary: frozenset[str] | None = None
+        cls,
+        year: int,
+        section_titles: list[str],
+        vocabulary: frozenset[str] | None = None,
+        *,
+        grounded_choices: bool = True,
     ) -> PromptContext:
         vocab = load_vocabulary() if vocabulary is None else vocabulary
         titles = tuple(dict.fromkeys(t for t in section_titles if t and t != UNTITLED))
         # sorted: a frozenset's iteration order changes with PYTHONHASHSEED, and the prompt
         # bytes must not (cache keys, cassettes)
-        return cls(year=year, section_titles=titles, vocabulary=tuple(sorted(vocab)))
+        return cls(year=year, section_titles=titles, vocabulary=tuple(sorted(vocab)),
+                   grounded_choices=grounded_choices)
 
 
 def load_vocabulary() -> frozenset[str]:
@@ -204,6 +215,111 @@ def years_in_text(text: str) -> list[int]:
     return sorted({int(y) for y in _YEAR.findall(text)})
 
 
+_WS = re.compile(r"\s+")
+_NOT_NAMES = frozenset("""
+a about after all also although among an and any are as at because before besides both but by
+dear despite during each either even every except few for from further given he her here his
+however i if in including instead into it its last let many meanwhile more moreover most much my
+neither nevertheless next no nor not now of on once one only or other others our overall over
+perhaps since so some such than that the their then there these they this those though three
+through thus to today two under unless until upon we what when whenever where whether which
+while who why will with within without yet you your
+january february march april may june july august september october november december
+monday tuesday wednesday thursday friday saturday sunday
+""".split())
+_CONNECTORS = frozenset({"of", "and", "&", "de", "du", "la", "van", "von"})
+_CONTINUE_AFTER_DOT = re.compile(r"^(?:Mr|Mrs|Ms|Dr|Jr|Sr|St|[A-Z]|(?:[A-Z]\.)+[A-Z])\.$")
+_ENDS_NAME = re.compile(r"[,;:!?)\]\"\u201d]$|\.$")
+_SENTENCE_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?= [\"'\u201c\u2018(]?[A-Z0-9])")
+MAX_NAME_CHOICES, MAX_QUOTE_CHOICES, MIN_QUOTE_WORDS = 60, 150, 5
+
+
+def name_candidates(text: str) -> list[str]:
+    """Proper-name candidates written in ``text`` (first occurrence order, deduplicated).
+
+    Runs of capitalised words inside one paragraph and one sentence ("of", "and", "&" allowed
+    inside a run); leading function words ("The", "Our") and a possessive "'s" are dropped, and
+    a lone sentence-initial word is not a name unless it is capitalised mid-sentence elsewhere.
+    The entity lists are chosen from these, so every entity is grounded in the chunk.
+    """
+    runs: list[tuple[list[str], bool]] = []  # (words, began a sentence)
+    mid_caps: set[str] = set()
+    for para in re.split(r"\n\s*\n", text):
+        run: list[str] = []
+        run_at_start = False
+        sentence_start = True
+        for raw in para.split():
+            word = raw.strip("\"'\u201c\u201d\u2018([,;:!?)]")
+            if not word:
+                continue
+            capital = word[:1].isupper()
+            if capital and not sentence_start:
+                mid_caps.add(word.rstrip(".").lower())
+            if capital or (run and word in _CONNECTORS):
+                if not run:
+                    run_at_start = sentence_start
+                run.append(word)
+            elif run:
+                runs.append((run, run_at_start))
+                run = []
+            ends = bool(_ENDS_NAME.search(raw)) and not _CONTINUE_AFTER_DOT.match(raw.rstrip(",;:"))
+            if run and ends:
+                runs.append((run, run_at_start))
+                run = []
+            sentence_start = bool(re.search(r"[.!?:][\"'\u201d\u2019)]*$", raw)) and not (
+                _CONTINUE_AFTER_DOT.match(raw)
+            )
+        if run:
+            runs.append((run, run_at_start))
+    out: dict[str, None] = {}
+    for words, at_start in runs:
+        words = list(words)
+        while words and (words[0].rstrip(".").lower() in _NOT_NAMES or words[0] in _CONNECTORS):
+            words.pop(0)
+            at_start = False
+        while words and (words[-1] in _CONNECTORS or words[-1].lower() in _NOT_NAMES):
+            words.pop()
+        if not words:
+            continue
+        name = re.sub(r"['\u2019]s$", "", " ".join(words)).rstrip(".'\u2019-")
+        if len(name) < 2 or name.lower() in _NOT_NAMES:
+            continue
+        if " " not in name and at_start and name.lower() not in mid_caps:
+            continue
+        out.setdefault(name, None)
+        if " and " in name:  # "New Bedford and Manchester" also names each part
+            for part in name.split(" and "):
+                if len(part) > 1 and part.lower() not in _NOT_NAMES:
+                    out.setdefault(part, None)
+    return list(out)[:MAX_NAME_CHOICES]
+
+
+def sentence_choices(text: str) -> list[str]:
+    """The chunk's sentences (whitespace collapsed) of at least MIN_QUOTE_WORDS words.
+
+    Evidence quotes are chosen from these, so each is verbatim chunk text by construction.
+    """
+    flat = _WS.sub(" ", text).strip()
+    out: dict[str, None] = {}
+    start = 0
+    for match in _SENTENCE_END.finditer(flat):
+        piece = flat[start : match.end()].strip()
+        start = match.end()
+        if len(piece.split()) >= MIN_QUOTE_WORDS:
+            out.setdefault(piece, None)
+    tail = flat[start:].strip()
+    if len(tail.split()) >= MIN_QUOTE_WORDS:
+        out.setdefault(tail, None)
+    return list(out)[:MAX_QUOTE_CHOICES]
+
+
+def _choice_list(values: list, cap: int) -> tuple[object, object]:
+    """``list[Literal[values]]`` capped at ``cap`` items; an always-empty list when no values."""
+    if not values:
+        return (list[str], Field(max_length=0))
+    return (list[Literal[tuple(values)]], Field(max_length=cap))  # type: ignore[valid-type]
+
+
 def _is_table(chunk: Chunk) -> bool:
     return chunk.metadata.chunk_tier == 3
 
@@ -216,32 +332,35 @@ def response_model_for(chunk: Chunk, ctx: PromptContext) -> type[_Answer]:
     base: type[_Answer] = TableEnrichment if _is_table(chunk) else Enrichment
     narrowed: dict[str, tuple[object, object]] = {}
     if ctx.vocabulary:
-        concept = Literal[ctx.vocabulary]  # type: ignore[valid-type]
-        narrowed["buffett_concepts"] = (list[concept], Field(max_length=MAX_CONCEPTS))
-    titles = tuple(t for t in ctx.section_titles if t != chunk.metadata.section_title)
-    if titles:
-        section = Literal[titles]  # type: ignore[valid-type]
-        narrowed["related_sections_same_letter"] = (
-            list[section],
-            Field(max_length=MAX_RELATED_SECTIONS),
+        narrowed["buffett_concepts"] = _choice_list(list(ctx.vocabulary), MAX_CONCEPTS)
+    titles = [t for t in ctx.section_titles if t != chunk.metadata.section_title]
+    narrowed["related_sections_same_letter"] = _choice_list(titles, MAX_RELATED_SECTIONS)
+    years = [y for y in years_in_text(chunk.content) if y != ctx.year]
+    narrowed["comparison_years"] = _choice_list(years, MAX_COMPARISON_YEARS)
+    if ctx.grounded_choices:
+        names = name_candidates(chunk.content)
+        entities = create_model(
+            "EnrichedEntities",
+            __base__=EnrichedEntities,
+            companies=_choice_list(names, MAX_COMPANIES),
+            people=_choice_list(names, MAX_PEOPLE),
         )
-    else:
-        narrowed["related_sections_same_letter"] = (list[str], Field(max_length=0))
-    years = tuple(y for y in years_in_text(chunk.content) if y != ctx.year)
-    if years:
-        year = Literal[years]  # type: ignore[valid-type]
-        narrowed["comparison_years"] = (list[year], Field(max_length=MAX_COMPARISON_YEARS))
-    else:
-        narrowed["comparison_years"] = (list[int], Field(max_length=0))
-    others = tuple(y for y in range(FIRST_LETTER_YEAR, LAST_LETTER_YEAR + 1) if y != ctx.year)
-    narrowed["related_years"] = (list[Literal[others]], Field(max_length=MAX_RELATED_YEARS))
+        narrowed["entities"] = (entities, Field())
+        if not _is_table(chunk):
+            quotes = sentence_choices(chunk.content)
+            quote = Literal[tuple(quotes)] if quotes else str  # type: ignore[valid-type]
+            principle = create_model(
+                "EnrichedPrinciple", __base__=EnrichedPrinciple, evidence=(quote, Field())
+            )
+            narrowed["principles"] = (list[principle], Field(max_length=MAX_PRINCIPLES))
+            narrowed["content_type_evidence"] = _choice_list(quotes, MAX_EVIDENCE)
     if _is_table(chunk):
         n = len(chunk.metadata.table_data)
         narrowed["tables"] = (list[EnrichedTable], Field(min_length=n, max_length=n))
 
     fields: dict[str, tuple[object, object]] = {}
     if chunk.metadata.section_title == UNTITLED:
-        fields["section_title"] = (str, Field(max_length=_SHORT))
+        fields["section_title"] = (str, Field())
     for name, info in base.model_fields.items():  # keep the base model's order
         fields[name] = narrowed.get(name, (info.annotation, info))
     # a subclass of the base (isinstance holds), but every field redefined in the wanted order
@@ -353,10 +472,17 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
 
 
 def evidence_record(chunk_id: str, e: BaseModel) -> dict:
-    """One line of the evidence sidecar for ``chunk_id`` (see module docstring)."""
+    """One line of the evidence sidecar for ``chunk_id`` (see module docstring).
+
+    Evidence for a ``narrative`` tag is dropped: only a confession or principle tag needs it
+    (the small model tends to quote the whole chunk whatever the tag).
+    """
     answer = dict(e)
+    tagged = answer.get("content_type", "narrative") in ("mistake_confession", "principle_statement")
     return {
         "chunk_id": chunk_id,
-        "content_type_evidence": [str(s) for s in answer.get("content_type_evidence", [])],
+        "content_type_evidence": [
+            str(s) for s in answer.get("content_type_evidence", []) if tagged
+        ],
         "principle_evidence": [str(p.evidence) for p in answer.get("principles", [])],
     }

@@ -232,17 +232,28 @@ def _repair(
 # ------------------------------------------------------------------------------ per letter
 
 
-def letter_job(year: int, cleaned_text: str, chunks: Sequence[Chunk]) -> LetterJob:
+def letter_job(year: int, cleaned_text: str, chunks: Sequence[Chunk], *,
+               grounded_choices: bool = True) -> LetterJob:
     from .segment import section_titles
     from .validate import LetterContext
     from .vocabulary import load_concepts
 
     titles = [t for t in section_titles(list(chunks)) if t != UNTITLED]
     vocab = load_concepts()
-    prompt = PromptContext.for_letter(year, titles, vocab)
+    prompt = PromptContext.for_letter(year, titles, vocab, grounded_choices=grounded_choices)
     context = LetterContext(cleaned_text=cleaned_text, section_titles=list(titles),
                             vocabulary=vocab)
     return LetterJob(year=year, cleaned_text=cleaned_text, prompt=prompt, context=context)
+
+
+def _grammar_backed(client: Any) -> bool:
+    """Whether the backend constrains answers by the JSON schema (instructor JSON_SCHEMA mode).
+
+    Then entity names and quotes are offered as enums of the chunk's own names and sentences;
+    with tool calling (hosted OpenAI) the enums would only repeat the chunk in the request.
+    """
+    settings = getattr(client, "settings", None)
+    return getattr(settings, "mode", "JSON_SCHEMA") == "JSON_SCHEMA"
 
 
 def _section_key(chunk_id: str) -> str:
@@ -294,7 +305,7 @@ def enrich_letter(
     from .validate import validate_letter
 
     hooks = hooks or Hooks()
-    job = letter_job(year, cleaned_text, chunks)
+    job = letter_job(year, cleaned_text, chunks, grounded_choices=_grammar_backed(client))
     results: list[ChunkOutcome | None] = [None] * len(chunks)
 
     def work(i: int) -> None:
