@@ -19,6 +19,8 @@ figures measure how well each chunker respects the structure we detect, not dete
 
 from __future__ import annotations
 
+import logging
+
 import re
 import sys
 from pathlib import Path
@@ -79,6 +81,7 @@ def measure(text: str, spans: list[tuple[int, int]], blocks) -> dict[str, tuple[
 
 
 def main() -> int:
+    logging.getLogger("letterchunk").setLevel(logging.ERROR)  # e.g. the 2018 file-name warning
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "corpus" / "letters"
     try:
         from chonkie import RecursiveChunker

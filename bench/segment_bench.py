@@ -18,6 +18,8 @@ ratio ours/chonkie (target <= 1.0).
 
 from __future__ import annotations
 
+import logging
+
 import argparse
 import sys
 import time
@@ -69,6 +71,7 @@ def interleaved(fa, fb, repeats: int) -> tuple[dict, dict]:
 
 
 def main() -> int:
+    logging.getLogger("letterchunk").setLevel(logging.ERROR)  # e.g. the 2018 file-name warning
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("letters", nargs="?", default=str(ROOT / "corpus" / "letters"))
     ap.add_argument("--repeats", type=int, default=5)

@@ -65,7 +65,9 @@ _DATE = re.compile(
     r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
     r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?\s*(?:\d{1,2}\s*,\s*)?\d{4}\b"
 )
-_FOOTNOTE = re.compile(r"^\s*(?:Notes?\b|Footnotes?\b|\*+\s*\S|\(\d{1,2}\)\s|\([a-z]\)\s|†|Source:)")
+_FOOTNOTE = re.compile(
+    r"^\s*(?:Notes?\s*[:.]|NOTES?\b|Footnotes?\b|\*+\s*\S|\(\d{1,2}\)\s|\([a-z]\)\s|†|Sources?:)"
+)
 _MINOR = {
     "a", "an", "and", "as", "at", "but", "by", "for", "from", "in", "into", "is", "of", "on",
     "or", "the", "to", "vs", "vs.", "with", "versus", "its", "our", "per", "than", "via", "&",
@@ -139,7 +141,9 @@ def is_table_row(raw: str) -> bool:
     if m is not None:
         after = s[m.end() :].strip()
         before = s[: m.start()].strip()
-        if before and (not after or numeric_cell(_cells(after)[0]) or re.match(r"[$(\d-]", after)):
+        if not after and m.group(0).count(".") + m.group(0).count("…") * 3 < 4:
+            pass  # a trailing ellipsis ("losing theirs . . .") is not a leader
+        elif before and (not after or numeric_cell(_cells(after)[0]) or re.match(r"[$(\d-]", after)):
             # a leader with words after it and no number is an ellipsis in prose
             if not after or any(numeric_cell(c) for c in _cells(after)) or len(_cells(after)) >= 2:
                 return True
@@ -160,6 +164,8 @@ def is_table_row(raw: str) -> bool:
 
 def _numeric_tail(s: str) -> int:
     """How many numeric values end the line (a lone "$" joins the number after it)."""
+    if not s or s[-1] not in "0123456789)%*":
+        return 0
     n = 0
     for tok in reversed(s.split()):
         if tok in ("$", "£", "€"):

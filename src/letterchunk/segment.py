@@ -561,9 +561,11 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
 def _tier2_groups(pblocks: list[Block], text: str, tok_of: dict) -> list[tuple[int, int, str | None]]:
     """Pairing rule (§2.2) over the non-table blocks of one Tier-1 chunk."""
     runs: list[list[Block]] = [[]]
-    for b in pblocks:
+    for b in pblocks:  # tables (Tier 3) and headers (a new section) break the runs
         if b.kind == "table":
             runs.append([])
+        elif b.kind == "header" and runs[-1] and runs[-1][-1].kind != "header":
+            runs.append([b])
         else:
             runs[-1].append(b)
     groups: list[tuple[int, int, str | None]] = []

@@ -28,7 +28,9 @@ from .blocks import _LEADER, _is_rule, is_table_row, numeric_cell
 __all__ = ["parse_table"]
 
 _GAP = re.compile(r"\S(?:.*?\S)?(?=\s{2,}|$)")
-_FOOT = re.compile(r"^\s*(?:Notes?\b|Footnotes?\b|\*|\(\d{1,2}\)\s|\([a-z]\)\s|†|Source:)")
+_FOOT = re.compile(
+    r"^\s*(?:Notes?\s*[:.]|NOTES?\b|Footnotes?\b|\*|\(\d{1,2}\)\s|\([a-z]\)\s|†|Sources?:)"
+)
 
 
 def _segments(line: str) -> list[tuple[int, int, str]]:
@@ -89,7 +91,8 @@ def parse_table(text: str, caption: str = "") -> tuple[list[str], list[list[str]
     """``(columns, rows)`` for the text of a table block (see the module docstring)."""
     lines = text.split("\n")
     # the block text starts at the first non-space character: restore its line's indentation
-    data_idx = [i for i, ln in enumerate(lines) if is_table_row(ln)]
+    is_row = [is_table_row(ln) for ln in lines]
+    data_idx = [i for i, r in enumerate(is_row) if r]
     if not data_idx:
         return _text_table(lines, caption)
     first_data, last_data = data_idx[0], data_idx[-1]
@@ -102,7 +105,7 @@ def parse_table(text: str, caption: str = "") -> tuple[list[str], list[list[str]
                 parsed.append(pending)
             pending = None
             continue
-        if _FOOT.match(ln) and not is_table_row(ln):
+        if _FOOT.match(ln) and not is_row[i]:
             continue
         label, vals = _split_row(ln)
         if pending is not None:
@@ -114,7 +117,7 @@ def parse_table(text: str, caption: str = "") -> tuple[list[str], list[list[str]
                 label = label or plabel
             vals = pvals + vals
             pending = None
-        if is_table_row(ln) or not label:
+        if is_row[i] or not label:
             parsed.append((label, vals))
         else:
             pending = (label, vals)
