@@ -260,7 +260,12 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec (Linu
 
 @dataclass
 class EmbeddedServer:
-    """One ``llama-server`` process; use as a context manager (``with EmbeddedServer() as s``)."""
+    """One ``llama-server`` process; use as a context manager (``with EmbeddedServer() as s``).
+
+    Start it from the thread that lives as long as the run (normally the main thread): the
+    Linux parent-death signal that protects against orphans fires when the *starting thread*
+    exits, so a server started in a short-lived worker thread would be stopped with it.
+    """
 
     model_path: Path | None = None
     binary: Path | None = None
