@@ -246,10 +246,14 @@ def _signature_line(raw: str) -> str | None:
             kinds.add("date")
         elif _SIG_TITLE.search(p) and len(p.split()) <= 8:
             kinds.add("title")
+            if _NAME.match(p):  # "Warren E. Buffett, Chairman": name and title on one line
+                kinds.add("name")
         elif _NAME.match(p) and len(p.split()) <= 5:
             kinds.add("name")
         else:
             return None
+    if {"title", "name"} <= kinds:
+        return "name+title"
     if "title" in kinds:
         return "title"
     if "name" in kinds:
@@ -548,7 +552,8 @@ def _mark_signatures(lines: list[Line], kind: list) -> None:
             last = j
             j += 1
         ok = 1 <= len(kinds) <= 6 and (
-            ("name" in kinds and ("title" in kinds or "date" in kinds))
+            "name+title" in kinds
+            or ("name" in kinds and ("title" in kinds or "date" in kinds))
             or ("title" in kinds and "date" in kinds)
         )
         if ok:
