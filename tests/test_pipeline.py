@@ -79,7 +79,9 @@ def client_for(server: FakeOpenAI, cache: ResponseCache | None = None,
 
 
 def files(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+    """The output files, without the repair report (it says where answers came from)."""
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
+            if p.is_file() and not p.name.endswith(".report.jsonl")}
 
 
 def test_run_writes_valid_enriched_files_with_one_call_per_chunk(tmp_path):
@@ -89,6 +91,7 @@ def test_run_writes_valid_enriched_files_with_one_call_per_chunk(tmp_path):
         assert server.chat_count == len(letter.outcomes) == len(letter.chunks) > 3
     assert all(o.calls == 1 for o in letter.outcomes)
     assert sorted(files(out)) == ["1977.evidence.jsonl", "1977.jsonl", "1977_cleaned.txt"]
+    assert (out / "1977.report.jsonl").is_file()
     errors = [v for v in validate_path(out, stage="enriched") if v.severity == "error"]
     assert errors == []
     chunks = [Chunk.model_validate_json(x) for x in (out / "1977.jsonl").read_text().splitlines()]

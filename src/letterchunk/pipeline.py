@@ -12,6 +12,10 @@
         validate_letter(...)                     letter-level rules over the result
       write_letter(...)                          DIR/YYYY_cleaned.txt, DIR/YYYY.jsonl,
                                                   DIR/YYYY.evidence.jsonl (atomic writes)
+      report.write_letter_report(...)            DIR/YYYY.report.jsonl (developer D): one
+                                                  record per attempt; it says where each
+                                                  answer came from, so it differs between a
+                                                  live run and a cached rerun
     enrich_dir(dir, client)                    letterchunk enrich DIR (in place)
 
 Invariants:
@@ -31,7 +35,6 @@ the client carries the limiter; :class:`Hooks` is called after every chunk and l
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import logging
 import re
@@ -49,7 +52,7 @@ from .enrich import (
     evidence_record,
     response_model_for,
 )
-from .errors import InputError, RepairExhausted
+from .errors import InputError, LetterchunkError, RepairExhausted
 from .io import atomic_write_lines, atomic_write_text
 from .schema import Chunk, dump_chunk
 
@@ -79,6 +82,8 @@ class RunOptions:
     workers: int = 1
     max_attempts: int = 2  # re-asks after the first answer (repair loop)
     on_failure: OnFailure = "halt"
+    report: bool = True  # write DIR/YYYY.report.jsonl (developer D's repair report)
+    source_label: str | None = None  # e.g. "cassette": what served answers the client calls live
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -204,18 +209,16 @@ def _repair(
     """
     from . import repair
 
-    kwargs: dict[str, Any] = {}
-    if "model" in inspect.signature(repair.repair_enriched).parameters:
-        kwargs["model"] = model  # the narrowed per-chunk response model
     result = repair.repair_enriched(
         chunk,
         messages=messages,
         first=first,
         context=job.context,
         client=client,
+        model=model,  # the narrowed per-chunk response model
         max_attempts=options.max_attempts,
         on_failure=options.on_failure,
-        **kwargs,
+        source=options.source_label,
     )
     return ChunkOutcome(
         chunk_id=chunk.chunk_id,
@@ -391,15 +394,28 @@ def _run_one(year: int, text: str, chunks: list[Chunk], out_dir: Path, client: A
              options: RunOptions, hooks: Hooks, write_cleaned: bool) -> LetterOutcome:
     try:
         outcome = enrich_letter(year, text, chunks, client, options, hooks)
-    except RepairExhausted as exc:
+    except LetterchunkError as exc:
         partial = getattr(exc, "partial", None)
-        if partial is not None:  # keep every chunk already valid on disk, then halt
+        if isinstance(exc, RepairExhausted) and partial is not None:
+            # keep every chunk already valid on disk, then halt
             write_letter(out_dir, year, text if write_cleaned else None, partial)
+        if options.report and partial is not None:
+            _write_report(out_dir, year, partial, exc, options)
         raise
     write_letter(out_dir, year, text if write_cleaned else None, outcome)
+    if options.report:
+        _write_report(out_dir, year, outcome, None, options)
     if hooks.letter_done:  # HOOK (issue 5): ledger.record_letter / run.json
         hooks.letter_done(outcome)
     return outcome
+
+
+def _write_report(out_dir: Path, year: int, outcome: LetterOutcome,
+                  failure: BaseException | None, options: RunOptions) -> None:
+    from .report import write_letter_report
+
+    path = write_letter_report(out_dir, year, outcome, failure, source=options.source_label)
+    outcome.paths.append(Path(path))
 
 
 def run_paths(
