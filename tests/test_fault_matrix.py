@@ -113,26 +113,38 @@ class Script:
 
 # Call 1 is chunk 1's enrichment; call 2 is the target's (chunk 2); calls 3.. are the target's
 # re-asks (or, for transport faults, the retried HTTP request).
+# JS = LETTERCHUNK_INSTRUCTOR_MODE JSON_SCHEMA (grammar-backed: names, quotes, concepts and
+# enums are schema choices, so a bad one fails the schema); TOOLS = tool calling as with hosted
+# OpenAI (free strings: the validator finds an ungrounded quote in a schema-valid answer).
+JS, TOOLS = "JSON_SCHEMA", "TOOLS"
 MATRIX = [
-    # id, scripted calls, --on-failure, exit, target outcome, model calls for the target,
-    # answer fields the re-ask names (None: all of them), extra HTTP requests (transport)
-    ("429-retry-after", {2: rate_limited(retry_after=0.05)}, "halt", 0, "valid", 1, [], 1),
-    ("500", {2: server_error(500)}, "halt", 0, "valid", 1, [], 1),
-    ("hang-past-timeout", {2: hang(TIMEOUT_S + 2)}, "halt", 0, "valid", 1, [], 1),
-    ("connection-reset", {2: reset()}, "halt", 0, "valid", 1, [], 1),
-    ("malformed-json", {2: malformed()}, "halt", 0, "repaired", 2, None, 0),
-    ("truncated-json", {2: truncated_answer}, "halt", 0, "repaired", 2, None, 0),
-    ("refusal-then-answer", {2: refusal()}, "halt", 0, "repaired", 2, None, 0),
-    ("ungrounded-quote", {2: UNGROUNDED}, "halt", 0, "repaired", 2, ["principles"], 0),
-    ("out-of-vocabulary-concept", {2: OUT_OF_VOCABULARY}, "halt", 0, "repaired", 2,
-     ["buffett_concepts"], 0),
-    ("wrong-enum", {2: WRONG_ENUM}, "halt", 0, "repaired", 2, ["retrieval_priority"], 0),
-    ("refusal-persists-halt", {2: refusal(), 3: refusal(), 4: refusal()}, "halt", 3, "failed", 3,
-     None, 0),
-    ("ungrounded-persists-halt", {2: UNGROUNDED, 3: UNGROUNDED, 4: UNGROUNDED}, "halt", 3,
-     "failed", 3, ["principles"], 0),
-    ("wrong-enum-persists-skip", {2: WRONG_ENUM, 3: WRONG_ENUM, 4: WRONG_ENUM}, "skip", 1,
-     "failed", 3, ["retrieval_priority"], 0),
+    # id, mode, scripted calls, --on-failure, exit, target outcome, model calls for the target,
+    # answer fields the re-ask names (None: all of them), rule recorded on the first answer,
+    # extra HTTP requests (transport retries)
+    ("429-retry-after", JS, {2: rate_limited(retry_after=0.05)}, "halt", 0, "valid", 1, [], None, 1),
+    ("500", JS, {2: server_error(500)}, "halt", 0, "valid", 1, [], None, 1),
+    ("hang-past-timeout", JS, {2: hang(TIMEOUT_S + 2)}, "halt", 0, "valid", 1, [], None, 1),
+    ("connection-reset", JS, {2: reset()}, "halt", 0, "valid", 1, [], None, 1),
+    ("malformed-json", JS, {2: malformed()}, "halt", 0, "repaired", 2, None,
+     "response.malformed", 0),
+    ("truncated-json", JS, {2: truncated_answer}, "halt", 0, "repaired", 2, None,
+     "response.truncated", 0),
+    ("refusal-then-answer", JS, {2: refusal()}, "halt", 0, "repaired", 2, None,
+     "response.refused", 0),
+    ("ungrounded-quote", TOOLS, {2: UNGROUNDED}, "halt", 0, "repaired", 2, ["principles"],
+     "evidence.principle_not_found", 0),
+    ("ungrounded-quote-grammar", JS, {2: UNGROUNDED}, "halt", 0, "repaired", 2, ["principles"],
+     "response.schema", 0),
+    ("out-of-vocabulary-concept", JS, {2: OUT_OF_VOCABULARY}, "halt", 0, "repaired", 2,
+     ["buffett_concepts"], "response.schema", 0),
+    ("wrong-enum", JS, {2: WRONG_ENUM}, "halt", 0, "repaired", 2, ["retrieval_priority"],
+     "response.schema", 0),
+    ("refusal-persists-halt", JS, {2: refusal(), 3: refusal(), 4: refusal()}, "halt", 3,
+     "failed", 3, None, "response.refused", 0),
+    ("ungrounded-persists-halt", TOOLS, {2: UNGROUNDED, 3: UNGROUNDED, 4: UNGROUNDED}, "halt", 3,
+     "failed", 3, ["principles"], "evidence.principle_not_found", 0),
+    ("wrong-enum-persists-skip", JS, {2: WRONG_ENUM, 3: WRONG_ENUM, 4: WRONG_ENUM}, "skip", 1,
+     "failed", 3, ["retrieval_priority"], "response.schema", 0),
 ]
 
 
@@ -149,12 +161,13 @@ def _jsonl(path: Path) -> list[dict]:
 
 
 @pytest.mark.parametrize(
-    ("steps", "on_failure", "exit_code", "outcome", "calls", "asked", "transport_retries"),
+    ("mode", "steps", "on_failure", "exit_code", "outcome", "calls", "asked", "rule",
+     "transport_retries"),
     [row[1:] for row in MATRIX],
     ids=[row[0] for row in MATRIX],
 )
-def test_fault_matrix(tmp_path, monkeypatch, capsys, chunk_ids, steps, on_failure, exit_code,
-                      outcome, calls, asked, transport_retries):
+def test_fault_matrix(tmp_path, monkeypatch, capsys, chunk_ids, mode, steps, on_failure,
+                      exit_code, outcome, calls, asked, rule, transport_retries):
     out = tmp_path / "out"
     script = Script(steps)
     with FakeOpenAI(default=script) as server:
@@ -163,13 +176,16 @@ def test_fault_matrix(tmp_path, monkeypatch, capsys, chunk_ids, steps, on_failur
         monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
         monkeypatch.setenv("LETTERCHUNK_TIMEOUT_S", str(TIMEOUT_S))
         monkeypatch.setenv("LETTERCHUNK_TRANSPORT_RETRIES", "2")
+        monkeypatch.setenv("LETTERCHUNK_INSTRUCTOR_MODE", mode)
         code = main(["run", str(LETTER), "--out", str(out), "--cache", "off", "--quiet",
                      "--max-attempts", "2", "--on-failure", on_failure])
         served = server.usage_total
         http_requests = server.chat_count
+        used_tools = ["tools" in r.body for r in server.chat_requests]
     err = capsys.readouterr().err
     target = chunk_ids[1]
     assert code == exit_code, err
+    assert set(used_tools) == {mode == TOOLS}  # the backend really spoke this mode
 
     # ---- the report: one record per model call of the target, usage = what was served
     records = _jsonl(out / "1977.report.jsonl")
@@ -183,6 +199,8 @@ def test_fault_matrix(tmp_path, monkeypatch, capsys, chunk_ids, steps, on_failur
     # transport faults are retried below the loop: one extra HTTP request, no extra attempt
     assert http_requests == model_calls + transport_retries
     assert script.calls == http_requests
+    first_rules = {v["code"] for v in mine[0]["violations"]}
+    assert first_rules == ({rule} if rule else set()), mine[0]
     for r in mine[1:]:
         assert r["asked_fields"], r
         if asked is not None:

@@ -245,10 +245,15 @@ def client_for(server) -> LLMClient:
     return LLMClient(settings, sleep=lambda s: None)
 
 
-def start(good_letter, server, first_answer):
-    """Send the real first request for S1; return what repair_enriched needs."""
+def start(good_letter, server, first_answer, *, grounded=False):
+    """Send the real first request for S1; return what repair_enriched needs.
+
+    ``grounded=False`` is the hosted (tool-calling) prompt: names and quotes are free strings,
+    so the validator is what finds an ungrounded one.  ``True`` is the grammar-backed prompt,
+    where they are enums and an ungrounded one fails the schema.
+    """
     chunk = good_letter.chunk(S1)
-    pctx = PromptContext.for_letter(1987, TITLES, VOCAB)
+    pctx = PromptContext.for_letter(1987, TITLES, VOCAB, grounded_choices=grounded)
     model = response_model_for(chunk, pctx)
     messages = build_messages(chunk, pctx)
     client = client_for(server)
@@ -320,9 +325,29 @@ def test_reask_names_only_the_failing_fields(good_letter, server, tmp_path):
         served.prompt_tokens, served.completion_tokens)
 
 
-def test_schema_invalid_field_is_salvaged_and_only_it_is_asked(good_letter, server):
+def test_grammar_mode_ungrounded_name_fails_the_schema_and_only_it_is_asked(good_letter, server):
+    ghost = {"companies": [], "people": ["Ben Graham"], "metrics": []}
     chunk, messages, model, first, client, ctx = start(
-        good_letter, server, narrative_answer(retrieval_priority="urgent"))
+        good_letter, server, narrative_answer(entities=ghost), grounded=True)
+    assert first.value is None and first.error
+    server.enqueue(answer({"entities": {"companies": [], "people": ["Charlie Munger"],
+                                        "metrics": []}}))
+    result = repair_enriched(chunk, messages=messages, first=first, context=ctx, client=client,
+                             model=model)
+    assert result.outcome == "repaired" and result.chunk.metadata.entities.people == [
+        "Charlie Munger"]
+    assert [v["code"] for v in result.records[0]["violations"]] == ["response.schema"]
+    assert result.records[0]["violations"][0]["field"] == "entities"
+    body = server.chat_requests[1].body
+    assert set(body["response_format"]["json_schema"]["schema"]["properties"]) == {"entities"}
+    # the answer's other fields were kept from the first, schema-invalid answer
+    assert result.chunk.metadata.principles[0].statement == "Invest only in businesses you understand."
+
+
+@pytest.mark.parametrize("grounded", [False, True], ids=["hosted", "grammar"])
+def test_schema_invalid_field_is_salvaged_and_only_it_is_asked(good_letter, server, grounded):
+    chunk, messages, model, first, client, ctx = start(
+        good_letter, server, narrative_answer(retrieval_priority="urgent"), grounded=grounded)
     assert first.value is None and first.error
     server.enqueue(answer({"retrieval_priority": "high"}))
     result = repair_enriched(chunk, messages=messages, first=first, context=ctx, client=client,

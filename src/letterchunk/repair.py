@@ -947,7 +947,9 @@ def repair_file(
                                 if c.metadata.chunk_tier == 1))
     context = LetterContext(cleaned_text=cleaned, section_titles=titles, vocabulary=vocabulary)
     year = chunks[0].metadata.letter_year if chunks else 0
-    prompt_ctx = PromptContext.for_letter(year, titles, vocabulary)
+    # names and quotes as enums only for a grammar-constrained backend (as the pipeline does)
+    grammar = getattr(getattr(client, "settings", None), "mode", "JSON_SCHEMA") == "JSON_SCHEMA"
+    prompt_ctx = PromptContext.for_letter(year, titles, vocabulary, grounded_choices=grammar)
 
     out_lines: list[str] = []
     new_evidence = dict(evidence)
