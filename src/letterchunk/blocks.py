@@ -458,7 +458,13 @@ def detect_blocks(text: str) -> list[Block]:
         cont_indent: int | None = None
         while j + 1 < n:
             nxt = lines[j + 1]
-            if nxt.blank or kind[j + 1] is not None or _BULLET.match(nxt.raw):
+            if nxt.blank:
+                k = _page_break_continuation(lines, kind, j)
+                if k is None:
+                    break
+                j = k - 1  # the sentence goes on after a page break: same paragraph
+                nxt = lines[k]
+            if kind[j + 1] is not None or _BULLET.match(nxt.raw):
                 break
             if _SALUTATION.match(nxt.raw):
                 break
@@ -474,6 +480,25 @@ def detect_blocks(text: str) -> list[Block]:
         blocks.append(_mk(lines, "paragraph", i, j))
         i = j + 1
     return blocks
+
+
+def _page_break_continuation(lines: list[Line], kind: list, j: int) -> int | None:
+    """Index of the line that continues line ``j``'s sentence across blank lines (a page break
+    whose page number the cleaner removed), or None.  Continuation: line ``j`` ends without
+    sentence punctuation, at most three blank lines follow, and the next line starts with a
+    lowercase letter at the paragraph margin."""
+    text = lines[j].text
+    if not text or _SENTENCE_END.search(text):
+        return None
+    k = j + 1
+    while k < len(lines) and lines[k].blank and k - j <= 3:
+        k += 1
+    if k >= len(lines) or not lines[k].text or lines[k].blank or kind[k] is not None:
+        return None
+    first = lines[k].text[0]
+    if not first.islower() or lines[k].indent > lines[j].indent + 1:
+        return None
+    return k
 
 
 def _mk(lines: list[Line], kind: str, a: int, b: int) -> Block:

@@ -470,16 +470,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
                 if b.kind != "table":
                     continue
                 t3_seq += 1
-                tstart = b.start
-                tend = b.end
-                if bi > 0 and pblocks[bi - 1].kind in ("paragraph", "list"):
-                    tstart = pblocks[bi - 1].start
-                    if bi > 1 and pblocks[bi - 2].kind == "header":
-                        tstart = pblocks[bi - 2].start
-                elif bi > 0 and pblocks[bi - 1].kind == "header":
-                    tstart = pblocks[bi - 1].start
-                if bi + 1 < len(pblocks) and pblocks[bi + 1].kind == "paragraph":
-                    tend = pblocks[bi + 1].end
+                tstart, tend = _table_context(pblocks, bi)
                 line_start = b.meta["line_start"]
                 columns, rows = parse_table(text[line_start : b.end], b.title)
                 name = b.title or f"{s.title} – table {t3_seq}"
@@ -556,6 +547,32 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
             out.extend(children)
     out.sort(key=lambda c: (c.metadata.source_span.start_char, c.metadata.chunk_tier, c.chunk_id))
     return out
+
+
+def _table_context(pblocks: list[Block], bi: int) -> tuple[int, int]:
+    """Span of table ``pblocks[bi]`` with its lead-in and interpretation (rules 3 and 5).
+
+    Lead-in: the nearest paragraph/list before the table, reached across tables that directly
+    precede it (a run of tables shares one lead-in), plus a header directly above that lead-in.
+    Interpretation: the nearest paragraph after the table, reached across directly following
+    tables.  Never across a header, a separator or the Tier-1 chunk's edges.
+    """
+    start, end = pblocks[bi].start, pblocks[bi].end
+    k = bi - 1
+    while k >= 0 and pblocks[k].kind == "table":
+        k -= 1
+    if k >= 0 and pblocks[k].kind in ("paragraph", "list"):
+        start = pblocks[k].start
+        if k > 0 and pblocks[k - 1].kind == "header":
+            start = pblocks[k - 1].start
+    elif k >= 0 and pblocks[k].kind == "header":
+        start = pblocks[k].start
+    k = bi + 1
+    while k < len(pblocks) and pblocks[k].kind == "table":
+        k += 1
+    if k < len(pblocks) and pblocks[k].kind == "paragraph":
+        end = pblocks[k].end
+    return start, end
 
 
 def _tier2_groups(pblocks: list[Block], text: str, tok_of: dict) -> list[tuple[int, int, str | None]]:
