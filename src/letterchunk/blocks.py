@@ -6,32 +6,45 @@ blocks tile the letter.  Block spans exclude leading/trailing whitespace.
 Kinds and the rule that finds each (general rules, never lists of known titles):
 
 ``table``      A run of *table rows* -- lines with a dot leader (``. . . .``, ``.....``,
-               ``……``) followed by a value, or with at least two numeric cells separated by
-               runs of 2+ spaces (column-aligned numbers without leaders) -- plus rule lines
-               (``-----``, ``=====``).  Rows may be separated by up to two blank lines and by up
-               to three non-prose lines (wrapped row labels, sub-totals, ``(in millions)``).
-               Upward it takes column-header lines (cells split by 3+ spaces, or short indented
-               lines) and a caption line directly above (short, no sentence punctuation at the
-               end) -- so a caption that looks like a section header belongs to the table.
-               Downward it takes footnotes that follow within one blank line (``Note``,
-               ``Notes:``, ``Footnote``, ``*``, ``(1)``, ``(a)``).  At least two rows are needed.
+               ``……``; a 3-dot ellipsis ending a line is not one) followed by a value, lines
+               with at least two numeric cells split by runs of 2+ spaces (column-aligned
+               numbers without leaders), or lines ending in a run of 3+ values
+               (``$ 85,945 $ 68,632 $ 70,146``) -- plus rule lines (``-----``, ``=====``).
+               Rows may be separated by up to two blank lines and by up to three non-prose
+               lines (wrapped row labels, sub-totals, ``(in millions)``); a single long label
+               line directly between two rows is a wrapped row too.  Upward it takes
+               column-header lines (cells split by 3+ spaces, short or far-indented lines
+               without sentence punctuation) and a caption directly above (short, no sentence
+               punctuation at the end) -- so a caption that looks like a section header
+               belongs to the table.  A caption one blank line above the column headers is a
+               *detached caption*; it also opens a section.  Downward it takes footnotes that
+               follow within one blank line (``Note:``, ``Notes:``, ``Footnote``, ``*``,
+               ``(1)``, ``(a)``, ``Source:``) up to the end of their sentence/paragraph.  At
+               least two rows (or one row and a rule line) are needed.
 ``separator``  A line of asterisks only (``* * *``, ``*   *   *``, ``************``) or of
                underscores only.  Text directly after it is a new block.
-``signature``  A run of sign-off lines: a personal name, a title (Chairman, President...),
-               ``Sincerely``, ``/s/``, a date -- with at least one name/title line.
+``signature``  A run of sign-off lines (at most one blank line between them): a signed name
+               (with a middle initial or ``/s/``), a title (Chairman, President, Sincerely...),
+               a date -- with a name and a title or date, a title and a date, or a name and
+               title on one line (``Warren E. Buffett, Chairman``).
 ``salutation`` ``To the Shareholders of ...:`` / ``Dear ...,`` on a line of its own.
-``header``     A short line (at most 100 characters, at most 14 words) with letters, no
-               sentence punctuation at the end (a colon or question mark is allowed), starting
-               with a capital, in Title Case or ALL CAPS, preceded by a blank line, a separator,
-               the start, or a line ending a sentence; the next line may be blank or not.
-               Consecutive header lines form one header (a title and its subtitle).
+``header``     A short line (at most 100 characters, at most 14 words) with letters, starting
+               with a capital, in Title Case (80% of the major words capitalised) or ALL CAPS,
+               not ending in sentence punctuation (a colon or question mark is allowed) or in a
+               function word (``the``, ``and``, ``of``: a wrapped prose line), not a table row,
+               preceded by a blank line, a separator, a table, the start, or a line ending a
+               sentence (a page number between them was removed); the next line may be blank
+               or not.  A header line directly followed by another header line (no blank) forms
+               one header (title and subtitle).
 ``list``       Bullet items: a line starting with a bullet glyph (``•``, ``o``, ``Š``, ``‹``,
                private-use glyphs, ``-``/``–`` followed by spaces) and its continuation lines;
                items separated by blank lines stay one list.
 ``paragraph``  Everything else, split at blank lines AND at a line indented deeper than the
                paragraph's other lines when the line before ends a sentence (paragraphs that
-               run into each other with no blank line).  Indented quoted prose stays prose: it
-               has no numeric columns.
+               run into each other with no blank line).  A paragraph continues across blank
+               lines when its sentence does: the line before ends without punctuation and the
+               next line starts in lowercase at the margin (a page break).  Indented quoted
+               prose stays prose: it has no numeric columns.
 """
 
 from __future__ import annotations

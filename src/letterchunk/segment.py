@@ -4,34 +4,47 @@ Pipeline (deterministic; no LLM):
 
 1. :func:`letterchunk.blocks.detect_blocks` finds paragraphs, headers, tables, lists,
    separators, salutations and sign-offs.
-2. **Sections.**  A new semantic section starts at every header, at every asterisk separator
-   (the separator opens the new section), and at a salutation that follows content (front
-   matter such as the performance table ends there).  A section's title is its header; a
-   section opened by a separator or with no header gets :data:`UNTITLED`, except one that
-   opens with a captioned table, which takes the caption.  Hierarchy: ``["Front Matter", t]``
-   before the salutation, ``["Letter Body", t]`` (``["Letter Body", header, t]`` for an
-   untitled part of a headed section), ``["Appendix", t]`` after the first sign-off.
-3. **Rule B / 7 (stubs).**  Sections under :data:`T1_MIN` tokens are merged: *forward* when the
-   section is a setup (it has a header, ends with a colon, or is the first section), *backward*
-   when it reads as an afterthought (untitled, or the last section of the letter).  Merging
-   prefers neighbours in the same part (front matter / body / appendix).  The merged chunk's
-   title joins the titled parts (``"A / B"``); ``merged_from`` names the absorbed sections and
-   ``boundary_note`` says what was merged and why (rule 8).
+2. **Sections.**  A new semantic section starts at every header, at every table with a
+   detached caption, at every asterisk separator (the separator opens the new section), and at
+   a salutation that follows content (front matter such as the performance table ends there;
+   a letterhead directly above the salutation moves into the body).  A header directly under
+   another header forms one section titled by the second (the first is its parent).  A
+   section's title is its header; a section opened by a separator or with no header gets
+   :data:`UNTITLED`, except one that opens with a captioned table, which takes the caption.
+   Hierarchy: ``["Front Matter", t]`` before the salutation, ``["Letter Body", t]``
+   (``["Letter Body", parent header, t]`` for a separator part of a headed section or a
+   header under a header), ``["Appendix", t]`` after the first sign-off or from a header
+   starting with "Appendix".
+3. **Rules B / 6 / 7 (short sections).**  Sections under :data:`T1_MIN` tokens are merged,
+   first one first, until none is left: *forward* when the section opens the letter or its
+   part, ends with a colon (lead-in), has a header (a stub sets up what follows), or is a
+   bridge (under 100 tokens of prose right before a header, or of at most two sentences);
+   *backward* when it closes the letter or its part, or is an untitled passage (an
+   afterthought).  The merged chunk's title joins the titled parts (``"A / B"``);
+   ``merged_from`` names each absorbed section (its title or its opening words) and
+   ``boundary_note`` says what was merged, which way and why (rule 8), on the Tier-1 chunk
+   that holds the absorbed passage.
 4. **Splitting (rule C, rules 1/2/3/5/6).**  A section over :data:`T1_MAX` tokens is split at
    unit boundaries into ``-001``, ``-002``…  A unit never splits: a header is glued to the block
-   after it; a paragraph ending in a colon or a one-sentence transition is glued forward; a
-   table is glued to its lead-in paragraph and to one paragraph of interpretation; a sign-off is
-   glued backward.  Split points are chosen by dynamic programming for even parts, every part
-   at least :data:`T1_MIN` tokens, so no tail fragment exists.
-5. **Tier 3.**  Every table becomes a ``financial_table`` chunk spanning lead-in + table +
-   interpretation inside its Tier-1 parent; ``table_data`` is parsed by
-   :func:`letterchunk.tables.parse_table`.
-6. **Tier 2** (``tier2=True``): paragraphs of a Tier-1 chunk grouped to at least
-   :data:`T2_MIN` tokens with the pairing rule (short setup paragraphs pair forward, short
-   closing ones backward); tables are left to Tier 3.
+   after it; a paragraph ending in a colon or a one-sentence transition (under 60 tokens) is
+   glued forward; a table is glued to its lead-in paragraph and to one paragraph of
+   interpretation; a sign-off is glued backward.  Split points are chosen by dynamic
+   programming for even parts, every part at least :data:`T1_MIN` tokens, so no tail fragment
+   exists.  A single unit over the maximum (a long table) stays whole.
+5. **Tier 3.**  Every table becomes a ``financial_table`` chunk inside its Tier-1 parent, from
+   its lead-in (nearest paragraph before it, across directly preceding tables, with the
+   header above it) to its interpretation (nearest paragraph after it, across directly
+   following tables); ``table_data`` is parsed by :func:`letterchunk.tables.parse_table`, the
+   name is the caption or ``"<section title> – table N"``.
+6. **Tier 2** (``tier2=True``): within a Tier-1 chunk, runs of blocks broken at tables (Tier 3)
+   and headers; a header/separator rides with the next block; short paragraphs pair forward
+   (greedy, until :data:`T2_MIN` tokens), a short tail pairs backward; a run under the
+   minimum gives no Tier-2 chunk, nor does a group equal to the whole Tier-1 chunk.
 
 Tier-1 chunks tile the letter: each spans its first block's first character to its last
-block's last character, so only whitespace lies between neighbours.
+block's last character, so only whitespace lies between neighbours.  Token counts: one
+tokenizer pass per letter gives exact counts of any span (:class:`_SpanCounter`) for the
+decisions; each chunk's ``token_count`` is ``count_tokens(content)``.
 """
 
 from __future__ import annotations
