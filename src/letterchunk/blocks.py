@@ -240,8 +240,6 @@ def _headerish(raw: str) -> bool:
         return False  # a title does not end with "the", "and", "of"...: a wrapped prose line
     if _numeric_tail(s) >= 2 or is_table_row(raw):
         return False
-    if re.search(r"[.,;]$", s):
-        return False
     return _title_case(s.rstrip(":?"))
 
 
@@ -528,6 +526,11 @@ def _is_header_at(lines: list[Line], kind: list, i: int, after_text: bool = Fals
     raw = lines[i].raw
     if not _headerish(raw) or _signature_line(raw) is not None:
         return False
+    k = i + 1
+    while k < n and lines[k].blank:
+        k += 1
+    if k < n and _SALUTATION.match(lines[k].raw):
+        return False  # a letterhead above "To the Shareholders...:" is not a section title
     prev_ok = after_text or i == 0 or lines[i - 1].blank
     prev_ok = prev_ok or kind[i - 1] in ("separator", "table", "signature")
     if not prev_ok:
