@@ -48,6 +48,24 @@ def ours(paths: list[Path]) -> int:
     return n
 
 
+def stages(paths: list[Path]) -> dict[str, float]:
+    """CPU seconds per stage of ours over the corpus (one pass, for the breakdown line)."""
+    out = {"load+clean": 0.0, "segment": 0.0, "validate": 0.0}
+    for p in paths:
+        t0 = time.process_time()
+        letter = load_letter(p)
+        t1 = time.process_time()
+        chunks = segment_letter(letter)
+        t2 = time.process_time()
+        if validate_letter is not None:
+            validate_letter(chunks, stage="segmented", context=LetterContext(cleaned_text=letter.text))
+        t3 = time.process_time()
+        out["load+clean"] += t1 - t0
+        out["segment"] += t2 - t1
+        out["validate"] += t3 - t2
+    return out
+
+
 def theirs(paths: list[Path], chunker) -> int:
     n = 0
     for p in paths:
@@ -92,6 +110,8 @@ def main() -> int:
     print(f"letters: {len(paths)}, repeats: {args.repeats} (best of each, run alternately)")
     print(f"ours    ({what}): cpu {min(a['cpu']):.3f} s, wall {min(a['wall']):.3f} s, {a['n']} chunks")
     print(f"chonkie (RecursiveChunker 800): cpu {min(b['cpu']):.3f} s, wall {min(b['wall']):.3f} s, {b['n']} chunks")
+    st = stages(paths)
+    print("ours by stage (cpu): " + ", ".join(f"{k} {v:.3f} s" for k, v in st.items()))
     print(f"ratio ours/chonkie (wall): {min(a['wall']) / min(b['wall']):.2f}")
     print(f"ratio ours/chonkie (cpu): {min(a['cpu']) / min(b['cpu']):.2f}")
     return 0
