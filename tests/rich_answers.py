@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 from tests.fake_openai import answer, response_schema
 from tests.test_fault_matrix import valid_for
@@ -41,6 +42,21 @@ def _pick(options: list, seed: int, n: int) -> list:
     return rotated[:n]
 
 
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def chunk_text(request: dict) -> str:
+    """The chunk as the prompt quotes it (the last triple-quoted block of the last message)."""
+    content = str((request.get("messages") or [{}])[-1].get("content") or "")
+    start = content.rfind('Chunk:\n"""\n')
+    if start < 0:
+        return content
+    body = content[start + len('Chunk:\n"""\n'):]
+    end = body.rfind('\n"""')
+    return body[:end] if end >= 0 else body
+
+
 def rich_values(request: dict) -> dict:
     schema = response_schema(request) or {}
     props = schema.get("properties", {})
@@ -54,8 +70,11 @@ def rich_values(request: dict) -> dict:
     if "entities" in props:
         ent = props["entities"]
         ref = schema.get("$defs", {}).get(ent.get("$ref", "").rsplit("/", 1)[-1], ent)
+        text = _norm(chunk_text(request))
+        # only names the chunk really contains (the offered candidates are not always verbatim)
         out["entities"] = {
-            name: _pick(_enum(schema, ref.get("properties", {}).get(name, {})), seed, 2 if name == "companies" else 1)
+            name: _pick([x for x in _enum(schema, ref.get("properties", {}).get(name, {})) if _norm(x) in text],
+                        seed, 2 if name == "companies" else 1)
             for name in ("companies", "people", "metrics")
         }
     if "content_type" in props and "content_type_evidence" in props:
@@ -64,6 +83,8 @@ def rich_values(request: dict) -> dict:
         if confession and "mistake_confession" in props["content_type"].get("enum", []):
             out["content_type"] = "mistake_confession"
             out["content_type_evidence"] = confession[:1]
+    if "tables" in props and "has_financial_data" in props:
+        out["has_financial_data"] = True  # a table chunk carries figures
     if "comparison_years" in props:
         out["comparison_years"] = _pick(_enum(schema, props["comparison_years"]), seed, 1)
     return {k: out[k] for k in props}

@@ -190,3 +190,50 @@ def test_many_threads_against_a_rate_limited_server_get_no_429():
         assert server.chat_count == 48
         assert lim.stats().waits > 0  # the limiter, not luck, kept us under the limit
         assert lim.spent_tokens == server.usage_total.total_tokens
+
+
+def test_learned_prompt_ratio_shrinks_in_flight_charges_but_not_the_budget():
+    # estimates = prompt estimate (incl. a schema the server does not count) + max_tokens 1000
+    lim = RateLimiter(tpm=100_000, completion_allowance=1000, max_tokens_total=20_000)
+    lim.acquire(5000)  # first request: no usage seen yet, charged its full estimate
+    assert lim._window[-1].tokens == 5000
+    lim.settle(5000, 2000)  # the server reported 2000 for a 4000-token prompt estimate
+    lim.acquire(5000)
+    # rate charge: 4000 * (2000/4000 * 1.05) + 1000 = 3100; the budget keeps the worst case
+    assert lim._window[-1].tokens == 3100
+    assert lim._unsettled[-1].budget == 5000
+    assert lim.stats().prompt_ratio == pytest.approx(0.525)
+    with pytest.raises(BudgetExceeded):
+        lim.acquire(13_500)  # 2000 spent + 5000 in flight + 13500 > 20000
+
+
+def test_learned_ratio_keeps_a_rate_limited_server_free_of_429s():
+    """Schema-heavy estimates (2x what the server counts) still never overrun its limit."""
+    tpm, window = 4000, 1.0
+    text = '{"summary": "' + "float " * 30 + '"}'
+    with FakeOpenAI(lambda req: answer(text), latency_s=0.02, tpm_limit=tpm, window_s=window) as server:
+        lim = RateLimiter(tpm=tpm, window_s=window, completion_allowance=100)
+        client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        errors: list[Exception] = []
+
+        def worker(i: int) -> None:
+            for j in range(5):
+                messages = [{"role": "user", "content": f"chunk {i}-{j}: " + "berkshire " * 60}]
+                est = 2 * estimate_request_tokens(messages, 0) + 100  # counts a "schema" too
+                lim.acquire(est)
+                actual = 0
+                try:
+                    out = client.chat.completions.create(model="m", messages=messages, max_tokens=100)
+                    actual = out.usage.total_tokens
+                except Exception as exc:  # noqa: BLE001 - collected and asserted below
+                    errors.append(exc)
+                finally:
+                    lim.settle(est, actual)
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == [] and server.rate_limited_count == 0
+        assert lim.stats().prompt_ratio is not None and lim.stats().prompt_ratio < 0.8

@@ -17,6 +17,14 @@ How it counts — mirroring how the hosted API (and ``tests/fake_openai.py``) co
 * If the server's usage ever comes out above our estimate (our tokenizer undercounts: schema or
   tool tokens, another model's tokenizer), later estimates are scaled up by the largest recent
   ratio seen, so we stop underestimating instead of collecting 429s.
+* When the limiter knows the completion allowance (``max_tokens``) inside every estimate, it
+  learns how the server counts the *prompt* part: the server charges an admitted request
+  prompt + max_tokens, and the reported usage (prompt + completion) is an upper bound of that
+  prompt.  The rate charge of a new request is then ``prompt_estimate x r + max_tokens``, with
+  r the largest recent ratio usage / prompt_estimate (+5%).  Our estimate counts the response
+  schema, which some servers do not count: without this correction every request in flight
+  would hold twice its real charge and the limit could not be used fully.  Budget caps always
+  use the uncorrected worst case.
 * A charge leaves the window ``window_s + skew_s`` after the request was *settled*, not after it
   was sent.  The server counts a request from the moment it admitted it, which lies somewhere
   between our ``acquire`` and our ``settle`` (a worker can stall for a second between the two
@@ -84,6 +92,7 @@ class _Charge:
     tokens: int
     cost: float  # budget-cap cost of this charge (estimate until settled)
     est: int = 0  # the estimate the caller passed (to match settle calls)
+    budget: int = 0  # budget-cap tokens of this charge (the estimate until settled)
     settled: bool = False
 
 
@@ -96,6 +105,7 @@ class LimiterStats:
     waited_s: float  # total time callers were blocked by the rate limits
     waits: int  # acquires that had to wait
     scale: float  # current estimate correction factor (>= 1)
+    prompt_ratio: float | None = None  # learned prompt correction (see module docstring)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -122,9 +132,12 @@ class RateLimiter:
         max_tokens_total: int | None = None,
         max_cost: float | None = None,
         price: Any = None,
+        completion_allowance: int | None = None,
         clock: Any = time.monotonic,
     ) -> None:
-        """``price`` is a :class:`letterchunk.ledger.ModelPrice` (needed for ``max_cost``)."""
+        """``price`` is a :class:`letterchunk.ledger.ModelPrice` (needed for ``max_cost``);
+        ``completion_allowance`` the ``max_tokens`` every estimate includes (enables the learned
+        prompt correction described in the module docstring)."""
         self.tpm = _positive("tpm", tpm, "--tpm / OPENAI_TPM_LIMIT")
         self.rpm = _positive("rpm", rpm, "--rpm / OPENAI_RPM_LIMIT")
         self.max_tokens_total = _positive("max_tokens_total", max_tokens_total, "--max-tokens-total")
@@ -151,6 +164,8 @@ class RateLimiter:
         self._pause_until = 0.0
         self._scale = 1.0
         self._ratios: deque[float] = deque(maxlen=50)
+        self.completion_allowance = completion_allowance if completion_allowance and completion_allowance > 0 else None
+        self._prompt_ratios: deque[float] = deque(maxlen=50)
         self._n_requests = self._n_settled = self._est_total = self._waits = 0
         self._waited_s = 0.0
 
@@ -184,14 +199,15 @@ class RateLimiter:
         """
         est = max(0, int(estimated_tokens))
         with self._cond:
-            charge_tokens = math.ceil(est * self._scale)
+            charge_tokens = self._rate_charge_locked(est)
             if self.tpm is not None and charge_tokens > self.tpm:
                 raise ConfigError(
                     f"one request is estimated at {charge_tokens} tokens, more than the TPM limit "
                     f"{self.tpm}; raise --tpm / OPENAI_TPM_LIMIT or lower the request's max_tokens"
                 )
-            cost = self._worst_cost(charge_tokens)
-            self._check_budget_locked(charge_tokens, cost)
+            budget_tokens = max(est, charge_tokens)
+            cost = self._worst_cost(budget_tokens)
+            self._check_budget_locked(budget_tokens, cost)
             started, waited = self._clock(), False
             while True:
                 now = self._clock()
@@ -200,11 +216,11 @@ class RateLimiter:
                     break
                 waited = True
                 self._cond.wait(timeout=wait)
-                self._check_budget_locked(charge_tokens, cost)  # another worker may have tripped it
+                self._check_budget_locked(budget_tokens, cost)  # another worker may have tripped it
             if waited:
                 self._waits += 1
                 self._waited_s += self._clock() - started
-            charge = _Charge(at=self._clock(), tokens=charge_tokens, cost=cost, est=est)
+            charge = _Charge(at=self._clock(), tokens=charge_tokens, cost=cost, est=est, budget=budget_tokens)
             self._window.append(charge)
             self._unsettled.append(charge)
             self._pending().append((est, charge))
@@ -244,6 +260,9 @@ class RateLimiter:
                 worst = max(self._ratios)
                 if worst > 1.0:
                     self._scale = min(worst * 1.05, 4.0)
+                allowance = self.completion_allowance
+                if allowance is not None and est > allowance:
+                    self._prompt_ratios.append(actual / (est - allowance))
             self._cond.notify_all()
 
     def penalize(self, retry_after_s: float) -> None:
@@ -271,6 +290,7 @@ class RateLimiter:
                 waited_s=round(self._waited_s, 3),
                 waits=self._waits,
                 scale=round(self._scale, 4),
+                prompt_ratio=round(max(self._prompt_ratios) * 1.05, 4) if self._prompt_ratios else None,
             )
 
     # ------------------------------------------------------------------ internals
@@ -280,13 +300,21 @@ class RateLimiter:
             pending = self._local.pending = []
         return pending
 
+    def _rate_charge_locked(self, est: int) -> int:
+        """What a request of estimate ``est`` holds in the rate window until it is settled."""
+        allowance = self.completion_allowance
+        if allowance is not None and est > allowance and self._prompt_ratios:
+            ratio = max(self._prompt_ratios) * 1.05
+            return math.ceil((est - allowance) * ratio) + allowance
+        return math.ceil(est * self._scale)
+
     def _worst_cost(self, tokens: int) -> float:
         if self.price is None:
             return 0.0
         return self.price.cost(0, tokens) if self.price.output_per_mtok >= self.price.input_per_mtok else self.price.cost(tokens, 0)
 
     def _settle_charge_locked(self, charge: _Charge, actual: int, cost: float) -> None:
-        charge.tokens, charge.cost, charge.settled = actual, cost, True
+        charge.tokens, charge.budget, charge.cost, charge.settled = actual, actual, cost, True
         charge.at = self._clock()  # the window counts it from the answer (see module docstring)
         self._spent_tokens += actual
         self._spent_cost += cost
@@ -310,7 +338,7 @@ class RateLimiter:
     def _check_budget_locked(self, tokens: int, cost: float) -> None:
         if self._tripped is not None:
             raise self._tripped
-        inflight_tokens = sum(c.tokens for c in self._unsettled)
+        inflight_tokens = sum(c.budget for c in self._unsettled)
         if self.max_tokens_total is not None:
             used = self._spent_tokens + inflight_tokens
             if used + tokens > self.max_tokens_total:

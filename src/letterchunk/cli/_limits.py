@@ -58,8 +58,12 @@ def _prices(args: argparse.Namespace) -> dict:
     return load_prices(getattr(args, "prices", None))
 
 
-def make_limiter(args: argparse.Namespace, model: str) -> Any:
-    """The run's RateLimiter (None when nothing is limited), built from options then env."""
+def make_limiter(args: argparse.Namespace, settings: Any) -> Any:
+    """The run's RateLimiter (None when nothing is limited), built from options then env.
+
+    ``settings`` is the client's ``LLMSettings``: its model prices the cost cap, its
+    ``max_tokens`` is the completion allowance inside every request estimate.
+    """
     from ..ledger import price_for
     from ..limiter import RateLimiter
 
@@ -68,8 +72,9 @@ def make_limiter(args: argparse.Namespace, model: str) -> Any:
         rpm=getattr(args, "rpm", None),
         max_tokens_total=getattr(args, "max_tokens_total", None),
         max_cost=getattr(args, "max_cost", None),
-        price=price_for(model, _prices(args)),
+        price=price_for(settings.model, _prices(args)),
         window_s=_window_s(),
+        completion_allowance=getattr(settings, "max_tokens", None),
     )
     args._limiter = limiter  # accounting() puts its stats into run.json
     return limiter if limiter.active else None
