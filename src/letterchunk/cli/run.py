@@ -106,7 +106,7 @@ def llm_client(args: argparse.Namespace) -> Iterator[Any]:
             settings = LLMSettings.from_env(
                 env={}, base_url=base_url, model=model, mode=args.mode or "JSON_SCHEMA"
             )
-        limiter = _limits.make_limiter(args, settings.model)  # HOOK (issue 5): TPM/RPM + budget caps
+        limiter = _limits.make_limiter(args, settings)  # HOOK (issue 5): TPM/RPM + budget caps
         client = stack.enter_context(LLMClient(settings, cache=cache, prompt_hash=prompt_hash(),
                                                limiter=limiter))
         yield client
