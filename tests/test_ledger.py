@@ -112,3 +112,10 @@ def test_thread_safe_counts():
     for t in threads:
         t.join()
     assert ledger.totals().requests == 4000 and ledger.totals().prompt_tokens == 4000
+
+
+def test_embedded_model_is_priced_at_zero():
+    from letterchunk.backend import MODEL_ID
+
+    price = price_for(MODEL_ID)
+    assert price is not None and price.cost(10**6, 10**6) == 0.0
