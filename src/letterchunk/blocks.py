@@ -542,11 +542,12 @@ def _is_header_at(lines: list[Line], kind: list, i: int, after_text: bool = Fals
         return True
     nxt = lines[i + 1]
     if kind[i + 1] is not None:
-        return kind[i + 1] != "table" or True
+        return True  # a table, separator or sign-off right under the title
     # no blank after: the next line must look like a paragraph start (indent or longer text)
+    longer = len(nxt.text) - len(lines[i].text)
     if after_text:
-        return nxt.indent > lines[i].indent or len(nxt.text) > len(lines[i].text) + 20
-    return nxt.indent > lines[i].indent or len(nxt.text) > len(lines[i].text) + 10 or _headerish(nxt.raw)
+        return nxt.indent > lines[i].indent or longer > 20
+    return nxt.indent > lines[i].indent or longer > 10 or _headerish(nxt.raw)
 
 
 def _list_end(lines: list[Line], kind: list, i: int) -> int:
