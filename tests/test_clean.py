@@ -66,6 +66,7 @@ def test_words_are_never_rewrapped():
         ("February 25, 2017      Warren E. Buffett\n      Chairman of the Board\n", "2017-02-25"),
         ("              Warren E. Buffett\nFeb. 28, 1989        Chairman of the Board\n", "1989-02-28"),
         ("              Sincerely,\n              /s/ Warren E. Buffett\n Mar. 1, 1991\n", "1991-03-01"),
+        ("     Charles T. Munger\n     Vice Chairman\n     February 25th, 2015\n", "2015-02-25"),
     ],
 )
 def test_signature_dates(tail, date):

@@ -159,6 +159,7 @@ def test_signature_block():
         ("Revenues . . . . . . . . . . . . .   $61,665 $66,099 $59,100", True),
         (" 2008          -16.5%           -22.3%", True),
         ("Total earnings $ 85,945 $ 68,632 $ 70,146", True),
+        ("Revenues\t$ 1,234\t$ 2,345", True),
         ("grubby detail work . . . dealmaking is romantic, sexy. That's", False),
         ("policyholders, agents, employees and owners alike.   We look", False),
         ("In 1977 our operating earnings on beginning equity capital", False),
@@ -338,3 +339,25 @@ def test_cli_segment_missing_path(tmp_path, capsys):
 
     assert main(["segment", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_second_document_after_a_sign_off_is_an_appendix():
+    body = "\n\n".join(
+        [
+            "To the Shareholders of Berkshire Hathaway Inc.:",
+            prose(40, 1),
+            "February 27, 2015                          Warren E. Buffett\n"
+            "                                           Chairman of the Board",
+            "Vice Chairman’s Thoughts – Past and Future",
+            prose(40, 2),
+            prose(30, 3),
+            "                                           Charles T. Munger\n"
+            "                                           Vice Chairman",
+        ]
+    )
+    let = letter(body + "\n", year=2014)
+    chunks = segment_letter(let)
+    assert check_invariants(let.text, 2014, chunks) == []
+    last = [c for c in chunks if c.metadata.chunk_tier == 1][-1]
+    assert last.metadata.section_hierarchy == ["Appendix", "Vice Chairman’s Thoughts – Past and Future"]
+    assert last.content.rstrip().endswith("Vice Chairman")

@@ -62,12 +62,14 @@ _NUMERIC = re.compile(
     r"[%*†]?$"
 )
 _DASH_CELL = re.compile(r"^(?:[-–—]+|-0-|N/?A|n/?a|nil|None|none)$")
-_CELL_SPLIT = re.compile(r"\s{2,}")
+_CELL_SPLIT = re.compile(r"\s{2,}|\t")
 _BULLET = re.compile(r"^\s*(?:[•◦▪■□●○·Š‹›»\uf000-\uf8ff]|o(?=\s+[A-Z(“\"$])|[-–—](?=\s{2,}))\s+\S")
 _SALUTATION = re.compile(r"^\s*(?:To the .{3,80}[:,]|Dear .{2,60}[:,])\s*$")
+# a sign-off title standing alone (optionally after a comma: "Warren E. Buffett, Chairman")
 _SIG_TITLE = re.compile(
-    r"\b(?:Chairman|Vice Chairman|President|Chief Executive Officer|CEO|Sincerely|Cordially|"
-    r"Yours(?: truly| sincerely)?)\b|^\s*/s/"
+    r"(?:(?:Vice[ -])?Chairman(?: of the Board)?(?: and (?:CEO|Chief Executive Officer))?|"
+    r"President|Chief Executive Officer|CEO|Sincerely|Cordially|Yours(?: truly| sincerely)?)"
+    r"[,.]?"
 )
 # a personal name as signed: with a middle initial ("Warren E. Buffett") or after "/s/"
 _NAME = re.compile(
@@ -76,7 +78,8 @@ _NAME = re.compile(
 )
 _DATE = re.compile(
     r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
-    r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?\s*(?:\d{1,2}\s*,\s*)?\d{4}\b"
+    r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?\s*(?:\d{1,2}(?:st|nd|rd|th)?\s*,\s*)?"
+    r"\d{4}\b"
 )
 _FOOTNOTE = re.compile(
     r"^\s*(?:Notes?\s*[:.]|NOTES?\b|Footnotes?\b|\*+\s*\S|\(\d{1,2}\)\s|\([a-z]\)\s|†|Sources?:)"
@@ -144,7 +147,7 @@ def is_table_row(raw: str) -> bool:
     s = raw.strip()
     if len(s) < 4:
         return False
-    if "  " not in s and ".." not in s and ". ." not in s and "…" not in s:
+    if "  " not in s and "\t" not in s and ".." not in s and ". ." not in s and "…" not in s:
         return _numeric_tail(s) >= 3  # a row needs column gaps, a leader, or a run of values
     if _RULE.match(raw):
         return False
@@ -255,12 +258,13 @@ def _signature_line(raw: str) -> str | None:
     for p in parts:
         if _DATE.fullmatch(p.rstrip(".")):
             kinds.add("date")
-        elif _SIG_TITLE.search(p) and len(p.split()) <= 8:
+        elif _SIG_TITLE.fullmatch(p.removeprefix("/s/").strip()):
             kinds.add("title")
-            if _NAME.match(p):  # "Warren E. Buffett, Chairman": name and title on one line
-                kinds.add("name")
-        elif _NAME.match(p) and len(p.split()) <= 5:
+        elif _NAME.match(p) and len(p.split()) <= 6:
             kinds.add("name")
+            tail = p.split(",", 1)[1].strip() if "," in p else ""
+            if tail and _SIG_TITLE.fullmatch(tail):  # "Warren E. Buffett, Chairman"
+                kinds.add("title")
         else:
             return None
     if {"title", "name"} <= kinds:

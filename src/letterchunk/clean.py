@@ -160,10 +160,13 @@ _MONTH_RE = (
     r"(?P<month>January|February|March|April|May|June|July|August|September|October|November|"
     r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?"
 )
-_FULL_DATE = re.compile(rf"\b{_MONTH_RE}\s*(?P<day>\d{{1,2}})\s*,\s*(?P<year>(?:19|20)\d\d)\b")
+_FULL_DATE = re.compile(
+    rf"\b{_MONTH_RE}\s*(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s*,\s*(?P<year>(?:19|20)\d\d)\b"
+)
 _MONTH_YEAR = re.compile(rf"\b{_MONTH_RE}\s+(?P<year>(?:19|20)\d\d)\b")
 _ANY_DATE = re.compile(
-    r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s*(?:\d{1,2}\s*,\s*)?"
+    r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s*"
+    r"(?:\d{1,2}(?:st|nd|rd|th)?\s*,\s*)?"
     r"(?:19|20)\d\d\b"
 )
 _SIGNATURE_CUE = re.compile(
@@ -217,7 +220,7 @@ def extract_date(text: str) -> tuple[str, str | None]:
 
     A date line is a line holding a date alone or beside a name/title across 3+ spaces
     ("February 25, 2017      Warren E. Buffett"); formats: "March 4, 1986", "March 14,1978",
-    "Feb. 27, 2016".  The first date line within three lines of a signature line (a title such
+    "Feb. 27, 2016", "February 25th, 2017".  The first date line within three lines of a signature line (a title such
     as "Chairman", "/s/", "Sincerely", or an indented personal name) wins; failing that, a date
     line among the first five non-blank lines (letters dated at the top).  Only a month and a
     year ("February 2008") is not a date: the result is ``"0000-00-00"`` with a note naming what
