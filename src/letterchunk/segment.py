@@ -278,7 +278,7 @@ def _is_transition(s: _Section, text: str, header_follows: bool) -> bool:
     return len(_SENT_END.findall(" ".join(text[b.start : b.end] for b in body) + " ")) <= 2
 
 
-def _merge_short(sections: list[_Section], text: str) -> list[_Section]:
+def _merge_short(sections: list[_Section], text: str, counter: "_SpanCounter") -> list[_Section]:
     secs = list(sections)
     while len(secs) > 1:
         idx = next((i for i, s in enumerate(secs) if s.tokens < T1_MIN), None)
@@ -311,6 +311,7 @@ def _merge_short(sections: list[_Section], text: str) -> list[_Section]:
             a, b = secs[idx - 1], s
             j = idx - 1
         merged = _combine(a, b, s, forward, why, text)
+        merged.tokens = counter.count(merged.blocks[0].start, merged.blocks[-1].end)
         secs[j : j + 2] = [merged]
     return secs
 
@@ -327,7 +328,7 @@ def _combine(
         parent_title=a.parent_title if a.part == b.part else None,
         titled=bool(titled_parts),
         notes=a.notes + b.notes,
-        tokens=a.tokens + b.tokens,
+        tokens=a.tokens + b.tokens,  # the caller recounts the joined span exactly
     )
     direction = "forward" if forward else "backward"
     s.notes.append(
@@ -417,6 +418,28 @@ def _split(units: list[_Unit]) -> list[list[_Unit]]:
     return parts[::-1]
 
 
+def _fix_short_parts(parts: list[list[_Unit]], counter: "_SpanCounter") -> list[list[_Unit]]:
+    """The split works on block sums, which leave out the whitespace between blocks; recount
+    each part exactly and join a part under :data:`T1_MIN` to its smaller neighbour."""
+    def exact(part: list[_Unit]) -> int:
+        return counter.count(part[0].blocks[0].start, part[-1].blocks[-1].end)
+
+    parts = list(parts)
+    while len(parts) > 1:
+        sizes = [exact(p) for p in parts]
+        short = next((i for i, t in enumerate(sizes) if t < T1_MIN), None)
+        if short is None:
+            break
+        if short == 0:
+            j = 0
+        elif short == len(parts) - 1:
+            j = short - 1
+        else:
+            j = short - 1 if sizes[short - 1] <= sizes[short + 1] else short
+        parts[j : j + 2] = [parts[j] + parts[j + 1]]
+    return parts
+
+
 # --------------------------------------------------------------------------------------------
 # chunk construction
 
@@ -452,13 +475,13 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
     tok_of = {id(b): counter.count(b.start, b.end) for b in blocks}
     sections = _sections(text, blocks)
     for s in sections:
-        s.tokens = sum(tok_of[id(b)] for b in s.blocks)
-    sections = _merge_short(sections, text)
+        s.tokens = counter.count(s.blocks[0].start, s.blocks[-1].end)  # exact, gaps included
+    sections = _merge_short(sections, text, counter)
     year = letter.year
     out: list[Chunk] = []
     for n_sec, s in enumerate(sections, start=1):
         toks = {i: tok_of[id(b)] for i, b in enumerate(s.blocks)}
-        parts = _split(_units(s, text, toks))
+        parts = _fix_short_parts(_split(_units(s, text, toks)), counter)
         hierarchy = _hierarchy(s)
         t3_seq = t2_seq = 0
         for n_part, part in enumerate(parts, start=1):
