@@ -195,16 +195,17 @@ def test_many_threads_against_a_rate_limited_server_get_no_429():
 def test_learned_prompt_ratio_shrinks_in_flight_charges_but_not_the_budget():
     # estimates = prompt estimate (incl. a schema the server does not count) + max_tokens 1000
     lim = RateLimiter(tpm=100_000, completion_allowance=1000, max_tokens_total=20_000)
-    lim.acquire(5000)  # first request: no usage seen yet, charged its full estimate
-    assert lim._window[-1].tokens == 5000
-    lim.settle(5000, 2000)  # the server reported 2000 for a 4000-token prompt estimate
+    for _ in range(5):  # until 5 answers are known, a request is charged its full estimate
+        lim.acquire(5000)
+        assert lim._window[-1].tokens == 5000
+        lim.settle(5000, 2000)  # the server reported 2000 for a 4000-token prompt estimate
     lim.acquire(5000)
-    # rate charge: 4000 * (2000/4000 * 1.05) + 1000 = 3100; the budget keeps the worst case
-    assert lim._window[-1].tokens == 3100
+    # rate charge: 4000 * (2000/4000 * 1.10) + 1000 = 3200; the budget keeps the worst case
+    assert lim._window[-1].tokens == 3200
     assert lim._unsettled[-1].budget == 5000
-    assert lim.stats().prompt_ratio == pytest.approx(0.525)
+    assert lim.stats().prompt_ratio == pytest.approx(0.55)
     with pytest.raises(BudgetExceeded):
-        lim.acquire(13_500)  # 2000 spent + 5000 in flight + 13500 > 20000
+        lim.acquire(5_500)  # 10000 spent + 5000 in flight + 5500 > 20000
 
 
 def test_learned_ratio_keeps_a_rate_limited_server_free_of_429s():

@@ -21,7 +21,7 @@ How it counts — mirroring how the hosted API (and ``tests/fake_openai.py``) co
   learns how the server counts the *prompt* part: the server charges an admitted request
   prompt + max_tokens, and the reported usage (prompt + completion) is an upper bound of that
   prompt.  The rate charge of a new request is then ``prompt_estimate x r + max_tokens``, with
-  r the largest recent ratio usage / prompt_estimate (+5%).  Our estimate counts the response
+  r the largest ratio usage / prompt_estimate of the last 50 requests (+10%), once 5 are known.  Our estimate counts the response
   schema, which some servers do not count: without this correction every request in flight
   would hold twice its real charge and the limit could not be used fully.  Budget caps always
   use the uncorrected worst case.
@@ -68,6 +68,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 PER_MESSAGE_TOKENS = 4  # role + separators per chat message (OpenAI's documented overhead)
+_MIN_SAMPLES = 5  # settled requests before the learned prompt ratio is trusted
+_RATIO_MARGIN = 1.10  # on top of the largest recent usage / prompt-estimate ratio
 
 
 def estimate_prompt_tokens(messages: list[dict[str, Any]]) -> int:
@@ -290,7 +292,8 @@ class RateLimiter:
                 waited_s=round(self._waited_s, 3),
                 waits=self._waits,
                 scale=round(self._scale, 4),
-                prompt_ratio=round(max(self._prompt_ratios) * 1.05, 4) if self._prompt_ratios else None,
+                prompt_ratio=(round(max(self._prompt_ratios) * _RATIO_MARGIN, 4)
+                              if len(self._prompt_ratios) >= _MIN_SAMPLES else None),
             )
 
     # ------------------------------------------------------------------ internals
@@ -303,8 +306,8 @@ class RateLimiter:
     def _rate_charge_locked(self, est: int) -> int:
         """What a request of estimate ``est`` holds in the rate window until it is settled."""
         allowance = self.completion_allowance
-        if allowance is not None and est > allowance and self._prompt_ratios:
-            ratio = max(self._prompt_ratios) * 1.05
+        if allowance is not None and est > allowance and len(self._prompt_ratios) >= _MIN_SAMPLES:
+            ratio = max(self._prompt_ratios) * _RATIO_MARGIN
             return math.ceil((est - allowance) * ratio) + allowance
         return math.ceil(est * self._scale)
 
