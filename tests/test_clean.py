@@ -17,6 +17,7 @@ PROSE = "     The textile business again had a very poor year. We\nhave mistaken
         ("word   \nnext\t\n", "word\nnext\n"),  # trailing spaces and tabs
         ("\n\n\nbody\n\n\n", "body\n"),  # outer blank lines
         ("one\fTwo\n", "one\nTwo\n"),  # form feed is a page boundary
+        ("end of\n[[PAGE_BREAK]]\nthe sentence\n", "end of\nthe sentence\n"),  # marker
         ("\ufeffbody\n", "body\n"),  # BOM
         ("a\x00b\x07c\n", "abc\n"),  # control characters
         ("end of page.\n\n                        7\nNext page\n", "end of page.\n\nNext page\n"),

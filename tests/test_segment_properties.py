@@ -51,6 +51,8 @@ LINE_KINDS = [
     "                                  Chairman of the Board",
     "March 14,1978",
     "Appendix",
+    "[[PAGE_BREAK]]",
+    "\f",
     "31› per share, 1⁄ 2 of the “float”",
     "\tTabbed\tline\twith\ttabs",
     "   ",

@@ -2,9 +2,10 @@
 
 What :func:`clean_text` changes, exactly (and nothing else):
 
-1. Line endings: ``\\r\\n`` and lone ``\\r`` become ``\\n``.  A form feed (``\\f``) is a page
-   boundary: it becomes a line break.  Other C0 control characters (except ``\\t`` and ``\\n``)
-   and DEL are removed; a UTF-8 byte-order mark at the start is removed.
+1. Line endings: ``\\r\\n`` and lone ``\\r`` become ``\\n``.  A form feed (``\\f``) or a
+   ``[[PAGE_BREAK]]`` marker (seed §1.1) is a page boundary: it becomes a single line break.
+   Other C0 control characters (except ``\\t`` and ``\\n``) and DEL are removed; a UTF-8
+   byte-order mark at the start is removed.
 2. Trailing spaces and tabs are stripped from every line.
 3. Page-number lines are removed: a line holding nothing but a page number (``7``, ``- 7 -``,
    ``Page 7``), 1 to 3 digits, that is either indented by at least
@@ -62,6 +63,8 @@ RUNNING_MIN_REPEATS = 3
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 _PAGE_NUMBER = re.compile(r"^(\s*)(?:[-–—]\s*)?(?:page\s+)?(\d{1,3})(?:\s*[-–—])?\s*$", re.I)
 _FORMFEED_MARK = "\x0c"
+# a form feed or a [[PAGE_BREAK]] marker, with at most one line break on each side
+_PAGE_BREAK = re.compile(r"\n?[ \t]*(?:\f|\[\[PAGE_BREAK\]\])(?:[ \t]*\n)?", re.I)
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,7 @@ def clean_text(raw: str) -> str:
     """Clean one letter's raw text (see the module docstring for the exact list of changes)."""
     text = raw.lstrip("\ufeff")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = text.replace("\f", "\n" + _FORMFEED_MARK + "\n")
+    text = _PAGE_BREAK.sub("\n" + _FORMFEED_MARK + "\n", text)
     text = _CONTROL.sub("", text)
     lines = [ln.rstrip(" \t") for ln in text.split("\n")]
     page = [ln != _FORMFEED_MARK and _is_page_number(lines, i) for i, ln in enumerate(lines)]
