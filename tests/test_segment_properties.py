@@ -6,6 +6,8 @@ Nothing may crash, the cleaner only removes whole lines / trailing spaces / cont
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -70,6 +72,7 @@ mixed = st.lists(st.one_of(structured, noise), min_size=1, max_size=4).map("".jo
 
 def _kept_lines_are_input_lines(raw: str, cleaned: str) -> bool:
     norm = raw.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n")
+    norm = re.sub(r"(?i)\[\[PAGE_BREAK\]\]", "\n", norm)  # page-break markers are line breaks
     norm = "".join(ch for ch in norm if ch in "\t\n" or (ord(ch) >= 32 and ord(ch) != 127))
     src = [ln.rstrip(" \t") for ln in norm.split("\n")]
     i = 0
