@@ -7,8 +7,8 @@ grounded enrichment built from the request's own schema (deterministic: the answ
 function of the request), so an uninterrupted run and a killed-and-resumed run must agree.
 
 Chain 1 (concurrency 1, strict): the server SIGKILLs the CLI when the (k+1)-th request of the
-whole corpus arrives, for k in KILL_POINTS (five points spread over the run, letter boundaries
-included), and the same command is rerun after each kill.  With one request in flight, the
+whole corpus arrives, for k in kill_points() (five points spread over the run, a letter boundary
+included, computed from the segmenter), and the same command is rerun after each kill.  With one request in flight, the
 first k answers were received before request k+1 was sent, so they must come from the cache on
 every later run: the server must never see those request bodies again.
 
@@ -40,9 +40,25 @@ from tests.test_fault_matrix import valid_for
 
 ROOT = Path(__file__).resolve().parents[1]
 LETTERS = [ROOT / "corpus" / "letters" / f"{y}.txt" for y in (1971, 1972, 1973, 1974)]
-KILL_POINTS = [0, 2, 3, 7, 12]  # answers received before the kill; 3 = 1971 done, 7 = 1972+1973 done
 COMPARED = (".jsonl", "_cleaned.txt")
 RUN_TIMEOUT_S = 180
+
+
+def chunks_per_letter() -> list[int]:
+    from letterchunk.clean import load_letter
+    from letterchunk.segment import segment_letter
+
+    return [len(segment_letter(load_letter(p))) for p in LETTERS]
+
+
+def kill_points(sizes: list[int]) -> list[int]:
+    """Answers received before each kill: none, mid-first letter, the first letter done
+    (letter boundary), just into the third letter, and one request before the end."""
+    ends = [sum(sizes[: i + 1]) for i in range(len(sizes))]
+    total = ends[-1]
+    points = sorted({0, min(2, ends[0] - 1), ends[0], ends[1] + 1, total - 1})
+    assert len(points) == 5 and points[-1] < total, points
+    return points
 
 
 def body_key(body: dict) -> str:
@@ -136,11 +152,13 @@ def assert_partial_output_is_whole(out: Path, expected: dict[str, bytes]) -> Non
 
 def test_sigkill_at_five_points_then_resume_is_byte_identical(harness, baseline, tmp_path):
     expected, all_requests = baseline
+    sizes = chunks_per_letter()
     total = len(all_requests)
-    assert total == 13 and len(set(all_requests)) == total  # one request per chunk, all distinct
+    assert total == sum(sizes) and len(set(all_requests)) == total  # one request per chunk, all distinct
+    points = kill_points(sizes)
     out, cache = tmp_path / "out", tmp_path / "cache"
     answered: set[str] = set()
-    for k in KILL_POINTS:
+    for k in points:
         code = harness.run(out, cache, kill_on_arrival=k - len(answered) + 1)
         assert code == -signal.SIGKILL, harness.last_err
         again = answered & set(harness.seen)
@@ -151,12 +169,12 @@ def test_sigkill_at_five_points_then_resume_is_byte_identical(harness, baseline,
     code = harness.run(out, cache)  # the same command, to completion
     assert code == 0, harness.last_err
     assert not answered & set(harness.seen)
-    assert len(harness.seen) == total - KILL_POINTS[-1]
+    assert len(harness.seen) == total - points[-1]
     assert outputs(out) == expected
     assert answered | set(harness.answered) == set(all_requests)
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "complete"
-    assert run["totals"]["cache_hits"] == KILL_POINTS[-1]
+    assert run["totals"]["cache_hits"] == points[-1]
 
 
 def test_sigkill_while_a_letter_is_written_with_concurrency(harness, baseline, tmp_path):
