@@ -26,6 +26,15 @@ ROOT = Path(__file__).resolve().parents[1]
 LETTERS = [str(ROOT / "corpus" / "letters" / f"{y}.txt") for y in (1977, 1978)]
 
 
+def chunk_counts() -> tuple[int, int]:
+    """(chunks of 1977, chunks of both letters), from the segmenter: one request per chunk."""
+    from letterchunk.clean import load_letter
+    from letterchunk.segment import segment_letter
+
+    n = [len(segment_letter(load_letter(p))) for p in LETTERS]
+    return n[0], sum(n)
+
+
 class Recorder:
     """Valid grounded answers; remembers (estimate, served tokens) of every request."""
 
@@ -64,7 +73,7 @@ def baseline(server, tmp_path):
     assert run(out, tmp_path / "cache-baseline") == 0
     served = [u.total_tokens for u in server.served]
     estimates = [e for e, _ in server.recorder.log]
-    assert len(served) == len(estimates) == 15  # 6 chunks of 1977, 9 of 1978, one request each
+    assert len(served) == len(estimates) == chunk_counts()[1]  # one request per chunk
     server.served.clear()
     server.requests.clear()
     server.recorder.log.clear()
@@ -72,7 +81,7 @@ def baseline(server, tmp_path):
 
 
 def cap_that_stops_after_1977(estimates: list[int], served: list[int]) -> int:
-    n77 = 6
+    n77 = chunk_counts()[0]
     needed = max(sum(served[:i]) + estimates[i] for i in range(n77))  # every 1977 request fits
     refused = sum(served[:n77]) + estimates[n77]  # 1978's first would pass
     assert needed < refused, "the fixture letters no longer separate; pick other letters"
@@ -97,7 +106,7 @@ def test_cap_stops_before_passing_and_rerun_resumes(server, baseline, tmp_path, 
     assert ("--max-tokens-total" if kind == "tokens" else "--max-cost") in err
     spent = server.usage_total.total_tokens
     assert spent <= cap  # never passed
-    assert server.chat_count == 6  # 1977's six chunks; 1978's first request was never sent
+    assert server.chat_count == chunk_counts()[0]  # 1977's chunks; 1978's first request never sent
     # finished letters are whole and valid; the stopped letter is not written at all
     assert files(out) == {k: v for k, v in expected.items() if k.startswith("1977")}
     assert [v for v in validate_path(out, stage="enriched") if v.severity == "error"] == []
@@ -111,7 +120,7 @@ def test_cap_stops_before_passing_and_rerun_resumes(server, baseline, tmp_path, 
     higher = ["--max-tokens-total", str(10 * sum(estimates))] if kind == "tokens" else \
         [flags[0], flags[1], "--max-cost", "100"]
     assert run(out, cache, *higher) == 0, capsys.readouterr().err
-    assert server.chat_count == 15
+    assert server.chat_count == chunk_counts()[1]
     assert files(out) == expected
     assert json.loads((out / "run.json").read_text())["status"] == "complete"
 
