@@ -62,6 +62,7 @@ _NUMERIC = re.compile(
     r"[%*†]?$"
 )
 _DASH_CELL = re.compile(r"^(?:[-–—]+|-0-|N/?A|n/?a|nil|None|none)$")
+_LEADER_ONLY = re.compile(r"^(?:[.…]\s?){4,}$")
 _CELL_SPLIT = re.compile(r"\s{2,}|\t")
 _BULLET = re.compile(r"^\s*(?:[•◦▪■□●○·Š‹›»\uf000-\uf8ff]|o(?=\s+[A-Z(“\"$])|[-–—](?=\s{2,}))\s+\S")
 _SALUTATION = re.compile(r"^\s*(?:To the .{3,80}[:,]|Dear .{2,60}[:,])\s*$")
@@ -285,7 +286,8 @@ def _find_tables(lines: list[Line], detached: set[int]) -> list[tuple[int, int]]
     blank line above the column headers (such a caption opens a section)."""
     n = len(lines)
     row = [is_table_row(ln.raw) for ln in lines]
-    rule = [_is_rule(ln.raw) for ln in lines]
+    # rule lines, and dot-leader lines with nothing else (a row whose leader wrapped)
+    rule = [_is_rule(ln.raw) or _LEADER_ONLY.match(ln.text) is not None for ln in lines]
     strong = [r or u for r, u in zip(row, rule)]
     spans: list[tuple[int, int]] = []
     i = 0
@@ -305,8 +307,9 @@ def _find_tables(lines: list[Line], detached: set[int]) -> list[tuple[int, int]]
                 elif _SEPARATOR.match(lines[k].raw):
                     break
                 elif _prose_like(lines[k].raw):
-                    # a long row label wrapped onto its own line, directly between two rows
-                    if not (blanks == 0 and soft == 0 and k + 1 < n and row[k + 1]):
+                    # a long row label wrapped onto its own line, directly above a row
+                    wrapped = k + 1 < n and strong[k + 1] and not _SENTENCE_END.search(lines[k].text)
+                    if not wrapped:
                         break
                     soft += 1
                 else:
@@ -315,8 +318,12 @@ def _find_tables(lines: list[Line], detached: set[int]) -> list[tuple[int, int]]
                     break
                 k += 1
             if k < n and strong[k] and blanks <= 2 and soft <= 3:
-                if blanks and soft and not _cells_align(lines, first, k):
-                    break
+                if blanks and soft and (
+                    not _cells_align(lines, j, k)
+                    or any(_header_like_cells(lines[x].raw) for x in range(j, k))
+                    or _heading_row(lines[k].text)
+                ):
+                    break  # a blank line, then a new caption / column headings: a new table
                 last = k
                 nrows += row[k]
                 j = k + 1
@@ -386,6 +393,14 @@ def _find_tables(lines: list[Line], detached: set[int]) -> list[tuple[int, int]]
         out.append((top, bottom))
         prev_end = bottom
     return out
+
+
+def _heading_row(s: str) -> bool:
+    """A row of column headings made of years or dates only ("2016   2015   2014")."""
+    cells = _cells(s)
+    return len(cells) >= 2 and all(
+        re.fullmatch(r"(?:19|20)\d\d|\d{1,2}/\d{1,2}/\d{2,4}", c) for c in cells
+    )
 
 
 def _cells_align(lines: list[Line], a: int, b: int) -> bool:
