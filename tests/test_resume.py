@@ -187,3 +187,37 @@ def test_sigkill_while_a_letter_is_written_with_concurrency(harness, baseline, t
         assert_partial_output_is_whole(out, expected)
     harness.run(out, cache, concurrency=3)
     assert outputs(out) == expected
+
+
+def test_enrich_in_place_resumes_without_asking_again(tmp_path, monkeypatch):
+    """`letterchunk enrich DIR` killed after writing its first letter leaves that letter enriched
+    and the second still segmented (each file is replaced whole).  Rerun with the cache off (so
+    the cache cannot hide a re-ask): only the second letter is asked, the files equal an
+    uninterrupted enrich, and a third run asks nothing and changes nothing."""
+    from letterchunk.clean import load_letter
+    from letterchunk.cli import main
+    from letterchunk.segment import segment_letter
+
+    letters = [str(p) for p in LETTERS[:2]]
+    second = len(segment_letter(load_letter(letters[1])))
+    with FakeOpenAI(default=lambda body: answer(valid_for(body))) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-test-key")
+        monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
+        ref, out = tmp_path / "ref", tmp_path / "out"
+        for folder in (ref, out):
+            assert main(["segment", *letters, "--out", str(folder), "-q"]) == 0
+        assert main(["enrich", str(ref), "--cache", "off", "--quiet"]) == 0
+        # the state a kill after the first letter leaves: letter 1 enriched, letter 2 segmented
+        assert main(["enrich", str(out), "--cache", "off", "--quiet"]) == 0
+        stem = Path(letters[1]).stem
+        for name in (f"{stem}.jsonl", f"{stem}.evidence.jsonl", f"{stem}.report.jsonl"):
+            (out / name).unlink(missing_ok=True)
+        assert main(["segment", letters[1], "--out", str(out), "-q"]) == 0
+        server.requests.clear()
+        assert main(["enrich", str(out), "--cache", "off", "--quiet"]) == 0
+        assert server.chat_count == second  # only the letter not yet enriched was asked
+        server.requests.clear()
+        assert main(["enrich", str(out), "--cache", "off", "--quiet"]) == 0
+        assert server.chat_count == 0
+    assert outputs(out) == outputs(ref)
