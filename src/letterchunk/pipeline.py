@@ -481,6 +481,11 @@ def enrich_dir(
     for path in files:
         chunks = _read_chunks(path)
         year = int(_JSONL.match(path.name).group(1))  # type: ignore[union-attr]
+        # HOOK (issue 5, resume): a letter an earlier run (finished, capped or killed) already
+        # enriched in place is not asked again; segment it again to enrich it afresh
+        if chunks and all(c.metadata.contextual_summary for c in chunks):
+            log.info("%s: already enriched, skipped", path)
+            continue
         source = chunks[0].metadata.source_file if chunks else f"{year}_cleaned.txt"
         cleaned = folder / source
         if not cleaned.is_file():
