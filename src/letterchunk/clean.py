@@ -104,10 +104,12 @@ def _is_page_number(lines: list[str], i: int) -> bool:
 
 def _running_lines(lines: list[str], boundary: list[bool]) -> set[str]:
     """Texts of short lines that repeat and always sit next to a page boundary."""
-    counts = Counter(
-        s for s in (ln.strip() for ln in lines) if s and len(s) <= 80 and re.search(r"[A-Za-z]", s)
-    )
-    repeated = {s for s, n in counts.items() if n >= RUNNING_MIN_REPEATS}
+    if not any(boundary):
+        return set()
+    counts = Counter(s for s in (ln.strip() for ln in lines) if s and len(s) <= 80)
+    repeated = {
+        s for s, n in counts.items() if n >= RUNNING_MIN_REPEATS and re.search(r"[A-Za-z]", s)
+    }
     if not repeated or not any(boundary):
         return set()
     nonblank = [i for i, ln in enumerate(lines) if ln.strip()]
@@ -132,8 +134,10 @@ def clean_text(raw: str) -> str:
     """Clean one letter's raw text (see the module docstring for the exact list of changes)."""
     text = raw.lstrip("\ufeff")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = _PAGE_BREAK.sub("\n" + _FORMFEED_MARK + "\n", text)
-    text = _CONTROL.sub("", text)
+    if "\f" in text or "[[" in text:
+        text = _PAGE_BREAK.sub("\n" + _FORMFEED_MARK + "\n", text)
+    if _CONTROL.search(text):
+        text = _CONTROL.sub("", text)
     lines = [ln.rstrip(" \t") for ln in text.split("\n")]
     page = [ln != _FORMFEED_MARK and _is_page_number(lines, i) for i, ln in enumerate(lines)]
     boundary = [p or ln == _FORMFEED_MARK for p, ln in zip(page, lines)]
