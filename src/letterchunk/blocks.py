@@ -362,13 +362,14 @@ def _find_tables(lines: list[Line], detached: set[int]) -> list[tuple[int, int]]
                 k -= 1
                 continue
             took_headers = top < first
+            alone = k == 0 or lines[k - 1].blank
             if _caption_like(raw) and (
                 blanks == 0
-                or (took_headers and (k == 0 or lines[k - 1].blank) and _headerish(raw))
+                or (took_headers and alone and (_headerish(raw) or len(lines[k].text) <= 60))
             ):
                 top = k
-                if blanks:
-                    detached.add(k)
+                if blanks and _headerish(raw):
+                    detached.add(k)  # a title-like caption above the headings opens a section
             break
         bottom = last
         k = last + 1
@@ -629,7 +630,12 @@ def _table_caption(lines: list[Line], a: int, b: int) -> str:
         raw = lines[i].raw
         if lines[i].blank or _is_rule(raw) or is_table_row(raw):
             continue
-        if _caption_like(raw) and not _header_like_cells(raw) and not re.fullmatch(r"\s*\(.*\)\s*", raw):
+        if (
+            _caption_like(raw)
+            and not _header_like_cells(raw)
+            and not re.fullmatch(r"\s*\(.*\)\s*", raw)
+            and len(re.findall(r"[A-Za-z]{3,}", raw)) >= 2  # not a heading stub like "No. of"
+        ):
             return lines[i].text
         break
     return ""

@@ -31,11 +31,14 @@ Pipeline (deterministic; no LLM):
    interpretation; a sign-off is glued backward.  Split points are chosen by dynamic
    programming for even parts, every part at least :data:`T1_MIN` tokens, so no tail fragment
    exists.  A single unit over the maximum (a long table) stays whole.
-5. **Tier 3.**  Every table becomes a ``financial_table`` chunk inside its Tier-1 parent, from
+5. **Tier 3.**  Every table lies in a ``financial_table`` chunk inside its Tier-1 parent, from
    its lead-in (nearest paragraph before it, across directly preceding tables, with the
    header above it) to its interpretation (nearest paragraph after it, across directly
-   following tables); ``table_data`` is parsed by :func:`letterchunk.tables.parse_table`, the
-   name is the caption or ``"<section title> – table N"``.
+   following tables); adjacent tables share that span and so share one Tier-3 chunk whose
+   ``table_data`` lists each.  ``table_data`` is parsed by
+   :func:`letterchunk.tables.parse_table`; the name is the caption, else the lead-in's last
+   sentence when it ends in a colon ("Here's the final scorecard for the bet"), else
+   ``"<section title> – table N"`` (``"Table N"`` in an untitled section).
 6. **Tier 2** (``tier2=True``): within a Tier-1 chunk, runs of blocks broken at tables (Tier 3)
    and headers; a header/separator rides with the next block; short paragraphs pair forward
    (greedy, until :data:`T2_MIN` tokens), a short tail pairs backward; a run under the
@@ -483,7 +486,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
         toks = {i: tok_of[id(b)] for i, b in enumerate(s.blocks)}
         parts = _fix_short_parts(_split(_units(s, text, toks)), counter)
         hierarchy = _hierarchy(s)
-        t3_seq = t2_seq = 0
+        t3_seq = t2_seq = t3_done = 0
         for n_part, part in enumerate(parts, start=1):
             pblocks = [b for u in part for b in u.blocks]
             start, end = pblocks[0].start, pblocks[-1].end
@@ -502,18 +505,27 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
                 notes.append(short_note)
             children: list[Chunk] = []
             tables: list[TableData] = []
+            # tables sharing one context span (a run of adjacent tables) share one Tier-3 chunk
+            groups: dict[tuple[int, int], list[TableData]] = {}
             for bi, b in enumerate(pblocks):
                 if b.kind != "table":
                     continue
-                t3_seq += 1
-                tstart, tend = _table_context(pblocks, bi)
-                line_start = b.meta["line_start"]
-                columns, rows = parse_table(text[line_start : b.end], b.title)
-                name = b.title or f"{s.title} – table {t3_seq}"
+                span = _table_context(pblocks, bi)
+                columns, rows = parse_table(text[b.meta["line_start"] : b.end], b.title)
+                name = (
+                    b.title
+                    or _lead_in_name(pblocks, bi, text)
+                    or (f"{s.title} – table " if s.titled else "Table ")
+                    + str(len(tables) + t3_done + 1)
+                )
                 td = TableData(
                     table_name=name, summary="", columns=columns, rows=rows, row_count=len(rows)
                 )
                 tables.append(td)
+                groups.setdefault(span, []).append(td)
+            t3_done += len(tables)
+            for (tstart, tend), tds in groups.items():
+                t3_seq += 1
                 tcontent = text[tstart:tend]
                 children.append(
                     Chunk(
@@ -528,7 +540,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
                             parent_chunk_id=t1_id,
                             content_type="financial_table",
                             has_table=True,
-                            table_data=[td],
+                            table_data=tds,
                             has_financial_data=True,
                             retrieval_priority="high",
                             abstraction_level="low",
@@ -583,6 +595,19 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
             out.extend(children)
     out.sort(key=lambda c: (c.metadata.source_span.start_char, c.metadata.chunk_tier, c.chunk_id))
     return out
+
+
+def _lead_in_name(pblocks: list[Block], bi: int, text: str) -> str:
+    """A name for an uncaptioned table from its lead-in: the last sentence of the paragraph
+    right before it when that sentence ends in a colon ("Here's a recap of pre-tax
+    underwriting earnings and float by division:"), whitespace collapsed; else ""."""
+    if bi == 0 or pblocks[bi - 1].kind != "paragraph":
+        return ""
+    lead = " ".join(text[pblocks[bi - 1].start : pblocks[bi - 1].end].split())
+    if not lead.endswith(":"):
+        return ""
+    sentence = re.split(r"(?<=[.?!])\s+(?=[A-Z“\"(])", lead)[-1].rstrip(":").strip()
+    return sentence if 3 <= len(sentence) <= 160 else ""
 
 
 def _table_context(pblocks: list[Block], bi: int) -> tuple[int, int]:
