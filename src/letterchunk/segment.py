@@ -475,7 +475,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
     if not blocks:
         return []
     counter = _SpanCounter(text)
-    tok_of = {id(b): counter.count(b.start, b.end) for b in blocks}
+    tok_of = _LazyCounts(counter)  # block counts, only for blocks that need them
     sections = _sections(text, blocks)
     for s in sections:
         s.tokens = counter.count(s.blocks[0].start, s.blocks[-1].end)  # exact, gaps included
@@ -483,8 +483,11 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
     year = letter.year
     out: list[Chunk] = []
     for n_sec, s in enumerate(sections, start=1):
-        toks = {i: tok_of[id(b)] for i, b in enumerate(s.blocks)}
-        parts = _fix_short_parts(_split(_units(s, text, toks)), counter)
+        if s.tokens <= T1_MAX:
+            parts = [[_Unit(list(s.blocks), s.tokens)]]  # fits: one Tier-1 chunk
+        else:
+            toks = {i: tok_of[b] for i, b in enumerate(s.blocks)}
+            parts = _fix_short_parts(_split(_units(s, text, toks)), counter)
         hierarchy = _hierarchy(s)
         t3_seq = t2_seq = t3_done = 0
         for n_part, part in enumerate(parts, start=1):
@@ -549,7 +552,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
                     )
                 )
             if tier2:
-                for gstart, gend, gnote in _tier2_groups(pblocks, text, tok_of):
+                for gstart, gend, gnote in _tier2_groups(pblocks, tok_of, counter):
                     if gstart == start and gend == end:
                         continue
                     t2_seq += 1
@@ -636,7 +639,23 @@ def _table_context(pblocks: list[Block], bi: int) -> tuple[int, int]:
     return start, end
 
 
-def _tier2_groups(pblocks: list[Block], text: str, tok_of: dict) -> list[tuple[int, int, str | None]]:
+class _LazyCounts:
+    """``counts[block]``: the block's exact token count, computed on first use."""
+
+    def __init__(self, counter: _SpanCounter) -> None:
+        self.counter = counter
+        self.cache: dict[int, int] = {}
+
+    def __getitem__(self, b: Block) -> int:
+        n = self.cache.get(b.start)
+        if n is None:
+            n = self.cache[b.start] = self.counter.count(b.start, b.end)
+        return n
+
+
+def _tier2_groups(
+    pblocks: list[Block], tok_of: _LazyCounts, counter: _SpanCounter
+) -> list[tuple[int, int, str | None]]:
     """Pairing rule (§2.2) over the non-table blocks of one Tier-1 chunk."""
     runs: list[list[Block]] = [[]]
     for b in pblocks:  # tables (Tier 3) and headers (a new section) break the runs
@@ -665,9 +684,10 @@ def _tier2_groups(pblocks: list[Block], text: str, tok_of: dict) -> list[tuple[i
         cur_tok = 0
         merged: list[tuple[list[Block], int, bool]] = []
         for it in items:
-            t = sum(tok_of[id(b)] for b in it)
             cur.extend(it)
-            cur_tok += t
+            cur_tok += sum(tok_of[b] for b in it)
+            if cur_tok >= T2_MIN:
+                cur_tok = counter.count(cur[0].start, cur[-1].end)  # exact, gaps included
             if cur_tok >= T2_MIN:
                 merged.append((cur, cur_tok, len(cur) > len(it)))
                 cur, cur_tok = [], 0
