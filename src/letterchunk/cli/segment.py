@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "segment",
         help="clean letters and cut them into canonical chunks (rule-based, no LLM)",
-        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+        description=__doc__.split("\n\n", 1)[1].replace("``", "") if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="letter file (.txt) or folder of them")
