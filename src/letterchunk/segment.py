@@ -46,24 +46,21 @@ Pipeline (deterministic; no LLM):
 
 Tier-1 chunks tile the letter: each spans its first block's first character to its last
 block's last character, so only whitespace lies between neighbours.  Token counts: one
-tokenizer pass per letter gives exact counts of any span (:class:`_SpanCounter`) for the
-decisions; each chunk's ``token_count`` is ``count_tokens(content)``.
+tokenizer pass per letter gives exact counts of any span (:class:`letterchunk.tokens.SpanCounter`) for the
+decisions and for each chunk's ``token_count`` (equal to ``count_tokens(content)``).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_right
 from dataclasses import dataclass, field
-from functools import lru_cache
-from itertools import accumulate
 
 from .blocks import Block, detect_blocks
 from .clean import UNKNOWN_DATE, CleanedLetter
 from .schema import Chunk, Metadata, SourceSpan, TableData, TemporalReferences
 from .tables import parse_table
-from .tokens import count_tokens, encoding
+from .tokens import SpanCounter, span_counter
 
 __all__ = ["UNTITLED", "T1_MIN", "T1_MAX", "T2_MIN", "segment_letter", "section_titles"]
 
@@ -112,83 +109,9 @@ def section_titles(chunks: list[Chunk]) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------
-# exact token counts of spans from one tokenizer pass
+# exact token counts of spans from one tokenizer pass: tokens.SpanCounter
 
-
-@lru_cache(maxsize=1)
-def _token_byte_lengths() -> list[int]:
-    enc = encoding()
-    ranks = getattr(enc, "_mergeable_ranks", None)
-    lengths = [0] * enc.n_vocab
-    if ranks:
-        for tok, rank in ranks.items():
-            if rank < len(lengths):
-                lengths[rank] = len(tok)
-    else:  # pragma: no cover - older/newer tiktoken without the attribute
-        for rank in range(enc.n_vocab):
-            try:
-                lengths[rank] = len(enc.decode_single_token_bytes(rank))
-            except KeyError:
-                pass
-    return lengths
-
-
-class _SpanCounter:
-    """``count(a, b) == count_tokens(text[a:b])`` for any span, from one pass over ``text``.
-
-    o200k's pre-tokenizer always splits *before a space that follows a non-space character*
-    (no pattern continues a word, number or punctuation run with a space), and BPE never merges
-    across pre-tokenizer pieces.  So at such a "safe cut" the tokens of the whole text and of
-    any span agree.  A span is counted as: its head up to the first safe cut (encoded), the
-    whole-text tokens between the first and last safe cut (by bisection on token offsets), and
-    its tail after the last safe cut (encoded).  tests/test_segment.py checks the identity.
-    """
-
-    _SAFE = re.compile(r"(?<=\S) ")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        enc = encoding()
-        self._encode = enc.encode_ordinary
-        tokens = enc.encode_ordinary(text)
-        lengths = _token_byte_lengths()
-        # byte offset of the end of every token
-        self.ends = list(accumulate(map(lengths.__getitem__, tokens)))
-        self.ascii = text.isascii()
-        if not self.ascii:
-            # char offset -> byte offset, via per-line prefix sums
-            self._line_starts = [0]
-            self._line_bytes = [0]
-            pos = nb = 0
-            for line in text.split("\n"):
-                pos += len(line) + 1
-                nb += len(line.encode("utf-8")) + 1
-                self._line_starts.append(pos)
-                self._line_bytes.append(nb)
-
-    def _n(self, s: str) -> int:
-        return len(self._encode(s))
-
-    def _byte(self, c: int) -> int:
-        if self.ascii:
-            return c
-        i = bisect_right(self._line_starts, c) - 1
-        return self._line_bytes[i] + len(self.text[self._line_starts[i] : c].encode("utf-8"))
-
-    def count(self, a: int, b: int) -> int:
-        if b - a < 64:
-            return self._n(self.text[a:b])
-        m = self._SAFE.search(self.text, a + 1, b)  # first safe cut > a
-        c2 = self.text.rfind(" ", a + 1, b)  # last safe cut < b
-        while c2 > a and self.text[c2 - 1].isspace():
-            c2 = self.text.rfind(" ", a + 1, c2)
-        if m is None or c2 <= a or c2 < m.start():
-            return self._n(self.text[a:b])
-        c1 = m.start()
-        b1, b2 = self._byte(c1), self._byte(c2)
-        # tokens strictly between byte offsets b1 and b2 (both are token boundaries)
-        mid = bisect_right(self.ends, b2) - bisect_right(self.ends, b1)
-        return self._n(self.text[a:c1]) + mid + self._n(self.text[c2:b])
+_SpanCounter = SpanCounter  # the name tests/test_segment.py imports
 
 
 # --------------------------------------------------------------------------------------------
@@ -457,7 +380,6 @@ def _meta(letter: CleanedLetter, **kw) -> Metadata:
         letter_date=letter.date,
         source_file=letter.cleaned_name,
         temporal_references=TemporalReferences(primary_year=letter.year),
-        token_count=count_tokens(content),
         char_count=len(content),
         boundary_note=note,
         **kw,
@@ -474,7 +396,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
     blocks = detect_blocks(text)
     if not blocks:
         return []
-    counter = _SpanCounter(text)
+    counter = span_counter(text, (x for b in blocks for x in (b.start, b.end)))
     tok_of = _LazyCounts(counter)  # block counts, only for blocks that need them
     sections = _sections(text, blocks)
     for s in sections:
@@ -537,6 +459,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
                         metadata=_meta(
                             letter,
                             content=tcontent,
+                            token_count=counter.count(tstart, tend),
                             section_title=s.title,
                             section_hierarchy=["Tables", s.title],
                             chunk_tier=3,
@@ -564,6 +487,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
                             metadata=_meta(
                                 letter,
                                 content=c2,
+                                token_count=counter.count(gstart, gend),
                                 section_title=s.title,
                                 section_hierarchy=hierarchy,
                                 chunk_tier=2,
@@ -581,6 +505,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
                     metadata=_meta(
                         letter,
                         content=content,
+                        token_count=counter.count(start, end),
                         section_title=s.title,
                         section_hierarchy=hierarchy,
                         chunk_tier=1,

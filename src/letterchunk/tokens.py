@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
 
@@ -15,7 +18,7 @@ import tiktoken
 
 from .errors import ConfigError
 
-__all__ = ["encoding", "count_tokens", "O200K_SHA256"]
+__all__ = ["encoding", "count_tokens", "SpanCounter", "span_counter", "O200K_SHA256"]
 
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 # Same special tokens and split pattern as tiktoken_ext.openai_public.o200k_base.
@@ -62,3 +65,90 @@ def count_tokens(text: str) -> int:
     when validated in the same process; the bound keeps memory flat over a whole corpus.
     """
     return len(encoding().encode_ordinary(text))
+
+
+# --------------------------------------------------------------------------------------------
+# exact token counts of many spans of one text, from one tokenizer pass
+
+_SAFE_CUT = re.compile(r"(?<=\S) ")
+_STRIDE = 2048  # a cut at least every ~2 KB, so any span's unshared head and tail stay short
+
+
+class SpanCounter:
+    """``count(a, b) == count_tokens(text[a:b])`` for any span, from one pass over ``text``.
+
+    o200k's pre-tokenizer always splits *before a space that follows a non-space character*
+    (no pattern continues a word, number or punctuation run with a space; a whitespace run never
+    ends right before one), and BPE never merges across pre-tokenizer pieces.  So at such a
+    "safe cut" the tokens of the whole text, of any span, and of the text between two safe cuts
+    all agree.
+
+    The text is cut at the safe cuts nearest each *anchor* (the offsets spans will start or end
+    at, e.g. block edges), and every ~2 KB; the pieces between consecutive cuts are encoded
+    once (together: one pass over the text) and their counts summed into a prefix table.  A span
+    is counted as: its head up to the first cut inside it (encoded), the prefix-table count
+    between its first and last cut, and its tail after the last cut (encoded).  With anchors at
+    the span's ends, head and tail are a word each.  tests/test_segment.py checks the identity.
+    """
+
+    def __init__(self, text: str, anchors: Iterable[int] = ()) -> None:
+        self.text = text
+        self._encode = encoding().encode_ordinary
+        n = len(text)
+        cuts = set()
+        find_safe = _SAFE_CUT.search
+        rfind = text.rfind
+        for x in sorted(set(anchors)):
+            if not 0 <= x <= n:
+                continue
+            m = find_safe(text, x)  # first safe cut >= x
+            if m is not None:
+                cuts.add(m.start())
+            c = rfind(" ", 1, x + 1)  # last safe cut <= x
+            while c > 0 and text[c - 1].isspace():
+                c = rfind(" ", 1, c)
+            if c > 0:
+                cuts.add(c)
+        for x in range(_STRIDE, n, _STRIDE):
+            m = find_safe(text, x)
+            if m is not None:
+                cuts.add(m.start())
+        self.cuts = sorted(cuts)
+        prefix = [0]
+        total = 0
+        encode = self._encode
+        k = self.cuts
+        for i in range(len(k) - 1):
+            total += len(encode(text[k[i] : k[i + 1]]))
+            prefix.append(total)
+        self._prefix = prefix
+
+    def _n(self, a: int, b: int) -> int:
+        return len(self._encode(self.text[a:b])) if b > a else 0
+
+    def count(self, a: int, b: int) -> int:
+        """Exact token count of ``text[a:b]``."""
+        if b - a < 64:
+            return self._n(a, b)
+        k = self.cuts
+        i = bisect_left(k, a)  # first cut >= a
+        j = bisect_right(k, b) - 1  # last cut <= b
+        if i >= len(k) or j < i:
+            return self._n(a, b)
+        return self._n(a, k[i]) + self._prefix[j] - self._prefix[i] + self._n(k[j], b)
+
+
+_last: SpanCounter | None = None
+
+
+def span_counter(text: str, anchors: Iterable[int] = ()) -> SpanCounter:
+    """A :class:`SpanCounter` for ``text``; the one built last is reused when asked for the same
+    text again (a letter is segmented, then validated, in one process: one tokenizer pass
+    serves both).  Only the last text is kept, so memory stays flat over a corpus."""
+    global _last
+    last = _last
+    if last is not None and (last.text is text or last.text == text):
+        return last
+    counter = SpanCounter(text, anchors)
+    _last = counter
+    return counter

@@ -79,7 +79,7 @@ from .schema import (
     TableData,
     TemporalReferences,
 )
-from .tokens import count_tokens
+from .tokens import count_tokens, span_counter
 
 __all__ = [
     "Violation",
@@ -833,8 +833,8 @@ def _validate_letter(
     def add(i: int, code: str, message: str, fld: str | None = None) -> None:
         place(i, [_v(code, message, chunk_id=chunks[i].chunk_id, field=fld)])
 
-    for i, chunk in enumerate(chunks):
-        place(i, _check_chunk(chunk, stage, ctx, count_tokens(chunk.content)))
+    for i, (chunk, ntokens) in enumerate(zip(chunks, _token_counts(chunks, ctx.cleaned))):
+        place(i, _check_chunk(chunk, stage, ctx, ntokens))
     if not chunks:
         return out
 
@@ -986,6 +986,30 @@ def _validate_letter(
                 out.append(_v("evidence.orphan", f"evidence record for {cid} names no chunk of "
                               "this letter", chunk_id=cid, file=file))
     return out
+
+
+def _token_counts(chunks: Sequence[Chunk], cleaned: str | None) -> list[int]:
+    """``count_tokens(chunk.content)`` for every chunk.  A chunk whose span holds its content in
+    the cleaned text is counted from one tokenizer pass over that text (exact: see
+    :class:`letterchunk.tokens.SpanCounter`); any other chunk is encoded on its own."""
+    spans: list[tuple[int, int] | None] = []
+    for chunk in chunks:
+        s = chunk.metadata.source_span
+        a, b = s.start_char, s.end_char_exclusive
+        ok = (
+            cleaned is not None
+            and 0 <= a < b <= len(cleaned)
+            and b - a == len(chunk.content)
+            and cleaned[a:b] == chunk.content
+        )
+        spans.append((a, b) if ok else None)
+    counter = None
+    if cleaned is not None and any(spans):
+        counter = span_counter(cleaned, (x for sp in spans if sp for x in sp))
+    return [
+        counter.count(*sp) if sp and counter is not None else count_tokens(chunk.content)
+        for chunk, sp in zip(chunks, spans)
+    ]
 
 
 def _replace(v: Violation, **changes: Any) -> Violation:
