@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import logging
 import re
-from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,11 +170,16 @@ _FULL_DATE = re.compile(
     rf"\b{_MONTH_RE}\s*(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s*,\s*(?P<year>(?:19|20)\d\d)\b"
 )
 _MONTH_YEAR = re.compile(rf"\b{_MONTH_RE}\s+(?P<year>(?:19|20)\d\d)\b")
-_ANY_DATE = re.compile(
-    r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s*"
+# A date anywhere: r"\b" + _ANY_DATE_BODY.  The leading \b is checked on each hit instead of
+# in the pattern, so the regex engine can skip ahead to the months' first letters (a pattern
+# that opens with \b is tried at every position: 4x slower over a letter).  Same hits: no
+# month name can start inside a match that began in the middle of a word.
+_ANY_DATE_BODY = re.compile(
+    r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s*"
     r"(?:\d{1,2}(?:st|nd|rd|th)?\s*,\s*)?"
     r"(?:19|20)\d\d\b"
 )
+_WORD_CHAR = re.compile(r"\w")
 _SIGNATURE_CUE = re.compile(
     r"\b(Chairman|Vice Chairman|President|Chief Executive|Sincerely|Cordially|Yours)\b|/s/"
 )
@@ -190,12 +194,15 @@ def _date_lines(text: str, lines: list[str]) -> list[tuple[int, re.Match[str], b
     Returns (line index, match, full) where ``full`` is False for a month-and-year-only date.
     One regex pass over the whole text finds the candidates; only their lines are examined.
     """
-    starts = [0]
-    for ln in lines[:-1]:
-        starts.append(starts[-1] + len(ln) + 1)
     hits: dict[int, None] = {}
-    for m in _ANY_DATE.finditer(text):
-        hits[bisect_right(starts, m.start()) - 1] = None
+    line, pos = 0, 0
+    for m in _ANY_DATE_BODY.finditer(text):
+        at = m.start()
+        if at and _WORD_CHAR.match(text, at - 1):
+            continue  # no word boundary before the month: not a date
+        line += text.count("\n", pos, at)
+        pos = at
+        hits[line] = None
     out = []
     for i in hits:
         s = lines[i].strip()
