@@ -95,6 +95,48 @@ _TRAILING_MINOR = {
     "the", "to", "with", "than", "that", "which", "our", "its", "their", "is", "are", "was",
 }  # fmt: skip
 _SENTENCE_END = re.compile(r"[.?!:;][\"'”’)\]]*$|[\"”’]$")
+_CLOSERS = "\"'”’)]"
+# cheap first-character tests: a line that fails one cannot match the regex it guards
+_BULLET_FIRST = frozenset("•◦▪■□●○·Š‹›»o-–—")
+_ROW_END = frozenset("0123456789)%*")
+_WIDE_GAP = re.compile(r"\S\s{3,}\S")
+_GAP3 = re.compile(r"\s{3,}")
+_LETTERS2 = re.compile(r"[A-Za-z]{2}")
+_LETTERS3 = re.compile(r"[A-Za-z]{3,}")
+_ABBREV_END = re.compile(r"\b(?:Inc|Co|Corp|Ltd|etc|No)\.$")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’.&-]*")
+_LEADER_AFTER = re.compile(r"[$(\d-]")
+_PAREN_LINE = re.compile(r"\s*\([^)]{2,40}\)\s*")
+_PAREN_ANY = re.compile(r"\s*\(.*\)\s*")
+_YEAR_CELL = re.compile(r"(?:19|20)\d\d|\d{1,2}/\d{1,2}/\d{2,4}")
+
+
+def _ends_sentence(t: str) -> bool:
+    """``_SENTENCE_END.search(t) is not None`` for one line (no newline), without a regex scan:
+    the line ends in a closing quote, or in sentence punctuation before closing quotes/brackets."""
+    if not t:
+        return False
+    if t[-1] in "\"”’":
+        return True
+    r = t.rstrip(_CLOSERS)
+    return bool(r) and r[-1] in ".?!:;"
+
+
+def _is_bullet(ln: "Line") -> bool:
+    c = ln.text[:1]
+    return (
+        bool(c)
+        and (c in _BULLET_FIRST or "\uf000" <= c <= "\uf8ff")
+        and _BULLET.match(ln.raw) is not None
+    )
+
+
+def _is_salutation(ln: "Line") -> bool:
+    return ln.text.startswith(("To the ", "Dear ")) and _SALUTATION.match(ln.raw) is not None
+
+
+def _is_separator(ln: "Line") -> bool:
+    return ln.text[:1] in ("*", "_") and _SEPARATOR.match(ln.raw) is not None
 
 
 class Line:
@@ -149,7 +191,8 @@ def is_table_row(raw: str) -> bool:
     if len(s) < 4:
         return False
     if "  " not in s and "\t" not in s and ".." not in s and ". ." not in s and "…" not in s:
-        return _numeric_tail(s) >= 3  # a row needs column gaps, a leader, or a run of values
+        # a row needs column gaps, a leader, or a run of values
+        return s[-1] in _ROW_END and _numeric_tail(s) >= 3
     if _RULE.match(raw):
         return False
     m = None
@@ -160,7 +203,7 @@ def is_table_row(raw: str) -> bool:
         before = s[: m.start()].strip()
         if not after and m.group(0).count(".") + m.group(0).count("…") * 3 < 4:
             pass  # a trailing ellipsis ("losing theirs . . .") is not a leader
-        elif before and (not after or numeric_cell(_cells(after)[0]) or re.match(r"[$(\d-]", after)):
+        elif before and (not after or numeric_cell(_cells(after)[0]) or _LEADER_AFTER.match(after)):
             # a leader with words after it and no number is an ellipsis in prose
             if not after or any(numeric_cell(c) for c in _cells(after)) or len(_cells(after)) >= 2:
                 return True
@@ -172,7 +215,7 @@ def is_table_row(raw: str) -> bool:
     nums = sum(numeric_cell(c) for c in cells)
     if nums >= 2 and numeric_cell(cells[-1]):
         return True
-    if nums >= 1 and numeric_cell(cells[-1]) and re.search(r"\S\s{3,}\S", s) and len(cells[0]) <= 60:
+    if nums >= 1 and numeric_cell(cells[-1]) and _WIDE_GAP.search(s) and len(cells[0]) <= 60:
         # label + one value, e.g. "Total ...   $ 1,234" with a wide gap
         words = len(s.split())
         return words <= 12
@@ -201,19 +244,19 @@ def _is_rule(raw: str) -> bool:
 def _prose_like(raw: str) -> bool:
     """A line that reads as running text: long and without column gaps."""
     s = raw.strip()
-    return len(s) >= 50 and re.search(r"\S\s{3,}\S", s) is None and len(s.split()) >= 8
+    return len(s) >= 50 and _WIDE_GAP.search(s) is None and len(s.split()) >= 8
 
 
 def _header_like_cells(raw: str, width: int = 40) -> bool:
     s = raw.strip()
     if not s:
         return False
-    parts = [p for p in re.split(r"\s{3,}", s) if p]
+    parts = [p for p in _GAP3.split(s) if p]
     return len(parts) >= 2 and all(len(p) <= width for p in parts)
 
 
 def _title_case(s: str) -> bool:
-    words = re.findall(r"[A-Za-z][A-Za-z'’.&-]*", s)
+    words = _WORD.findall(s)
     if not words:
         return False
     if s.upper() == s and sum(c.isalpha() for c in s) >= 3:
@@ -227,13 +270,13 @@ def _title_case(s: str) -> bool:
 
 def _headerish(raw: str) -> bool:
     s = raw.strip()
-    if not (2 <= len(s) <= 100) or not re.search(r"[A-Za-z]{2}", s):
+    if not (2 <= len(s) <= 100) or not (s[0].isupper() or s[0] in "“\"'‘(" or s[0].isdigit()):
         return False
-    if len(s.split()) > 14 or not (s[0].isupper() or s[0] in "“\"'‘(" or s[0].isdigit()):
+    if s[-1] in ".,;" and not _ABBREV_END.search(s):
         return False
-    if re.search(r"[.,;]$", s) and not re.search(r"\b(?:Inc|Co|Corp|Ltd|etc|No)\.$", s):
+    if not _LETTERS2.search(s) or len(s.split()) > 14:
         return False
-    if re.search(r"\s{3,}", s):  # column gaps: a table header, not a title
+    if _GAP3.search(s):  # column gaps: a table header, not a title
         return False
     if _SALUTATION.match(raw) or _BULLET.match(raw):
         return False
@@ -252,9 +295,11 @@ def _signature_line(raw: str) -> str | None:
     s = raw.strip()
     if not s or len(s) > 90:
         return None
+    if not ("A" <= s[0] <= "Z" or s[0] == "/"):
+        return None  # a date, a title and a name all start with a capital (or "/s/")
     if len(s) > 45 and "   " not in s and len(raw) - len(raw.lstrip()) < 10:
         return None  # a sign-off line is short, indented, or split in columns
-    parts = [p for p in re.split(r"\s{3,}", s) if p]
+    parts = [p for p in _GAP3.split(s) if p]
     kinds = set()
     for p in parts:
         if _DATE.fullmatch(p.rstrip(".")):
@@ -285,9 +330,21 @@ def _find_tables(lines: list[Line], detached: set[int]) -> list[tuple[int, int]]
     """Line ranges of tables; ``detached`` receives the line indices of captions that stand one
     blank line above the column headers (such a caption opens a section)."""
     n = len(lines)
-    row = [is_table_row(ln.raw) for ln in lines]
+    # is_table_row, asked only of lines that can be rows (a value at the end, a gap, a leader)
+    row = [
+        len(t) >= 4
+        and (t[-1] in _ROW_END or "  " in t or "\t" in t or ".." in t or ". ." in t or "…" in t)
+        and is_table_row(ln.raw)
+        for ln in lines
+        for t in (ln.text,)
+    ]
     # rule lines, and dot-leader lines with nothing else (a row whose leader wrapped)
-    rule = [_is_rule(ln.raw) or _LEADER_ONLY.match(ln.text) is not None for ln in lines]
+    rule = [
+        (t[:1] in ("-", "=", "_") and _is_rule(ln.raw))
+        or (t[:1] in (".", "…") and _LEADER_ONLY.match(t) is not None)
+        for ln in lines
+        for t in (ln.text,)
+    ]
     strong = [r or u for r, u in zip(row, rule)]
     spans: list[tuple[int, int]] = []
     i = 0
@@ -304,11 +361,11 @@ def _find_tables(lines: list[Line], detached: set[int]) -> list[tuple[int, int]]
             while k < n and not strong[k]:
                 if lines[k].blank:
                     blanks += 1
-                elif _SEPARATOR.match(lines[k].raw):
+                elif _is_separator(lines[k]):
                     break
                 elif _prose_like(lines[k].raw):
                     # a long row label wrapped onto its own line, directly above a row
-                    wrapped = k + 1 < n and strong[k + 1] and not _SENTENCE_END.search(lines[k].text)
+                    wrapped = k + 1 < n and strong[k + 1] and not _ends_sentence(lines[k].text)
                     if not wrapped:
                         break
                     soft += 1
@@ -348,13 +405,13 @@ def _find_tables(lines: list[Line], detached: set[int]) -> list[tuple[int, int]]
                     break
                 k -= 1
                 continue
-            unended = not _SENTENCE_END.search(lines[k].text)
+            unended = not _ends_sentence(lines[k].text)
             headerish_row = (
                 (_header_like_cells(raw, 60) and unended)
                 or _is_rule(raw)
                 or (lines[k].indent >= 8 and len(lines[k].text) <= 60 and unended)
                 or (lines[k].indent >= 20 and unended)
-                or re.fullmatch(r"\s*\([^)]{2,40}\)\s*", raw) is not None
+                or _PAREN_LINE.fullmatch(raw) is not None
             )
             if headerish_row and not _prose_like(raw) and _signature_line(raw) is None:
                 top = k
@@ -377,13 +434,13 @@ def _find_tables(lines: list[Line], detached: set[int]) -> list[tuple[int, int]]
             kk = k
             if kk < n and lines[kk].blank:
                 kk += 1
-            if kk < n and _FOOTNOTE.match(lines[kk].raw) and not _SEPARATOR.match(lines[kk].raw):
+            if kk < n and _FOOTNOTE.match(lines[kk].raw) and not _is_separator(lines[kk]):
                 foot_indent = lines[kk].indent
                 while kk + 1 < n and not lines[kk + 1].blank and not strong[kk + 1]:
                     nxt = lines[kk + 1]
-                    if _SEPARATOR.match(nxt.raw) or _SALUTATION.match(nxt.raw):
+                    if _is_separator(nxt) or _is_salutation(nxt):
                         break
-                    ended = _SENTENCE_END.search(lines[kk].text) is not None
+                    ended = _ends_sentence(lines[kk].text)
                     if ended and (abs(nxt.indent - foot_indent) >= 2 or _headerish(nxt.raw)):
                         break  # the footnote ended and a paragraph (or header) starts
                     kk += 1
@@ -400,7 +457,7 @@ def _heading_row(s: str) -> bool:
     """A row of column headings made of years or dates only ("2016   2015   2014")."""
     cells = _cells(s)
     return len(cells) >= 2 and all(
-        re.fullmatch(r"(?:19|20)\d\d|\d{1,2}/\d{1,2}/\d{2,4}", c) for c in cells
+        _YEAR_CELL.fullmatch(c) for c in cells
     )
 
 
@@ -416,7 +473,7 @@ def _caption_like(raw: str) -> bool:
     s = raw.strip()
     if not s or len(s) > 90 or _prose_like(raw):
         return False
-    if re.search(r"[.,;:]$", s) and not s.endswith(")"):
+    if s[-1] in ".,;:" and not s.endswith(")"):
         return False
     return s[0].isupper() or s[0] in "(“\"'"
 
@@ -430,7 +487,7 @@ def detect_blocks(text: str) -> list[Block]:
         for i in range(a, b + 1):
             kind[i] = "table"
     for i, ln in enumerate(lines):
-        if kind[i] is None and not ln.blank and _SEPARATOR.match(ln.raw):
+        if kind[i] is None and not ln.blank and _is_separator(ln):
             kind[i] = "separator"
     _mark_signatures(lines, kind)
     blocks: list[Block] = []
@@ -459,7 +516,7 @@ def detect_blocks(text: str) -> list[Block]:
             blocks.append(_mk(lines, "separator", i, i))
             i += 1
             continue
-        if _SALUTATION.match(ln.raw):
+        if _is_salutation(ln):
             blocks.append(_mk(lines, "salutation", i, i))
             i += 1
             continue
@@ -479,7 +536,7 @@ def detect_blocks(text: str) -> list[Block]:
             blocks.append(b)
             i = j + 1
             continue
-        if _BULLET.match(ln.raw):
+        if _is_bullet(ln):
             j = _list_end(lines, kind, i)
             blocks.append(_mk(lines, "list", i, j))
             i = j + 1
@@ -495,11 +552,11 @@ def detect_blocks(text: str) -> list[Block]:
                     break
                 j = k - 1  # the sentence goes on after a page break: same paragraph
                 nxt = lines[k]
-            if kind[j + 1] is not None or _BULLET.match(nxt.raw):
+            if kind[j + 1] is not None or _is_bullet(nxt):
                 break
-            if _SALUTATION.match(nxt.raw):
+            if _is_salutation(nxt):
                 break
-            if _SENTENCE_END.search(lines[j].text):
+            if _ends_sentence(lines[j].text):
                 if _is_header_at(lines, kind, j + 1, after_text=True):
                     break
                 ref = ln.indent if cont_indent is None else cont_indent
@@ -519,7 +576,7 @@ def _page_break_continuation(lines: list[Line], kind: list, j: int) -> int | Non
     sentence punctuation, at most three blank lines follow, and the next line starts with a
     lowercase letter at the paragraph margin."""
     text = lines[j].text
-    if not text or _SENTENCE_END.search(text):
+    if not text or _ends_sentence(text):
         return None
     k = j + 1
     while k < len(lines) and lines[k].blank and k - j <= 3:
@@ -549,13 +606,13 @@ def _is_header_at(lines: list[Line], kind: list, i: int, after_text: bool = Fals
     k = i + 1
     while k < n and lines[k].blank:
         k += 1
-    if k < n and _SALUTATION.match(lines[k].raw):
+    if k < n and _is_salutation(lines[k]):
         return False  # a letterhead above "To the Shareholders...:" is not a section title
     prev_ok = after_text or i == 0 or lines[i - 1].blank
     prev_ok = prev_ok or kind[i - 1] in ("separator", "table", "signature")
     if not prev_ok:
         # previous line ends a sentence (a page number between them was removed)
-        prev_ok = _SENTENCE_END.search(lines[i - 1].text) is not None
+        prev_ok = _ends_sentence(lines[i - 1].text)
     if not prev_ok:
         return False
     if i + 1 >= n or lines[i + 1].blank:
@@ -581,11 +638,11 @@ def _list_end(lines: list[Line], kind: list, i: int) -> int:
             k = j + 1
             while k < n and lines[k].blank:
                 k += 1
-            if k < n and kind[k] is None and _BULLET.match(lines[k].raw) and k - j <= 3:
+            if k < n and kind[k] is None and _is_bullet(lines[k]) and k - j <= 3:
                 j = k
                 continue
             break
-        if _is_header_at(lines, kind, j + 1, after_text=True) and _SENTENCE_END.search(lines[j].text):
+        if _is_header_at(lines, kind, j + 1, after_text=True) and _ends_sentence(lines[j].text):
             break
         j += 1
     return j
@@ -633,8 +690,8 @@ def _table_caption(lines: list[Line], a: int, b: int) -> str:
         if (
             _caption_like(raw)
             and not _header_like_cells(raw)
-            and not re.fullmatch(r"\s*\(.*\)\s*", raw)
-            and len(re.findall(r"[A-Za-z]{3,}", raw)) >= 2  # not a heading stub like "No. of"
+            and not _PAREN_ANY.fullmatch(raw)
+            and len(_LETTERS3.findall(raw)) >= 2  # not a heading stub like "No. of"
         ):
             return lines[i].text
         break
