@@ -396,7 +396,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
     blocks = detect_blocks(text)
     if not blocks:
         return []
-    counter = span_counter(text, (x for b in blocks for x in (b.start, b.end)))
+    counter = span_counter(text, [b.start for b in blocks], [b.end for b in blocks])
     tok_of = _LazyCounts(counter)  # block counts, only for blocks that need them
     sections = _sections(text, blocks)
     for s in sections:

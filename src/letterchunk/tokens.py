@@ -72,6 +72,7 @@ def count_tokens(text: str) -> int:
 
 _SAFE_CUT = re.compile(r"(?<=\S) ")
 _STRIDE = 2048  # a cut at least every ~2 KB, so any span's unshared head and tail stay short
+_REACH = 256  # how far from a span edge a cut is looked for (none near: head/tail get longer)
 
 
 class SpanCounter:
@@ -83,36 +84,42 @@ class SpanCounter:
     "safe cut" the tokens of the whole text, of any span, and of the text between two safe cuts
     all agree.
 
-    The text is cut at the safe cuts nearest each *anchor* (the offsets spans will start or end
-    at, e.g. block edges), and every ~2 KB; the pieces between consecutive cuts are encoded
-    once (together: one pass over the text) and their counts summed into a prefix table.  A span
-    is counted as: its head up to the first cut inside it (encoded), the prefix-table count
-    between its first and last cut, and its tail after the last cut (encoded).  With anchors at
-    the span's ends, head and tail are a word each.  tests/test_segment.py checks the identity.
+    The text is cut at the first safe cut at or after each of ``starts`` and the last one at or
+    before each of ``ends`` (the offsets spans will start and end at, e.g. block edges), and
+    every ~2 KB; the pieces between consecutive cuts are encoded once (together: one pass over
+    the text) and their counts summed into a prefix table.  A span is counted as: its head up
+    to the first cut inside it (encoded), the prefix-table count between its first and last
+    cut, and its tail after the last cut (encoded).  With cuts next to the span's ends, head
+    and tail are a word each.  tests/test_segment.py checks the identity.
     """
 
-    def __init__(self, text: str, anchors: Iterable[int] = ()) -> None:
+    def __init__(self, text: str, starts: Iterable[int] = (), ends: Iterable[int] = ()) -> None:
         self.text = text
         self._encode = encoding().encode_ordinary
         n = len(text)
         cuts = set()
         find_safe = _SAFE_CUT.search
         rfind = text.rfind
-        for x in sorted(set(anchors)):
-            if not 0 <= x <= n:
-                continue
-            m = find_safe(text, x)  # first safe cut >= x
-            if m is not None:
-                cuts.add(m.start())
-            c = rfind(" ", 1, x + 1)  # last safe cut <= x
-            while c > 0 and text[c - 1].isspace():
-                c = rfind(" ", 1, c)
-            if c > 0:
-                cuts.add(c)
-        for x in range(_STRIDE, n, _STRIDE):
+        for x in set(starts):
+            if 0 <= x <= n:
+                m = find_safe(text, x, x + _REACH)  # first safe cut >= x
+                if m is not None:
+                    cuts.add(m.start())
+        for x in set(ends):
+            if 0 <= x <= n:
+                lo = max(1, x - _REACH)
+                c = rfind(" ", lo, x + 1)  # last safe cut <= x
+                while c > 0 and text[c - 1].isspace():
+                    c = rfind(" ", lo, c)
+                if c > 0:
+                    cuts.add(c)
+        x = _STRIDE
+        while x < n:
             m = find_safe(text, x)
-            if m is not None:
-                cuts.add(m.start())
+            if m is None:
+                break
+            cuts.add(m.start())
+            x = m.start() + _STRIDE
         self.cuts = sorted(cuts)
         prefix = [0]
         total = 0
@@ -141,7 +148,7 @@ class SpanCounter:
 _last: SpanCounter | None = None
 
 
-def span_counter(text: str, anchors: Iterable[int] = ()) -> SpanCounter:
+def span_counter(text: str, starts: Iterable[int] = (), ends: Iterable[int] = ()) -> SpanCounter:
     """A :class:`SpanCounter` for ``text``; the one built last is reused when asked for the same
     text again (a letter is segmented, then validated, in one process: one tokenizer pass
     serves both).  Only the last text is kept, so memory stays flat over a corpus."""
@@ -149,6 +156,6 @@ def span_counter(text: str, anchors: Iterable[int] = ()) -> SpanCounter:
     last = _last
     if last is not None and (last.text is text or last.text == text):
         return last
-    counter = SpanCounter(text, anchors)
+    counter = SpanCounter(text, starts, ends)
     _last = counter
     return counter

@@ -1005,7 +1005,9 @@ def _token_counts(chunks: Sequence[Chunk], cleaned: str | None) -> list[int]:
         spans.append((a, b) if ok else None)
     counter = None
     if cleaned is not None and any(spans):
-        counter = span_counter(cleaned, (x for sp in spans if sp for x in sp))
+        counter = span_counter(
+            cleaned, [sp[0] for sp in spans if sp], [sp[1] for sp in spans if sp]
+        )
     return [
         counter.count(*sp) if sp and counter is not None else count_tokens(chunk.content)
         for chunk, sp in zip(chunks, spans)
