@@ -193,11 +193,12 @@ def is_table_row(raw: str) -> bool:
     if "  " not in s and "\t" not in s and ".." not in s and ". ." not in s and "…" not in s:
         # a row needs column gaps, a leader, or a run of values
         return s[-1] in _ROW_END and _numeric_tail(s) >= 3
-    if _RULE.match(raw):
+    if s[0] in "-=_" and _RULE.match(raw):
         return False
     m = None
-    for m in _LEADER.finditer(s):
-        pass
+    if "." in s or "…" in s:  # a leader needs one
+        for m in _LEADER.finditer(s):
+            pass
     if m is not None:
         after = s[m.end() :].strip()
         before = s[: m.start()].strip()

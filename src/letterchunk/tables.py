@@ -35,12 +35,11 @@ _FOOT = re.compile(
 
 def _segments(line: str) -> list[tuple[int, int, str]]:
     """Cells of a line as (start, end, text), split at runs of 2+ spaces and at dot leaders."""
-    out = []
-    for m in re.finditer(r"\S+(?: \S+)*", line):
-        out.append((m.start(), m.end(), m.group(0)))
-    return out
+    return [(m.start(), m.end(), m.group(0)) for m in _CELL_RUN.finditer(line)]
 
 
+_CELL_RUN = re.compile(r"\S+(?: \S+)*")
+_GAP2 = re.compile(r"\s{2,}")
 _YEARLIKE = re.compile(r"^(?:(?:19|20)\d\d|\d{1,2}/\d{1,2}/\d{2,4})$")
 
 
@@ -51,7 +50,7 @@ def _split_row(line: str) -> tuple[tuple[int, int, str] | None, list[tuple[int, 
     The label is the first text cell; a leading number is the label only when a leader follows
     it or it is a year/date at the start of the line (a row key such as "1965 ......").
     """
-    blanked = _LEADER.sub(lambda m: " " * len(m.group(0)), line)
+    blanked = _LEADER.sub(_blank, line) if "." in line or "…" in line else line
     segs = [(a, b, t.strip(" .")) for a, b, t in _segments(blanked)]
     segs = [x for x in segs if x[2]]
     if not segs:
@@ -72,6 +71,10 @@ def _split_row(line: str) -> tuple[tuple[int, int, str] | None, list[tuple[int, 
     if _YEARLIKE.match(first[2]) and first[0] <= 8:
         return first, segs[1:]
     return None, segs
+
+
+def _blank(m: re.Match[str]) -> str:
+    return " " * len(m.group(0))
 
 
 def _cluster(edges: list[int], tol: int = 4) -> list[int]:
@@ -191,9 +194,9 @@ def _text_table(lines: list[str], caption: str) -> tuple[list[str], list[list[st
     head = [
         ln for ln in lines[: rules[0]] if ln.strip() and ln.strip() != caption
     ] if rules else []
-    columns = [c for c in re.split(r"\s{2,}", head[-1].strip()) if c] if head else []
+    columns = [c for c in _GAP2.split(head[-1].strip()) if c] if head else []
     rows = [
-        [c for c in re.split(r"\s{2,}", ln.strip()) if c]
+        [c for c in _GAP2.split(ln.strip()) if c]
         for ln in lines[body_from:]
         if ln.strip() and not _is_rule(ln) and not _FOOT.match(ln)
     ]
