@@ -77,8 +77,9 @@ NarrativeType = Literal["narrative", "mistake_confession", "principle_statement"
 MAX_THEMES, MAX_CONCEPTS, MAX_PRINCIPLES, MAX_EVIDENCE = 4, 3, 2, 2
 MAX_COMPANIES, MAX_PEOPLE, MAX_METRICS = 4, 3, 3
 MAX_RELATED_SECTIONS, MAX_RELATED_YEARS, MAX_COMPARISON_YEARS = 2, 2, 4
-# No maxLength on strings: llama.cpp expands {0,n} repetitions into a grammar so large that
-# generation slowed from ~29 to ~3 tokens/s (measured); max_tokens bounds run-away answers.
+# String caps (llama.cpp turns maxLength into the grammar, so a string that starts repeating
+# itself, seen at temperature 0 on a holdings table, is closed instead of running to max_tokens)
+MAX_NAME_CHARS, MAX_STATEMENT_CHARS, MAX_SUMMARY_CHARS, MAX_CONTEXT_CHARS = 80, 240, 320, 480
 
 
 class _Answer(BaseModel):
@@ -94,20 +95,20 @@ class EnrichedEntities(_Answer):
 
 
 class EnrichedPrinciple(_Answer):
-    statement: str
+    statement: str = Field(max_length=MAX_STATEMENT_CHARS)
     category: PrincipleCategory
     evidence: str = Field(description="one sentence copied verbatim")
 
 
 class EnrichedTable(_Answer):
-    table_name: str
-    summary: str
+    table_name: str = Field(max_length=MAX_NAME_CHARS)
+    summary: str = Field(max_length=MAX_SUMMARY_CHARS)
 
 
 class Enrichment(_Answer):
     """Answer for a Tier-1 or Tier-2 (narrative) chunk; fields in the order the model writes them."""
 
-    contextual_summary: str
+    contextual_summary: str = Field(max_length=MAX_CONTEXT_CHARS)
     themes: list[str] = Field(max_length=MAX_THEMES)
     buffett_concepts: list[str] = Field(max_length=MAX_CONCEPTS)
     entities: EnrichedEntities
@@ -127,7 +128,7 @@ class TableEnrichment(_Answer):
     """Answer for a Tier-3 (table) chunk; content_type is always financial_table (set by code)."""
 
     tables: list[EnrichedTable]
-    contextual_summary: str
+    contextual_summary: str = Field(max_length=MAX_CONTEXT_CHARS)
     themes: list[str] = Field(max_length=MAX_THEMES)
     buffett_concepts: list[str] = Field(max_length=MAX_CONCEPTS)
     entities: EnrichedEntities
@@ -360,7 +361,7 @@ def response_model_for(chunk: Chunk, ctx: PromptContext) -> type[_Answer]:
 
     fields: dict[str, tuple[object, object]] = {}
     if chunk.metadata.section_title == UNTITLED:
-        fields["section_title"] = (str, Field())
+        fields["section_title"] = (str, Field(max_length=MAX_NAME_CHARS))
     for name, info in base.model_fields.items():  # keep the base model's order
         fields[name] = narrowed.get(name, (info.annotation, info))
     # a subclass of the base (isinstance holds), but every field redefined in the wanted order
