@@ -327,9 +327,12 @@ def _signature_line(raw: str) -> str | None:
 # detection
 
 
-def _find_tables(lines: list[Line], detached: set[int]) -> list[tuple[int, int]]:
-    """Line ranges of tables; ``detached`` receives the line indices of captions that stand one
-    blank line above the column headers (such a caption opens a section)."""
+def _find_tables(
+    lines: list[Line], detached: set[int]
+) -> tuple[list[tuple[int, int]], list[bool]]:
+    """Line ranges of tables, and ``is_table_row`` of every line; ``detached`` receives the line
+    indices of captions that stand one blank line above the column headers (such a caption
+    opens a section)."""
     n = len(lines)
     # is_table_row, asked only of lines that can be rows (a value at the end, a gap, a leader)
     row = [
@@ -451,7 +454,7 @@ def _find_tables(lines: list[Line], detached: set[int]) -> list[tuple[int, int]]
             break
         out.append((top, bottom))
         prev_end = bottom
-    return out
+    return out, row
 
 
 def _heading_row(s: str) -> bool:
@@ -484,7 +487,8 @@ def detect_blocks(text: str) -> list[Block]:
     n = len(lines)
     kind: list[str | None] = [None] * n
     detached: set[int] = set()
-    for a, b in _find_tables(lines, detached):
+    spans, row = _find_tables(lines, detached)
+    for a, b in spans:
         for i in range(a, b + 1):
             kind[i] = "table"
     for i, ln in enumerate(lines):
@@ -509,6 +513,8 @@ def detect_blocks(text: str) -> list[Block]:
             blocks.append(_mk(lines, k, i, j))
             if k == "table":
                 blocks[-1].meta["line_start"] = lines[i].start
+                # is_table_row of each line, so parse_table need not ask again
+                blocks[-1].meta["rows"] = row[i : j + 1]
                 blocks[-1].title = _table_caption(lines, i, j)
                 blocks[-1].meta["detached_caption"] = i in detached
             i = j + 1

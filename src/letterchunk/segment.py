@@ -436,7 +436,9 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
                 if b.kind != "table":
                     continue
                 span = _table_context(pblocks, bi)
-                columns, rows = parse_table(text[b.meta["line_start"] : b.end], b.title)
+                columns, rows = parse_table(
+                    text[b.meta["line_start"] : b.end], b.title, b.meta.get("rows")
+                )
                 name = (
                     b.title
                     or _lead_in_name(pblocks, bi, text)

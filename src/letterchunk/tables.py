@@ -90,11 +90,20 @@ def _cluster(edges: list[int], tol: int = 4) -> list[int]:
     return [max(g) for g in groups if len(g) >= max(1, len(edges) // 20)]
 
 
-def parse_table(text: str, caption: str = "") -> tuple[list[str], list[list[str]]]:
-    """``(columns, rows)`` for the text of a table block (see the module docstring)."""
+def parse_table(
+    text: str, caption: str = "", row_flags: list[bool] | None = None
+) -> tuple[list[str], list[list[str]]]:
+    """``(columns, rows)`` for the text of a table block (see the module docstring).
+
+    ``row_flags``: ``is_table_row`` of each line of ``text`` when the caller has it already
+    (block detection does: ``Block.meta["rows"]``); computed here otherwise.
+    """
     lines = text.split("\n")
     # the block text starts at the first non-space character: restore its line's indentation
-    is_row = [is_table_row(ln) for ln in lines]
+    if row_flags is not None and len(row_flags) == len(lines):
+        is_row = list(row_flags)
+    else:
+        is_row = [is_table_row(ln) for ln in lines]
     data_idx = [i for i, r in enumerate(is_row) if r]
     if not data_idx:
         return _text_table(lines, caption)
