@@ -196,3 +196,17 @@ def test_cli_run_prints_cache_stats_and_exits_zero(tmp_path, monkeypatch, capsys
     assert f"cache 0 hit(s), {first} miss(es)" in err
     assert f"cache {first} hit(s), 0 miss(es)" in err
     assert "0 HTTP request(s)" in err
+
+
+def test_cli_segment_then_enrich_in_place_equals_run(tmp_path, monkeypatch):
+    with FakeOpenAI(default=grounded_answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
+        seg = tmp_path / "seg"
+        assert main(["segment", str(LETTER), "--out", str(seg), "--quiet"]) == 0
+        assert main(["enrich", str(seg), "--cache", "off", "--quiet"]) == 0
+        assert main(["run", str(LETTER), "--out", str(tmp_path / "run"), "--cache", "off",
+                     "--quiet"]) == 0
+    ours = {k: v for k, v in files(seg).items() if k != "run.json"}
+    theirs = {k: v for k, v in files(tmp_path / "run").items() if k != "run.json"}
+    assert ours == theirs and "1977.evidence.jsonl" in ours
