@@ -10,6 +10,13 @@ Both run in this process over the same files, several repeats (best time counts)
 The two run alternately, best of N each, timed by CPU time (robust when the machine is shared
 with other work) and by wall time; the CPU-time ratio is printed last.
 
+Memoised counts never cross runs: before every timed run (untimed) each side's memos are
+cleared -- letterchunk's (``count_tokens`` LRU, the last ``span_counter``) and chonkie's
+(``RecursiveChunker._estimate_token_count`` LRU) -- so a repeat cannot reuse counts an
+earlier repeat of the same texts left behind (with a small corpus either side's memo could
+otherwise hold the whole corpus).  Memos used *within* one run stay: they are part of how each
+tool works.
+
 chonkie is a bench-only dependency: pip install -e '.[bench]'.  The last line printed is the
 ratio ours/chonkie (target <= 1.0).
 
@@ -27,7 +34,7 @@ from pathlib import Path
 
 from letterchunk.clean import load_letter
 from letterchunk.segment import segment_letter
-from letterchunk.tokens import encoding
+from letterchunk.tokens import clear_memos, encoding
 
 try:
     from letterchunk.validate import LetterContext, validate_letter
@@ -73,14 +80,16 @@ def theirs(paths: list[Path], chunker) -> int:
     return n
 
 
-def interleaved(fa, fb, repeats: int) -> tuple[dict, dict]:
+def interleaved(fa, fb, repeats: int, reset=lambda: None) -> tuple[dict, dict]:
     """Run ``fa`` and ``fb`` alternately so both see the same machine load; best of each.
 
     Both CPU time (``time.process_time``: robust on a shared machine) and wall time are kept.
+    ``reset`` runs, untimed, before every timed run.
     """
     res = {"a": {"cpu": [], "wall": [], "n": 0}, "b": {"cpu": [], "wall": [], "n": 0}}
     for _ in range(repeats):
         for key, fn in (("a", fa), ("b", fb)):
+            reset()
             c0, w0 = time.process_time(), time.perf_counter()
             res[key]["n"] = fn()
             res[key]["cpu"].append(time.process_time() - c0)
@@ -100,16 +109,26 @@ def main() -> int:
         print("chonkie is not installed: pip install -e '.[bench]'", file=sys.stderr)
         return 2
     paths = sorted(Path(args.letters).glob("*.txt"))
+    if not paths:
+        print(f"no letters (*.txt) in {args.letters}; pass a folder of letters", file=sys.stderr)
+        return 2
     enc = encoding()
     chunker = RecursiveChunker(tokenizer=enc, chunk_size=800)
     # warm both (tokenizer load, regex compilation) before timing
     ours(paths[:2])
     theirs(paths[:2], chunker)
-    a, b = interleaved(lambda: ours(paths), lambda: theirs(paths, chunker), args.repeats)
+    def reset() -> None:
+        clear_memos()
+        chonkie_memo = getattr(RecursiveChunker._estimate_token_count, "cache_clear", None)
+        if chonkie_memo is not None:
+            chonkie_memo()
+
+    a, b = interleaved(lambda: ours(paths), lambda: theirs(paths, chunker), args.repeats, reset)
     what = "segment+validate" if validate_letter is not None else "segment only (no validator)"
     print(f"letters: {len(paths)}, repeats: {args.repeats} (best of each, run alternately)")
     print(f"ours    ({what}): cpu {min(a['cpu']):.3f} s, wall {min(a['wall']):.3f} s, {a['n']} chunks")
     print(f"chonkie (RecursiveChunker 800): cpu {min(b['cpu']):.3f} s, wall {min(b['wall']):.3f} s, {b['n']} chunks")
+    reset()
     st = stages(paths)
     print("ours by stage (cpu): " + ", ".join(f"{k} {v:.3f} s" for k, v in st.items()))
     print(f"ratio ours/chonkie (wall): {min(a['wall']) / min(b['wall']):.2f}")

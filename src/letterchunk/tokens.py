@@ -18,7 +18,9 @@ import tiktoken
 
 from .errors import ConfigError
 
-__all__ = ["encoding", "count_tokens", "SpanCounter", "span_counter", "O200K_SHA256"]
+__all__ = [
+    "encoding", "count_tokens", "SpanCounter", "span_counter", "clear_memos", "O200K_SHA256"
+]
 
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 # Same special tokens and split pattern as tiktoken_ext.openai_public.o200k_base.
@@ -159,3 +161,14 @@ def span_counter(text: str, starts: Iterable[int] = (), ends: Iterable[int] = ()
     counter = SpanCounter(text, starts, ends)
     _last = counter
     return counter
+
+
+def clear_memos() -> None:
+    """Forget every memoised count (``count_tokens``' LRU and the last :func:`span_counter`).
+
+    For benchmarks: a timed run must not reuse counts a previous run of the same texts left
+    behind.  The tokenizer itself (:func:`encoding`) stays loaded.
+    """
+    global _last
+    _last = None
+    count_tokens.cache_clear()
