@@ -96,6 +96,7 @@ _TRAILING_MINOR = {
 }  # fmt: skip
 _SENTENCE_END = re.compile(r"[.?!:;][\"'”’)\]]*$|[\"”’]$")
 _CLOSERS = "\"'”’)]"
+_END_LAST = frozenset(".?!:;" + _CLOSERS)  # the last character of any line _ends_sentence accepts
 # cheap first-character tests: a line that fails one cannot match the regex it guards
 _BULLET_FIRST = frozenset("•◦▪■□●○·Š‹›»o-–—")
 _ROW_END = frozenset("0123456789)%*")
@@ -492,7 +493,7 @@ def detect_blocks(text: str) -> list[Block]:
         for i in range(a, b + 1):
             kind[i] = "table"
     for i, ln in enumerate(lines):
-        if kind[i] is None and not ln.blank and _is_separator(ln):
+        if ln.text[:1] in ("*", "_") and kind[i] is None and _SEPARATOR.match(ln.raw):
             kind[i] = "separator"
     _mark_signatures(lines, kind)
     blocks: list[Block] = []
@@ -559,11 +560,17 @@ def detect_blocks(text: str) -> list[Block]:
                     break
                 j = k - 1  # the sentence goes on after a page break: same paragraph
                 nxt = lines[k]
-            if kind[j + 1] is not None or _is_bullet(nxt):
+            # _is_bullet / _is_salutation / _ends_sentence with their cheap tests inlined (the
+            # hottest loop: every line of every paragraph)
+            c = nxt.text[0]
+            if kind[j + 1] is not None or (
+                (c in _BULLET_FIRST or "\uf000" <= c <= "\uf8ff") and _BULLET.match(nxt.raw)
+            ):
                 break
-            if _is_salutation(nxt):
+            if (c == "T" or c == "D") and _is_salutation(nxt):
                 break
-            if _ends_sentence(lines[j].text):
+            t = lines[j].text
+            if t and t[-1] in _END_LAST and _ends_sentence(t):
                 if _is_header_at(lines, kind, j + 1, after_text=True):
                     break
                 ref = ln.indent if cont_indent is None else cont_indent
@@ -661,7 +668,13 @@ def _mark_signatures(lines: list[Line], kind: list) -> None:
     n = len(lines)
     i = 0
     while i < n:
-        if kind[i] is not None or lines[i].blank or _signature_line(lines[i].raw) is None:
+        t = lines[i].text
+        if (
+            kind[i] is not None
+            or not t
+            or not ("A" <= t[0] <= "Z" or t[0] == "/")  # as in _signature_line, inlined
+            or _signature_line(lines[i].raw) is None
+        ):
             i += 1
             continue
         j, kinds, last = i, [], i
