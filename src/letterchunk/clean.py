@@ -138,13 +138,21 @@ def clean_text(raw: str) -> str:
     if _CONTROL.search(text):
         text = _CONTROL.sub("", text)
     lines = [ln.rstrip(" \t") for ln in text.split("\n")]
-    page = [ln != _FORMFEED_MARK and _is_page_number(lines, i) for i, ln in enumerate(lines)]
+    # _is_page_number asked only of short lines with a digit (it rejects every other line)
+    page = [
+        0 < len(s) <= 12
+        and ln != _FORMFEED_MARK
+        and any(c.isdigit() for c in s)
+        and _is_page_number(lines, i)
+        for i, ln in enumerate(lines)
+        for s in (ln.strip(),)
+    ]
     boundary = [p or ln == _FORMFEED_MARK for p, ln in zip(page, lines)]
     running = _running_lines(lines, boundary)
     kept = [
         ln
         for ln, is_page in zip(lines, page)
-        if not is_page and ln != _FORMFEED_MARK and ln.strip() not in running
+        if not is_page and ln != _FORMFEED_MARK and (not running or ln.strip() not in running)
     ]
     while kept and not kept[0].strip():
         kept.pop(0)
