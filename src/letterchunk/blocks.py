@@ -276,18 +276,28 @@ def _headerish(raw: str) -> bool:
         return False
     if s[-1] in ".,;" and not _ABBREV_END.search(s):
         return False
-    if not _LETTERS2.search(s) or len(s.split()) > 14:
+    if not _LETTERS2.search(s):
+        return False
+    nwords = len(s.split())
+    if nwords > 14:
         return False
     if _GAP3.search(s):  # column gaps: a table header, not a title
         return False
-    if _SALUTATION.match(raw) or _BULLET.match(raw):
+    c = s[0]
+    if (c == "T" or c == "D") and _SALUTATION.match(raw):
         return False
-    if s.endswith(":") and len(s.split()) > 8:
+    if (c in _BULLET_FIRST or "\uf000" <= c <= "\uf8ff") and _BULLET.match(raw):
         return False
-    last = s.rstrip(":?!").split()[-1] if s.rstrip(":?!").split() else ""
-    if last in _TRAILING_MINOR:
+    if s.endswith(":") and nwords > 8:
+        return False
+    words = s.rstrip(":?!").split()
+    if words and words[-1] in _TRAILING_MINOR:
         return False  # a title does not end with "the", "and", "of"...: a wrapped prose line
-    if _numeric_tail(s) >= 2 or is_table_row(raw):
+    if _numeric_tail(s) >= 2:
+        return False
+    if (
+        s[-1] in _ROW_END or "  " in s or "\t" in s or ".." in s or ". ." in s or "…" in s
+    ) and is_table_row(raw):
         return False
     return _title_case(s.rstrip(":?"))
 
