@@ -395,7 +395,11 @@ def build_messages(chunk: Chunk, ctx: PromptContext) -> list[dict]:
         year=ctx.year,
         section_titles=titles,
         kind=_kind(chunk),
-        section_title=chunk.metadata.section_title,
+        # never show the placeholder: the model copied it back as the title
+        section_title=(
+            "(untitled: answer section_title with a new title)"
+            if chunk.metadata.section_title == UNTITLED else chunk.metadata.section_title
+        ),
         content=chunk.content,
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
