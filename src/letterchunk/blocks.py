@@ -205,19 +205,26 @@ def is_table_row(raw: str) -> bool:
         before = s[: m.start()].strip()
         if not after and m.group(0).count(".") + m.group(0).count("…") * 3 < 4:
             pass  # a trailing ellipsis ("losing theirs . . .") is not a leader
-        elif before and (not after or numeric_cell(_cells(after)[0]) or _LEADER_AFTER.match(after)):
+        elif before:
+            if not after:
+                return True
+            after_cells = _cells(after)
             # a leader with words after it and no number is an ellipsis in prose
-            if not after or any(numeric_cell(c) for c in _cells(after)) or len(_cells(after)) >= 2:
+            if numeric_cell(after_cells[0]) or (
+                _LEADER_AFTER.match(after)
+                and (len(after_cells) >= 2 or any(numeric_cell(c) for c in after_cells))
+            ):
                 return True
     if _numeric_tail(s) >= 3:
         return True  # "Total earnings $ 85,945 $ 68,632 $ 70,146": values set with single spaces
     cells = _cells(s)
     if len(cells) < 2:
         return False
-    nums = sum(numeric_cell(c) for c in cells)
-    if nums >= 2 and numeric_cell(cells[-1]):
-        return True
-    if nums >= 1 and numeric_cell(cells[-1]) and _WIDE_GAP.search(s) and len(cells[0]) <= 60:
+    if not numeric_cell(cells[-1]):
+        return False  # both rules below need a value in the last cell
+    if sum(numeric_cell(c) for c in cells[:-1]) >= 1:
+        return True  # two or more values, the last one at the end
+    if _WIDE_GAP.search(s) and len(cells[0]) <= 60:
         # label + one value, e.g. "Total ...   $ 1,234" with a wide gap
         words = len(s.split())
         return words <= 12
