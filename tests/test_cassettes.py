@@ -1,0 +1,145 @@
+"""Replay real recordings of the local model: segment -> enrich -> validate, no model, no network.
+
+``cassettes/<year>.yaml`` hold what the embedded llama-server (Qwen2.5-Coder-1.5B-Instruct,
+``backend.py``) answered to our real prompts for every chunk of the letter (re-asks of the
+repair loop included).  They are recorded, never written or edited by hand.
+
+Replay: record mode ``none``; a request matches a recording on method, scheme, host, path and
+the JSON *body* (the rendered prompt, response schema, model and generation parameters).  The
+port is left out on purpose: the embedded server listens on a free port chosen at start.  The
+``Authorization`` header is filtered out when recording and a dummy key is used on replay; each
+interaction plays at most once and the test fails when one goes unused, so a changed prompt,
+schema, segmentation or request sequence fails loudly.  The cache is off (every chunk is asked).
+
+Re-record (needs ``pip install -e '.[local]'``; ~1-2 min per chunk on 2 CPU cores)::
+
+    LETTERCHUNK_RECORD=1 python -m pytest -q -s tests/test_cassettes.py
+
+Re-record after changing a prompt, the response models, the generation settings, the repair
+loop's re-ask messages, or the segmentation of a recorded letter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+vcr = pytest.importorskip("vcr")
+
+from letterchunk.clean import load_letter  # noqa: E402
+from letterchunk.llm import LLMClient, LLMSettings  # noqa: E402
+from letterchunk.pipeline import RunOptions, run_paths  # noqa: E402
+from letterchunk.prompts import prompt_hash  # noqa: E402
+from letterchunk.schema import Chunk  # noqa: E402
+from letterchunk.segment import segment_letter  # noqa: E402
+from letterchunk.validate import normalise_ws, validate_path  # noqa: E402
+from letterchunk.vocabulary import load_concepts  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CASSETTES = ROOT / "cassettes"
+LETTERS = [1977, 1996]  # the early letter of the seed, and a modern one with Tier-3 tables
+RECORD = os.environ.get("LETTERCHUNK_RECORD") == "1"
+REPLAY_URL = "http://127.0.0.1:8080/v1"  # never contacted: vcrpy answers (port not matched)
+MODEL_ID = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+# the user's model cache, read before the autouse fixture isolates HOME (recording only)
+REAL_MODEL_DIR = os.environ.get("LETTERCHUNK_MODEL_DIR") or str(
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "letterchunk" / "models")
+
+
+def recorder(record_mode: str) -> vcr.VCR:
+    return vcr.VCR(
+        record_mode=record_mode,
+        match_on=["method", "scheme", "host", "path", "body"],
+        filter_headers=["authorization", "cookie", "set-cookie"],
+        # allow_playback_repeats=False is passed to use_cassette (a per-cassette option)
+        decode_compressed_response=True,
+    )
+
+
+def _run(year: int, out: Path, base_url: str, api_key: str, source: str | None = None):
+    # on replay a request missing from the cassette must fail at once, not be retried
+    retries = None if source is None else 0
+    settings = LLMSettings.from_env(env={}, base_url=base_url, api_key=api_key, model=MODEL_ID,
+                                    mode="JSON_SCHEMA", transport_retries=retries)
+    with LLMClient(settings, cache=None, prompt_hash=prompt_hash()) as client:
+        [outcome] = run_paths([ROOT / "corpus" / "letters" / f"{year}.txt"], out, client,
+                              RunOptions(workers=1, on_failure="skip", source_label=source))
+    return outcome
+
+
+@pytest.mark.parametrize("year", LETTERS)
+def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
+    path = CASSETTES / f"{year}.yaml"
+    out = tmp_path / "out"
+    if RECORD:
+        from letterchunk.backend import embedded_server
+
+        monkeypatch.setenv("LETTERCHUNK_MODEL_DIR", REAL_MODEL_DIR)
+        path.unlink(missing_ok=True)
+        started = time.monotonic()
+        with embedded_server() as base_url, recorder("all").use_cassette(
+                str(path), allow_playback_repeats=False) as cassette:
+            outcome = _run(year, out, base_url, "sk-no-key-required")
+        print(f"\nrecorded {year}: {len(cassette)} request(s) in "
+              f"{time.monotonic() - started:.0f}s")
+    else:
+        if not path.is_file():
+            pytest.fail(f"{path} is missing; record it: LETTERCHUNK_RECORD=1 python -m pytest "
+                        "tests/test_cassettes.py")
+        with recorder("none").use_cassette(str(path), allow_playback_repeats=False) as cassette:
+            outcome = _run(year, out, REPLAY_URL, "sk-replay-dummy", source="cassette")
+            assert cassette.all_played, (
+                f"{len(cassette) - cassette.play_count} recorded interaction(s) never requested: "
+                "the request sequence changed; re-record (see module docstring)")
+        assert cassette.play_count == len(cassette)
+
+    # -- the recording answered every chunk, and every answer made a valid chunk
+    segmented = segment_letter(load_letter(ROOT / "corpus" / "letters" / f"{year}.txt"))
+    assert [o.chunk_id for o in outcome.outcomes] == [c.chunk_id for c in segmented]
+    assert outcome.failed == []
+    assert len(cassette) == sum(o.calls for o in outcome.outcomes)
+    for o in outcome.outcomes:  # exactly one request for a chunk the repair loop left alone
+        reasked = any(r.get("kind") == "reask" for r in o.records)
+        assert o.calls == 1 or reasked, o.chunk_id
+
+    errors = [v for v in validate_path(out, stage="enriched") if v.severity == "error"]
+    assert errors == [], [v.to_dict() for v in errors]
+
+    chunks = [Chunk.model_validate_json(line)
+              for line in (out / f"{year}.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [c.chunk_id for c in chunks] == [c.chunk_id for c in segmented]
+    by_id = {c.chunk_id: c for c in chunks}
+
+    # every evidence quote is verbatim chunk text (whitespace-normalised)
+    records = [json.loads(line) for line in
+               (out / f"{year}.evidence.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {r["chunk_id"] for r in records} == set(by_id)
+    for r in records:
+        text = normalise_ws(by_id[r["chunk_id"]].content)
+        quotes = r["content_type_evidence"] + r["principle_evidence"]
+        assert all(normalise_ws(q) in text for q in quotes), r
+        assert len(r["principle_evidence"]) == len(by_id[r["chunk_id"]].metadata.principles)
+
+    vocab = load_concepts()
+    for c in chunks:
+        md = c.metadata
+        assert set(md.buffett_concepts) <= vocab
+        assert md.contextual_summary.strip() and md.themes
+        for name in md.entities.companies + md.entities.people:
+            assert name.casefold() in normalise_ws(c.content).casefold()
+
+    # Tier-3 chunks carry the parsed table (from code) with an LLM name and summary
+    t3 = [c for c in chunks if c.metadata.chunk_tier == 3]
+    seg_t3 = {c.chunk_id: c for c in segmented if c.metadata.chunk_tier == 3}
+    assert len(t3) == len(seg_t3) >= 1
+    for c in t3:
+        assert c.metadata.content_type == "financial_table" and c.metadata.has_table
+        for table, parsed in zip(c.metadata.table_data, seg_t3[c.chunk_id].metadata.table_data,
+                                 strict=True):
+            assert (table.columns, table.rows, table.row_count) == (
+                parsed.columns, parsed.rows, parsed.row_count)
+            assert table.rows and table.table_name.strip() and table.summary.strip()
