@@ -210,3 +210,24 @@ def test_cli_segment_then_enrich_in_place_equals_run(tmp_path, monkeypatch):
     ours = {k: v for k, v in files(seg).items() if k != "run.json"}
     theirs = {k: v for k, v in files(tmp_path / "run").items() if k != "run.json"}
     assert ours == theirs and "1977.evidence.jsonl" in ours
+
+
+def test_unify_titles_gives_a_section_one_title_and_drops_self_references(make_chunk):
+    from letterchunk.pipeline import unify_titles
+
+    def chunk(cid, title, related=()):
+        return make_chunk(cid, "Body text of the chunk.", 0, section_title=title,
+                          section_hierarchy=["Letter Body", title],
+                          cross_references={"related_sections_same_letter": list(related),
+                                            "related_years": []})
+
+    before = [chunk("1996-S1-T1-001", UNTITLED), chunk("1996-S1-T3-001", UNTITLED),
+              chunk("1996-S2-T1-001", "Insurance")]
+    after = [chunk("1996-S1-T1-001", "Intrinsic Value", ["Insurance"]),
+             chunk("1996-S1-T3-001", "Holdings Table", ["Intrinsic Value", "Insurance"]),
+             chunk("1996-S2-T1-001", "Insurance", ["Intrinsic Value"])]
+    out = unify_titles(before, after)
+    assert [c.metadata.section_title for c in out] == ["Intrinsic Value"] * 2 + ["Insurance"]
+    assert out[1].metadata.section_hierarchy == ["Letter Body", "Intrinsic Value"]
+    assert out[1].metadata.cross_references.related_sections_same_letter == ["Insurance"]
+    assert out[2] is after[2]  # a titled section is left alone

@@ -280,12 +280,20 @@ def unify_titles(original: Sequence[Chunk], enriched: Sequence[Chunk | None]) ->
         if after is None or title is None or before.metadata.section_title != UNTITLED:
             out.append(after)
             continue
+        xref = after.metadata.cross_references
         meta = after.metadata.model_copy(update={
             "section_title": title,
             "section_hierarchy": [
                 title if h in (UNTITLED, after.metadata.section_title) else h
                 for h in before.metadata.section_hierarchy
             ],
+            # a section never refers to itself (the chunk chose from the other titles before
+            # its section had one, and the model may name the section like another one)
+            "cross_references": xref.model_copy(update={
+                "related_sections_same_letter": [
+                    t for t in xref.related_sections_same_letter if t != title
+                ],
+            }),
         })
         out.append(after.model_copy(update={"metadata": meta}))
     return out
