@@ -27,11 +27,13 @@ MODEL_ID = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 
 def replay(year: int) -> tuple:
     recorder = vcr.VCR(record_mode="none", match_on=["method", "scheme", "host", "path", "body"],
-                       filter_headers=["authorization"], allow_playback_repeats=False)
+                       filter_headers=["authorization"])
     settings = LLMSettings.from_env(env={}, base_url="http://127.0.0.1:8080/v1",
-                                    api_key="sk-replay-dummy", model=MODEL_ID, mode="JSON_SCHEMA")
+                                    api_key="sk-replay-dummy", model=MODEL_ID, mode="JSON_SCHEMA",
+                                    transport_retries=0)
     with tempfile.TemporaryDirectory() as out, \
-            recorder.use_cassette(str(ROOT / "cassettes" / f"{year}.yaml")) as cassette, \
+            recorder.use_cassette(str(ROOT / "cassettes" / f"{year}.yaml"),
+                                  allow_playback_repeats=False) as cassette, \
             LLMClient(settings, prompt_hash=prompt_hash()) as client:
         [letter] = run_paths([ROOT / "corpus" / "letters" / f"{year}.txt"], out, client,
                              RunOptions(on_failure="skip", report=False))
