@@ -14,6 +14,8 @@ from letterchunk.enrich import (
     TableEnrichment,
     apply_enrichment,
     build_messages,
+    confession_sentences,
+    cued_concepts,
     evidence_record,
     response_model_for,
     years_in_text,
@@ -22,12 +24,16 @@ from letterchunk.validate import LetterContext, validate_chunk
 
 VOCAB = frozenset({"float economics", "circle of competence", "intrinsic value",
                    "underwriting discipline"})
+# explicit cues, so the tests do not follow edits of the shipped schemas/buffett_concepts.json
+CUES = {"float economics": ["float"], "circle of competence": ["competence"],
+        "underwriting discipline": ["underwrit"]}
 QUOTE = ("We never buy a business whose economics we cannot understand, and we stay inside our "
          "circle of competence even when a clever story tempts us to wander outside it.")
 
 
 def ctx_for(letter) -> PromptContext:
-    return PromptContext.for_letter(1987, ["Performance", "Insurance Operations"], VOCAB)
+    return PromptContext.for_letter(1987, ["Performance", "Insurance Operations"], VOCAB,
+                                    cues=CUES)
 
 
 def narrative_answer(**over) -> dict:
@@ -73,19 +79,23 @@ def test_response_model_narrows_to_vocabulary_titles_and_years(good_letter):
         with pytest.raises(ValidationError):
             model.model_validate(narrative_answer(**bad))
     schema = model.model_json_schema()
-    assert set(schema["properties"]["buffett_concepts"]["items"]["enum"]) == VOCAB
+    # only the cued concepts, most cue hits first ("circle of competence": its name + "competence")
+    assert schema["properties"]["buffett_concepts"]["items"]["enum"] == [
+        "circle of competence", "intrinsic value"]
+    with pytest.raises(ValidationError):  # in the vocabulary, but not cued in this chunk
+        model.model_validate(narrative_answer(buffett_concepts=["float economics"]))
     assert schema["required"] == list(model.model_fields)  # every key forced by the grammar
 
 
 def test_untitled_sections_ask_for_a_title(make_chunk):
     chunk = make_chunk("1987-S3-T1-001", "A short body from 1987.", 0,
                        section_title=UNTITLED, section_hierarchy=["Letter Body", UNTITLED])
-    ctx = PromptContext.for_letter(1987, ["Performance", UNTITLED], VOCAB)
+    ctx = PromptContext.for_letter(1987, ["Performance", UNTITLED], VOCAB, cues=CUES)
     assert ctx.section_titles == ("Performance",)
     model = response_model_for(chunk, ctx)
     assert "section_title" in model.model_fields
     answer = narrative_answer(
-        section_title="Closing Remarks", comparison_years=[],
+        section_title="Closing Remarks", comparison_years=[], buffett_concepts=[],
         related_sections_same_letter=["Performance"], principles=[], content_type="narrative",
         content_type_evidence=[], entities={"companies": [], "people": [], "metrics": []})
     out = apply_enrichment(chunk, model.model_validate(answer))
@@ -94,6 +104,91 @@ def test_untitled_sections_ask_for_a_title(make_chunk):
     user = build_messages(chunk, ctx)[1]["content"]
     assert "also give section_title" in user
     assert UNTITLED not in user  # the placeholder is never shown (the model copied it back)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Float grew; float is free money. Our underwriting discipline held.",
+         ["float economics", "underwriting discipline"]),  # 2 = 2 hits (name + cue): vocab order
+        ("UNDERWRITING results; underwriters; the circle of competence.",
+         ["circle of competence", "underwriting discipline"]),  # case-insensitive; 2 = 2 hits
+        ("A refloated boat and incompetence.", []),  # a cue matches only at a word start
+        ("Nothing cued here at all.", []),
+    ],
+)
+def test_cued_concepts_are_ordered_by_hits_then_vocabulary(text, expected):
+    ctx = PromptContext.for_letter(1987, [], VOCAB, cues=CUES)
+    assert cued_concepts(text, ctx) == expected
+
+
+def test_no_cued_concept_forces_an_empty_list(good_letter, make_chunk):
+    chunk = make_chunk("1987-S1-T1-001", "Performance\n\nThe annual meeting is in Omaha in May.", 0,
+                       section_title="Performance",
+                       section_hierarchy=["Letter Body", "Performance"])
+    model = response_model_for(chunk, ctx_for(good_letter))
+    assert model.model_json_schema()["properties"]["buffett_concepts"]["maxItems"] == 0
+    with pytest.raises(ValidationError):
+        model.model_validate(narrative_answer(buffett_concepts=["intrinsic value"]))
+    user = build_messages(chunk, ctx_for(good_letter))[1]["content"]
+    assert "Concepts cued in this chunk: none" in user
+
+
+def test_hosted_mode_keeps_the_whole_vocabulary_and_suggests_cued_concepts(good_letter):
+    s1 = good_letter.chunk("1987-S1-T1-001")
+    ctx = PromptContext.for_letter(1987, ["Performance"], VOCAB, grounded_choices=False, cues=CUES)
+    enum = response_model_for(s1, ctx).model_json_schema()["properties"]["buffett_concepts"]
+    assert set(enum["items"]["enum"]) == VOCAB
+    messages = build_messages(s1, ctx)
+    assert all(c in messages[0]["content"] for c in VOCAB)
+    assert ("Suggested concepts (cued in this chunk, most first): circle of competence, "
+            "intrinsic value") in messages[1]["content"]
+
+
+CONFESSION = "We have mistakenly predicted better results in each of the last two years."
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"Textiles\n\nThe mills ran at a loss again this year. {CONFESSION}", [CONFESSION]),
+        ("I was wrong about the mills, and it cost us dearly. We should have sold the plant "
+         "in 1980 when buyers were eager. Errors of omission hurt.",
+         ["I was wrong about the mills, and it cost us dearly.",
+          "We should have sold the plant in 1980 when buyers were eager."]),  # 3 words: no choice
+        ("The mills ran at a loss again this year. Terrors and mistakes of others aside, "
+         "results were fine.", ["Terrors and mistakes of others aside, results were fine."]),
+        ("Terrors aside, the mills ran at a loss again this year.", []),  # word starts only
+    ],
+)
+def test_confession_sentences(text, expected):
+    assert confession_sentences(text) == expected
+
+
+def test_confession_is_allowed_only_with_a_cue_sentence(good_letter, make_chunk):
+    ctx = ctx_for(good_letter)
+    plain = response_model_for(good_letter.chunk("1987-S1-T1-001"), ctx)
+    types = plain.model_json_schema()["properties"]["content_type"]["enum"]
+    assert types == ["narrative", "principle_statement"]
+    with pytest.raises(ValidationError):
+        plain.model_validate(narrative_answer(content_type="mistake_confession"))
+    body = f"Textiles\n\nThe mills ran at a loss again this year, as they did before. {CONFESSION}"
+    chunk = make_chunk("1987-S1-T1-001", body, 0, section_title="Textiles",
+                       section_hierarchy=["Letter Body", "Textiles"])
+    model = response_model_for(chunk, ctx)
+    props = model.model_json_schema()["properties"]
+    assert "mistake_confession" in props["content_type"]["enum"]
+    assert props["content_type_evidence"]["items"]["enum"][0] == CONFESSION  # cue sentences first
+    model.model_validate(narrative_answer(
+        content_type="mistake_confession", content_type_evidence=[CONFESSION], principles=[],
+        buffett_concepts=[], comparison_years=[], related_sections_same_letter=[],
+        entities={"companies": [], "people": [], "metrics": []}))
+    user = build_messages(chunk, ctx)[1]["content"]
+    hint = ("Possible confession sentences (if one admits a mistake of Buffett's or Berkshire's, "
+            "answer mistake_confession and quote it):")
+    assert f"{hint}\n- {CONFESSION}" in user
+    assert "Possible confession sentences: none" in build_messages(
+        good_letter.chunk("1987-S1-T1-001"), ctx)[1]["content"]
 
 
 def test_grounded_choices_offer_only_the_chunks_own_names_and_sentences(good_letter):
@@ -115,7 +210,7 @@ def test_grounded_choices_offer_only_the_chunks_own_names_and_sentences(good_let
         model.model_validate(narrative_answer(content_type_evidence=["Not in the text at all."]))
     # without a grammar (hosted tool calls) names and quotes are free text, checked by validate
     free = response_model_for(s1, PromptContext.for_letter(
-        1987, ["Performance", "Insurance Operations"], VOCAB, grounded_choices=False))
+        1987, ["Performance", "Insurance Operations"], VOCAB, grounded_choices=False, cues=CUES))
     free.model_validate(narrative_answer(
         entities={"companies": ["Enron"], "people": [], "metrics": []}))
 
@@ -202,6 +297,34 @@ def test_apply_touches_only_semantic_fields_and_validates(good_letter):
                         vocabulary=VOCAB, evidence={s1.chunk_id: record})
     errors = [v for v in validate_chunk(out, stage="enriched", context=ctx) if v.severity == "error"]
     assert errors == []
+
+
+@pytest.mark.parametrize(
+    ("summary", "expected"),
+    [
+        ("Results fell. Textiles lost money. We expect a reasonably good year and its 1977,",
+         "Results fell. Textiles lost money."),  # cut by the length cap: fragment dropped
+        ("Results fell. Textiles lost money.", "Results fell. Textiles lost money."),
+        ("Results fell in 1977", "Results fell in 1977"),  # nothing complete to keep
+        ('He said "we erred." ', 'He said "we erred."'),
+    ],
+)
+def test_apply_drops_an_unfinished_last_summary_sentence(good_letter, summary, expected):
+    from letterchunk.enrich import complete_sentences
+
+    assert complete_sentences(summary) == expected
+    s1 = good_letter.chunk("1987-S1-T1-001")
+    e = response_model_for(s1, ctx_for(good_letter)).model_validate(
+        narrative_answer(contextual_summary=summary))
+    assert apply_enrichment(s1, e).metadata.contextual_summary == expected
+
+
+def test_apply_drops_repeated_concepts(good_letter):
+    s1 = good_letter.chunk("1987-S1-T1-001")
+    e = response_model_for(s1, ctx_for(good_letter)).model_validate(narrative_answer(
+        buffett_concepts=["intrinsic value", "intrinsic value", "circle of competence"]))
+    assert apply_enrichment(s1, e).metadata.buffett_concepts == [
+        "intrinsic value", "circle of competence"]
 
 
 def test_apply_never_touches_mechanical_fields_even_for_a_repair_subset(good_letter):

@@ -23,7 +23,7 @@ def prompt_copy(tmp_path, monkeypatch):
 
 def test_render_fills_every_placeholder():
     text = prompts.render("enrich_user", year=1977, section_titles="- A", kind="narrative",
-                          section_title="A", content="Body {{not_a_var}} stays.")
+                          section_title="A", hints="", content="Body {{not_a_var}} stays.")
     assert "Letter year: 1977" in text
     assert "{{" in text and "Body {{not_a_var}} stays." in text  # inserted text is not re-scanned
     assert text.rstrip().endswith('"""')  # the chunk is the last thing in the prompt
@@ -32,8 +32,8 @@ def test_render_fills_every_placeholder():
 @pytest.mark.parametrize(
     ("variables", "message"),
     [
-        ({"year": 1, "section_titles": "", "kind": "", "section_title": ""}, "missing value(s) for content"),
-        ({"year": 1, "section_titles": "", "kind": "", "section_title": "", "content": "",
+        ({"year": 1, "section_titles": "", "kind": "", "section_title": "", "hints": ""}, "missing value(s) for content"),
+        ({"year": 1, "section_titles": "", "kind": "", "section_title": "", "hints": "", "content": "",
           "extra": 1}, "not used by the template: extra"),
     ],
 )

@@ -9,7 +9,7 @@ import pytest
 
 from letterchunk.errors import ConfigError
 from letterchunk.resources import RESOURCES_ENV, resource_path
-from letterchunk.vocabulary import load_concepts
+from letterchunk.vocabulary import load_concepts, load_cues
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -20,6 +20,43 @@ def test_shipped_vocabulary_loads():
     expected = json.loads((REPO / "schemas" / "buffett_concepts.json").read_text())["concepts"]
     assert concepts == frozenset(expected)
     assert {"float economics", "Mr. Market", "margin of safety"} <= concepts
+
+
+def test_shipped_cues_cover_every_concept_in_vocabulary_order():
+    cues = load_cues()
+    assert list(cues) == json.loads(
+        (REPO / "schemas" / "buffett_concepts.json").read_text())["concepts"]
+    assert all(cues[c] and all(isinstance(x, str) and x.strip() for x in cues[c]) for c in cues)
+    assert "look-through" in cues["look-through earnings"]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ('{"concepts": ["a", "b"]}', {}),
+        ('{"concepts": ["a", "b"], "cues": {"b": ["bee"], "a": ["ay", "eh"]}}',
+         {"a": ("ay", "eh"), "b": ("bee",)}),
+    ],
+)
+def test_cues_are_optional_and_follow_vocabulary_order(tmp_path, content, expected):
+    path = tmp_path / "v.json"
+    path.write_text(content)
+    assert load_cues(path) == expected and list(load_cues(path)) == list(expected)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"concepts": ["a"], "cues": ["a"]}', "must map each concept"),
+        ('{"concepts": ["a"], "cues": {"a": [""]}}', "must map each concept"),
+        ('{"concepts": ["a"], "cues": {"zzz": ["z"]}}', "missing from \"concepts\": zzz"),
+    ],
+)
+def test_bad_cues_are_a_config_error(tmp_path, content, message):
+    path = tmp_path / "v.json"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match=message):
+        load_cues(path)
 
 
 def test_resource_path_finds_repo_folders():

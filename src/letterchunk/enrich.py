@@ -8,13 +8,33 @@ copies the answer into a new :class:`~letterchunk.schema.Chunk` and touches noth
 
 Per chunk the model is narrowed by :func:`response_model_for` so that the server's JSON-schema
 grammar (llama-server turns ``response_format`` into a grammar) already rules out answers the
-validator would reject: ``buffett_concepts`` is an enum over the controlled vocabulary,
-entity names an enum over the proper names written in the chunk, evidence quotes an enum over
-its sentences (both only with ``PromptContext.grounded_choices``),
+validator would reject: ``buffett_concepts`` is an enum over the concepts *cued* in the chunk
+(see below), entity names an enum over the proper names written in the chunk, evidence quotes
+an enum over its sentences (these three only with ``PromptContext.grounded_choices``),
 ``related_sections_same_letter`` an enum over the letter's own section titles,
 ``comparison_years`` an enum over the years written in the chunk, list lengths are capped, and
 ``section_title`` is only asked for when the segmenter could not find one
 (:data:`letterchunk.segment.UNTITLED`).
+
+Cues, computed by code (a 1.5B model left to itself tagged almost every chunk with the first
+three concepts of the alphabetical vocabulary, and never tagged a confession):
+
+* **Concepts** — ``schemas/buffett_concepts.json`` maps each concept to textual cues
+  (:func:`letterchunk.vocabulary.load_cues`; the concept's own name always counts as a cue).  A
+  cue matches case-insensitively at the start of a word ("repurchas" matches "repurchased").
+  :func:`cued_concepts` orders the cued concepts by number of cue hits (ties: vocabulary order).
+  With a grammar (``grounded_choices``) the model may choose *only* among them, and must answer
+  ``[]`` when none is cued; without one (hosted tool calls) the enum keeps the whole vocabulary
+  and the prompt names the cued concepts first as suggestions.
+* **Confessions** — :func:`confession_sentences` picks the chunk's sentences that hold a
+  self-critical cue (:data:`CONFESSION_CUES`: "mistake"/"mistaken(ly)", "error", "erred",
+  "wrong", "blunder", "regret", "misjudg…", "miscalculat…", "should (not) have",
+  "shouldn't have", "failed to", "embarrass…").  Bare "I was"/"we were" are left out on
+  purpose: they open far more reports than admissions, and an admission in the letters nearly
+  always carries one of the words above; so are "foolish"/"dumb", which Buffett mostly uses to
+  state a principle ("we think it foolish to…").  With a grammar, ``content_type`` may be
+  ``mistake_confession`` only when such a sentence exists, and ``content_type_evidence`` lists
+  those sentences first.  The user prompt names them as "possible confession sentences".
 
 Evidence is not a canonical key; :func:`evidence_record` turns it into one line of the
 ``YYYY.evidence.jsonl`` sidecar::
@@ -63,6 +83,10 @@ __all__ = [
     "years_in_text",
     "name_candidates",
     "sentence_choices",
+    "complete_sentences",
+    "cued_concepts",
+    "confession_sentences",
+    "CONFESSION_CUES",
     "load_vocabulary",
 ]
 
@@ -183,6 +207,8 @@ class PromptContext:
     # grammar-constrained server (JSON_SCHEMA mode); off for hosted tool calls, where the enum
     # would repeat the chunk in the request and double its prompt tokens
     grounded_choices: bool = True
+    # concept -> its textual cues, for the concepts of ``vocabulary`` (see module docstring)
+    cues: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @classmethod
     def for_letter(
@@ -192,13 +218,20 @@ class PromptContext:
         vocabulary: frozenset[str] | None = None,
         *,
         grounded_choices: bool = True,
+        cues: dict[str, tuple[str, ...] | list[str]] | None = None,
     ) -> PromptContext:
         vocab = load_vocabulary() if vocabulary is None else vocabulary
         titles = tuple(dict.fromkeys(t for t in section_titles if t and t != UNTITLED))
+        if cues is None:
+            from .vocabulary import load_cues
+
+            cues = load_cues()
         # sorted: a frozenset's iteration order changes with PYTHONHASHSEED, and the prompt
         # bytes must not (cache keys, cassettes)
-        return cls(year=year, section_titles=titles, vocabulary=tuple(sorted(vocab)),
-                   grounded_choices=grounded_choices)
+        ordered = tuple(sorted(vocab))
+        return cls(year=year, section_titles=titles, vocabulary=ordered,
+                   grounded_choices=grounded_choices,
+                   cues=tuple((c, tuple(cues.get(c, ()))) for c in ordered))
 
 
 def load_vocabulary() -> frozenset[str]:
@@ -314,6 +347,40 @@ def sentence_choices(text: str) -> list[str]:
     return list(out)[:MAX_QUOTE_CHOICES]
 
 
+def _cue_pattern(cue: str) -> re.Pattern[str]:
+    """A cue matches case-insensitively at a word start; its inner spaces match any whitespace."""
+    body = r"\s+".join(re.escape(part) for part in cue.split())
+    return re.compile(r"(?<!\w)" + body, re.IGNORECASE)
+
+
+def cued_concepts(text: str, ctx: PromptContext) -> list[str]:
+    """Concepts of ``ctx.vocabulary`` whose cues (or own name) occur in ``text``.
+
+    Ordered by number of cue hits, most first; ties keep vocabulary order.
+    """
+    cues = dict(ctx.cues)
+    hits: list[tuple[int, int, str]] = []
+    for index, concept in enumerate(ctx.vocabulary):
+        patterns = dict.fromkeys((concept, *cues.get(concept, ())))
+        count = sum(len(_cue_pattern(c).findall(text)) for c in patterns)
+        if count:
+            hits.append((-count, index, concept))
+    return [concept for _, _, concept in sorted(hits)]
+
+
+# self-critical cues (see module docstring); each matches at a word start, case-insensitively
+CONFESSION_CUES: tuple[str, ...] = (
+    r"mistake", r"errors?\b", r"erred\b", r"wrong", r"blunder", r"regret", r"misjudg",
+    r"miscalculat", r"should(?: not|n['\u2019]t)? have\b", r"failed to\b", r"embarrass",
+)
+_CONFESSION = re.compile(r"(?<!\w)(?:" + "|".join(CONFESSION_CUES) + ")", re.IGNORECASE)
+
+
+def confession_sentences(text: str) -> list[str]:
+    """The chunk's :func:`sentence_choices` that hold a self-critical cue, in text order."""
+    return [s for s in sentence_choices(text) if _CONFESSION.search(s)]
+
+
 def _choice_list(values: list, cap: int) -> tuple[object, object]:
     """``list[Literal[values]]`` capped at ``cap`` items; an always-empty list when no values."""
     if not values:
@@ -332,7 +399,10 @@ def response_model_for(chunk: Chunk, ctx: PromptContext) -> type[_Answer]:
     """
     base: type[_Answer] = TableEnrichment if _is_table(chunk) else Enrichment
     narrowed: dict[str, tuple[object, object]] = {}
-    if ctx.vocabulary:
+    if ctx.grounded_choices:  # only the cued concepts; none cued -> [] forced
+        narrowed["buffett_concepts"] = _choice_list(
+            cued_concepts(chunk.content, ctx), MAX_CONCEPTS)
+    elif ctx.vocabulary:
         narrowed["buffett_concepts"] = _choice_list(list(ctx.vocabulary), MAX_CONCEPTS)
     titles = [t for t in ctx.section_titles if t != chunk.metadata.section_title]
     narrowed["related_sections_same_letter"] = _choice_list(titles, MAX_RELATED_SECTIONS)
@@ -348,13 +418,18 @@ def response_model_for(chunk: Chunk, ctx: PromptContext) -> type[_Answer]:
         )
         narrowed["entities"] = (entities, Field())
         if not _is_table(chunk):
-            quotes = sentence_choices(chunk.content)
+            confessions = confession_sentences(chunk.content)
+            # confession sentences first: the evidence a confession tag must quote
+            quotes = list(dict.fromkeys(confessions + sentence_choices(chunk.content)))
             quote = Literal[tuple(quotes)] if quotes else str  # type: ignore[valid-type]
             principle = create_model(
                 "EnrichedPrinciple", __base__=EnrichedPrinciple, evidence=(quote, Field())
             )
             narrowed["principles"] = (list[principle], Field(max_length=MAX_PRINCIPLES))
             narrowed["content_type_evidence"] = _choice_list(quotes, MAX_EVIDENCE)
+            types = [t for t in get_args(NarrativeType)
+                     if t != "mistake_confession" or confessions]
+            narrowed["content_type"] = (Literal[tuple(types)], Field())  # type: ignore[valid-type]
     if _is_table(chunk):
         n = len(chunk.metadata.table_data)
         narrowed["tables"] = (list[EnrichedTable], Field(min_length=n, max_length=n))
@@ -400,9 +475,38 @@ def build_messages(chunk: Chunk, ctx: PromptContext) -> list[dict]:
             "(untitled: answer section_title with a new title)"
             if chunk.metadata.section_title == UNTITLED else chunk.metadata.section_title
         ),
+        hints=_hints(chunk, ctx),
         content=chunk.content,
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+MAX_HINT_SENTENCES = 3
+
+
+def _hints(chunk: Chunk, ctx: PromptContext) -> str:
+    """The chunk-specific cue lines of the user prompt (concepts; confession sentences)."""
+    concepts = cued_concepts(chunk.content, ctx)
+    if ctx.grounded_choices:
+        lines = [
+            "Concepts cued in this chunk (buffett_concepts: choose 0-3 only from these): "
+            + ", ".join(concepts)
+            if concepts else "Concepts cued in this chunk: none (buffett_concepts: [])"
+        ]
+    else:
+        lines = [
+            "Suggested concepts (cued in this chunk, most first): " + ", ".join(concepts)
+            if concepts else "Suggested concepts: none cued in this chunk"
+        ]
+    if not _is_table(chunk):
+        confessions = confession_sentences(chunk.content)
+        if confessions:
+            lines.append("Possible confession sentences (if one admits a mistake of Buffett's or "
+                         "Berkshire's, answer mistake_confession and quote it):")
+            lines += [f"- {s}" for s in confessions[:MAX_HINT_SENTENCES]]
+        else:
+            lines.append("Possible confession sentences: none (not a mistake_confession)")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------------
@@ -423,6 +527,10 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
         if name in answer:
             value = answer[name]
             update[name] = list(value) if isinstance(value, list) else value
+    if "contextual_summary" in answer:
+        update["contextual_summary"] = complete_sentences(str(answer["contextual_summary"]))
+    if "buffett_concepts" in answer:  # the grammar cannot forbid repeats of one cued concept
+        update["buffett_concepts"] = list(dict.fromkeys(answer["buffett_concepts"]))
     if "entities" in answer:
         ent = answer["entities"]
         update["entities"] = Entities(
@@ -474,6 +582,23 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
         {"chunk_id": chunk.chunk_id, "content": chunk.content,
          "metadata": new_meta.model_dump(mode="python")},
     )
+
+
+_ENDS_SENTENCE = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
+
+
+def complete_sentences(text: str) -> str:
+    """``text`` without an unfinished last sentence (when an earlier sentence is complete).
+
+    The grammar closes a string at its ``maxLength``: a summary cut there ends mid-sentence
+    ("... and its 1977,"), and the fragment counts as one more sentence for the validator, so
+    the re-ask (temperature 0) wrote the same cut summary again.
+    """
+    flat = text.strip()
+    if _ENDS_SENTENCE.search(flat):
+        return flat
+    ends = list(_SENTENCE_END.finditer(flat))
+    return flat[: ends[-1].end()] if ends else flat
 
 
 def evidence_record(chunk_id: str, e: BaseModel) -> dict:

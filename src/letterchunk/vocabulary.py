@@ -3,6 +3,10 @@
 The list lives in ``schemas/buffett_concepts.json`` (``{"concepts": [...]}``) so that it stays the
 same across years and can be reviewed as data.  The validator rejects a concept outside it
 (rule ``concept.unknown``); a concept that differs only in case is ``concept.case``.
+
+The same file may map concepts to textual cues (``{"cues": {"float economics": ["float"], ...}}``):
+:func:`load_cues` reads them, and the enrichment offers the model only the concepts whose cues
+occur in a chunk.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from pathlib import Path
 from .errors import ConfigError
 from .resources import resource_path
 
-__all__ = ["load_concepts", "CONCEPTS_FILE"]
+__all__ = ["load_concepts", "load_cues", "CONCEPTS_FILE"]
 
 CONCEPTS_FILE = "buffett_concepts.json"
 
@@ -22,11 +26,20 @@ CONCEPTS_FILE = "buffett_concepts.json"
 def load_concepts(path: str | Path | None = None) -> frozenset[str]:
     """The allowed concepts, from ``path`` or the shipped ``schemas/buffett_concepts.json``."""
     resolved = Path(path) if path is not None else resource_path("schemas", CONCEPTS_FILE)
-    return _load(str(resolved.resolve()))
+    return frozenset(_load(str(resolved.resolve()))[0])
+
+
+def load_cues(path: str | Path | None = None) -> dict[str, tuple[str, ...]]:
+    """Concept -> its textual cues (case-insensitive), in vocabulary order; {} without "cues".
+
+    A concept with no entry has no cues (the enrichment still matches the concept's own name).
+    """
+    resolved = Path(path) if path is not None else resource_path("schemas", CONCEPTS_FILE)
+    return dict(_load(str(resolved.resolve()))[1])
 
 
 @lru_cache(maxsize=8)
-def _load(path: str) -> frozenset[str]:
+def _load(path: str) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -43,4 +56,20 @@ def _load(path: str) -> frozenset[str]:
         raise ConfigError(
             f'{path}: "concepts" must be a non-empty list of non-empty strings; fix the file'
         )
-    return frozenset(concepts)
+    cues = data.get("cues", {})
+    if not isinstance(cues, dict) or not all(
+        isinstance(v, list) and all(isinstance(c, str) and c.strip() for c in v)
+        for v in cues.values()
+    ):
+        raise ConfigError(
+            f'{path}: "cues" must map each concept to a list of non-empty strings, like '
+            '{"float economics": ["float"]}; fix the file'
+        )
+    unknown = sorted(set(cues) - set(concepts))
+    if unknown:
+        raise ConfigError(
+            f'{path}: "cues" names concept(s) missing from "concepts": {", ".join(unknown)}; '
+            "add them to \"concepts\" or remove their cues"
+        )
+    ordered = tuple((c, tuple(cues[c])) for c in concepts if c in cues)
+    return tuple(concepts), ordered
