@@ -67,6 +67,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+_COST_EPSILON = 1e-9  # dollars
+
 PER_MESSAGE_TOKENS = 4  # role + separators per chat message (OpenAI's documented overhead)
 _MIN_SAMPLES = 5  # settled requests before the learned prompt ratio is trusted
 _RATIO_MARGIN = 1.10  # on top of the largest recent usage / prompt-estimate ratio
@@ -356,7 +358,9 @@ class RateLimiter:
                 raise self._tripped
         if self.max_cost is not None:
             used_cost = self._spent_cost + sum(c.cost for c in self._unsettled)
-            if used_cost + cost > self.max_cost:
+            # Costs are sums of floats: allow a nano-dollar of rounding so a cap set exactly at
+            # what a run needs is not tripped by 0.1 + 0.2 > 0.3.
+            if used_cost + cost > self.max_cost + _COST_EPSILON:
                 self._tripped = BudgetExceeded(
                     "cost",
                     round(used_cost, 6),
