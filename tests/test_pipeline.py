@@ -231,3 +231,30 @@ def test_unify_titles_gives_a_section_one_title_and_drops_self_references(make_c
     assert out[1].metadata.section_hierarchy == ["Letter Body", "Intrinsic Value"]
     assert out[1].metadata.cross_references.related_sections_same_letter == ["Insurance"]
     assert out[2] is after[2]  # a titled section is left alone
+
+
+def test_a_model_title_never_repeats_another_sections_title():
+    """The opening section named after the next header gets its section number; xrefs dedupe."""
+    from letterchunk.pipeline import unify_titles
+    from letterchunk.schema import Chunk
+
+    def chunk(cid: str, title: str, xrefs: list[str] | None = None) -> Chunk:
+        meta = {
+            "letter_year": 1977, "letter_date": "1978-03-14", "source_file": "1977_cleaned.txt",
+            "section_title": title, "section_hierarchy": ["Letter Body", title],
+            "chunk_tier": 1, "content_type": "narrative",
+            "temporal_references": {"primary_year": 1977},
+            "cross_references": {"related_sections_same_letter": xrefs or []},
+            "token_count": 1, "char_count": 1,
+            "source_span": {"start_char": 0, "end_char_exclusive": 1},
+        }
+        return Chunk.model_validate({"chunk_id": cid, "content": "x", "metadata": meta})
+
+    original = [chunk("1977-S1-T1-001", UNTITLED), chunk("1977-S2-T1-001", "Textile Operations")]
+    enriched = [chunk("1977-S1-T1-001", "Textile Operations", ["Banking", "Banking"]),
+                original[1]]
+    out = unify_titles(original, enriched)
+    assert out[0].metadata.section_title == "Textile Operations (section 1)"
+    assert out[0].metadata.section_hierarchy == ["Letter Body", "Textile Operations (section 1)"]
+    assert out[0].metadata.cross_references.related_sections_same_letter == ["Banking"]
+    assert out[1].metadata.section_title == "Textile Operations"

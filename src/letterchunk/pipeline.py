@@ -274,6 +274,15 @@ def unify_titles(original: Sequence[Chunk], enriched: Sequence[Chunk | None]) ->
     for before, after in zip(original, enriched):
         if after is not None and before.metadata.section_title == UNTITLED:
             chosen.setdefault(_section_key(before.chunk_id), after.metadata.section_title)
+    # A model title may repeat another section's title (a small model names the opening after
+    # the next header): section titles stay unique within a letter, so the later-chosen copy
+    # gets its section number.  Segmenter titles are never changed.
+    taken = {c.metadata.section_title.casefold() for c in original
+             if c.metadata.section_title != UNTITLED}
+    for key in sorted(chosen, key=lambda k: int(k[1:])):
+        if chosen[key].casefold() in taken:
+            chosen[key] = f"{chosen[key]} (section {key[1:]})"
+        taken.add(chosen[key].casefold())
     out: list[Chunk | None] = []
     for before, after in zip(original, enriched):
         title = chosen.get(_section_key(before.chunk_id))
@@ -290,9 +299,9 @@ def unify_titles(original: Sequence[Chunk], enriched: Sequence[Chunk | None]) ->
             # a section never refers to itself (the chunk chose from the other titles before
             # its section had one, and the model may name the section like another one)
             "cross_references": xref.model_copy(update={
-                "related_sections_same_letter": [
+                "related_sections_same_letter": list(dict.fromkeys(
                     t for t in xref.related_sections_same_letter if t != title
-                ],
+                )),
             }),
         })
         out.append(after.model_copy(update={"metadata": meta}))
