@@ -7,6 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
+from tests.answers import QUOTE, narrative_answer
 from letterchunk.enrich import (
     UNTITLED,
     Enrichment,
@@ -27,8 +28,6 @@ VOCAB = frozenset({"float economics", "circle of competence", "intrinsic value",
 # explicit cues, so the tests do not follow edits of the shipped schemas/buffett_concepts.json
 CUES = {"float economics": ["float"], "circle of competence": ["competence"],
         "underwriting discipline": ["underwrit"]}
-QUOTE = ("We never buy a business whose economics we cannot understand, and we stay inside our "
-         "circle of competence even when a clever story tempts us to wander outside it.")
 
 
 def ctx_for(letter) -> PromptContext:
@@ -36,26 +35,6 @@ def ctx_for(letter) -> PromptContext:
                                     cues=CUES)
 
 
-def narrative_answer(**over) -> dict:
-    answer = {
-        "contextual_summary": "Berkshire's 1987 gain in net worth. Why intrinsic value matters.",
-        "themes": ["performance"],
-        "buffett_concepts": ["intrinsic value", "circle of competence"],
-        "entities": {"companies": [], "people": ["Charlie Munger"], "metrics": ["book value"]},
-        "principles": [{"statement": "Invest only in businesses you understand.",
-                        "category": "valuation", "evidence": QUOTE}],
-        "content_type": "principle_statement",
-        "content_type_evidence": [QUOTE],
-        "has_financial_data": True,
-        "retrieval_priority": "high",
-        "abstraction_level": "medium",
-        "comparison_years": [1986],
-        "future_outlook": False,
-        "related_sections_same_letter": ["Insurance Operations"],
-        "related_years": [1986],
-    }
-    answer.update(over)
-    return answer
 
 
 def test_years_in_text():

@@ -25,13 +25,12 @@ from letterchunk.repair import (
 from letterchunk.report import RepairReport
 from letterchunk.schema import Chunk
 from letterchunk.validate import LetterContext, Violation, validate_chunk
+from tests.answers import QUOTE, narrative_answer
 from tests.fake_openai import FakeOpenAI, answer
 
 VOCAB = frozenset({"float economics", "circle of competence", "intrinsic value",
                    "underwriting discipline"})
 TITLES = ["Performance", "Insurance Operations"]
-QUOTE = ("We never buy a business whose economics we cannot understand, and we stay inside our "
-         "circle of competence even when a clever story tempts us to wander outside it.")
 S1 = "1987-S1-T1-001"
 T3 = "1987-S2-T3-001"
 
@@ -210,26 +209,6 @@ def test_reask_messages_is_a_deep_copy():
 
 # ----------------------------------------------------------------- re-ask over HTTP
 
-def narrative_answer(**over) -> dict:
-    answer_ = {
-        "contextual_summary": "Berkshire's 1987 gain in net worth. Why intrinsic value matters.",
-        "themes": ["performance"],
-        "buffett_concepts": ["intrinsic value", "circle of competence"],
-        "entities": {"companies": [], "people": ["Charlie Munger"], "metrics": ["book value"]},
-        "principles": [{"statement": "Invest only in businesses you understand.",
-                        "category": "valuation", "evidence": QUOTE}],
-        "content_type": "principle_statement",
-        "content_type_evidence": [QUOTE],
-        "has_financial_data": True,
-        "retrieval_priority": "high",
-        "abstraction_level": "medium",
-        "comparison_years": [1986],
-        "future_outlook": False,
-        "related_sections_same_letter": ["Insurance Operations"],
-        "related_years": [1986],
-    }
-    answer_.update(over)
-    return answer_
 
 
 @pytest.fixture
