@@ -36,6 +36,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import InputError
+from .io import read_json_objects
 from .schema import Chunk
 
 __all__ = ["analyze_dir", "analyze_chunks", "distribution", "render_text", "MIN_TOKENS", "TARGET_MAX_TOKENS"]
@@ -82,19 +83,8 @@ def _read_chunks(path: Path, skipped: list[dict]) -> list[Chunk]:
 
 
 def _read_records(path: Path, skipped: list[dict]) -> list[dict]:
-    records = []
-    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            skipped.append({"file": path.name, "line": n, "reason": f"not JSON: {exc.msg}"})
-            continue
-        if isinstance(obj, dict):
-            records.append(obj)
-        else:
-            skipped.append({"file": path.name, "line": n, "reason": "not a JSON object"})
+    records, bad = read_json_objects(path)
+    skipped.extend({"file": path.name, "line": n, "reason": reason} for n, reason in bad)
     return records
 
 

@@ -6,11 +6,12 @@ folder, is flushed and fsynced, then renamed over the target (atomic on POSIX).
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_text", "atomic_write_lines"]
+__all__ = ["atomic_write_text", "atomic_write_lines", "read_json_objects"]
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -30,3 +31,26 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 def atomic_write_lines(path: str | Path, lines: list[str]) -> None:
     atomic_write_text(path, "".join(line + "\n" for line in lines))
+
+
+def read_json_objects(path: str | Path) -> tuple[list[dict], list[tuple[int, str]]]:
+    """The JSON objects of a JSONL file, and ``(line number, reason)`` for each unusable line.
+
+    Blank lines are ignored; a line that is not JSON or not an object is reported, never raised.
+    """
+    objects: list[dict] = []
+    bad: list[tuple[int, str]] = []
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            bad.append((n, f"not JSON: {exc.msg}"))
+            continue
+        if isinstance(obj, dict):
+            objects.append(obj)
+        else:
+            bad.append((n, "not a JSON object"))
+    return objects, bad

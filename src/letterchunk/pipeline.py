@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from .enrich import (
     UNTITLED,
@@ -54,6 +54,7 @@ from .enrich import (
 )
 from .errors import InputError, LetterchunkError, RepairExhausted
 from .io import atomic_write_lines, atomic_write_text
+from .repair import OnFailure
 from .schema import Chunk, dump_chunk
 
 __all__ = [
@@ -73,7 +74,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-OnFailure = Literal["halt", "skip"]
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .io import atomic_write_text
+from .io import atomic_write_text, read_json_objects
 
 __all__ = ["RepairReport", "chunk_records", "write_letter_report", "report_path", "load_records", "collect", "build_html", "word_diff",
            "evidence_marks", "REPORT_SUFFIX", "HTML_NAME"]
@@ -137,9 +137,12 @@ def write_letter_report(out_dir: str | Path, year: int, outcome: Any = None,
 
 
 def _read_jsonl(path: Path) -> list[dict]:
-    out: list[dict] = []
     if not path.is_file():
-        return out
+        return []
+    objects, bad = read_json_objects(path)
+    for n, reason in bad:
+        log.warning("%s:%d: skipped, %s", path, n, reason)
+    return objects
     for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         if not line.strip():
             continue
