@@ -317,3 +317,16 @@ def test_apply_never_touches_mechanical_fields_even_for_a_repair_subset(good_let
     assert out.metadata.themes == ["insurance"]
     assert out.model_dump(exclude={"metadata": {"themes"}}) == t3.model_dump(
         exclude={"metadata": {"themes"}})
+
+
+def test_apply_drops_repeats_in_every_list_field(good_letter):
+    s1 = good_letter.chunk("1987-S1-T1-001")
+    e = response_model_for(s1, ctx_for(good_letter)).model_validate(narrative_answer(
+        themes=["performance", "performance"],
+        related_sections_same_letter=["Insurance Operations", "Insurance Operations"],
+        related_years=[1986, 1986], comparison_years=[1986, 1986]))
+    meta = apply_enrichment(s1, e).metadata
+    assert meta.themes == ["performance"]
+    assert meta.cross_references.related_sections_same_letter == ["Insurance Operations"]
+    assert meta.cross_references.related_years == [1986]
+    assert meta.temporal_references.comparison_years == [1986]

@@ -513,6 +513,11 @@ def _hints(chunk: Chunk, ctx: PromptContext) -> str:
 # Applying an answer
 
 
+def _unique(items) -> list:
+    """Items in first-seen order without repeats."""
+    return list(dict.fromkeys(items))
+
+
 def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
     """A new chunk with the answer's semantic fields; mechanical fields are left untouched.
 
@@ -529,12 +534,14 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
             update[name] = list(value) if isinstance(value, list) else value
     if "contextual_summary" in answer:
         update["contextual_summary"] = complete_sentences(str(answer["contextual_summary"]))
-    if "buffett_concepts" in answer:  # the grammar cannot forbid repeats of one cued concept
-        update["buffett_concepts"] = list(dict.fromkeys(answer["buffett_concepts"]))
+    for name in ("themes", "buffett_concepts"):  # a grammar cannot forbid repeated items
+        if name in answer:
+            update[name] = _unique(answer[name])
     if "entities" in answer:
         ent = answer["entities"]
         update["entities"] = Entities(
-            companies=list(ent.companies), people=list(ent.people), metrics=list(ent.metrics)
+            companies=_unique(ent.companies), people=_unique(ent.people),
+            metrics=_unique(ent.metrics),
         )
     if "principles" in answer:
         update["principles"] = [
@@ -546,16 +553,18 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
         tr = meta.temporal_references
         update["temporal_references"] = TemporalReferences(
             primary_year=tr.primary_year,
-            comparison_years=[int(y) for y in answer.get("comparison_years", tr.comparison_years)],
+            comparison_years=_unique(
+                int(y) for y in answer.get("comparison_years", tr.comparison_years)
+            ),
             future_outlook=bool(answer.get("future_outlook", tr.future_outlook)),
         )
     if "related_sections_same_letter" in answer or "related_years" in answer:
         cr = meta.cross_references
         update["cross_references"] = CrossReferences(
-            related_sections_same_letter=list(
+            related_sections_same_letter=_unique(
                 answer.get("related_sections_same_letter", cr.related_sections_same_letter)
             ),
-            related_years=[int(y) for y in answer.get("related_years", cr.related_years)],
+            related_years=_unique(int(y) for y in answer.get("related_years", cr.related_years)),
         )
     if "section_title" in answer and meta.section_title == UNTITLED:
         title = str(answer["section_title"]).strip()
