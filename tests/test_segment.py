@@ -298,6 +298,29 @@ def test_unknown_date_goes_to_boundary_note():
     assert all("Letter date unknown" in c.metadata.boundary_note for c in segment_letter(let))
 
 
+def test_sign_off_above_the_salutation_opens_no_empty_section():
+    text = (
+        "February 25, 2017      Warren E. Buffett\n"
+        "                                  Chairman of the Board\n"
+        "To the Shareholders of Berkshire Hathaway Inc.:\n"
+    )
+    let = letter(text)
+    chunks = segment_letter(let)
+    assert chunks and check_invariants(let.text, let.year, chunks) == []
+
+
+def test_paragraph_does_not_end_on_the_blank_line_before_a_bullet():
+    # "We" ends without punctuation and the next text line starts lowercase ("o" bullet):
+    # a page-break continuation was tried, then refused; the paragraph must end at "We"
+    text = (
+        "     The textile business again had a very poor year in 1977. We\n\n"
+        "   o   Our preference would be to reach this goal directly.\n"
+    )
+    blocks = detect_blocks(text)
+    assert [b.kind for b in blocks] == ["paragraph", "list"]
+    assert text[blocks[0].start : blocks[0].end].endswith("1977. We")
+
+
 def test_span_counter_is_exact():
     text = build_letter()
     counter = _SpanCounter(text)

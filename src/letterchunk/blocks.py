@@ -570,6 +570,7 @@ def detect_blocks(text: str) -> list[Block]:
         j = i
         cont_indent: int | None = None
         while j + 1 < n:
+            back = j  # where the paragraph ends if the next line does not continue it
             nxt = lines[j + 1]
             if nxt.blank:
                 k = _page_break_continuation(lines, kind, j)
@@ -580,19 +581,24 @@ def detect_blocks(text: str) -> list[Block]:
             # _is_bullet / _is_salutation / _ends_sentence with their cheap tests inlined (the
             # hottest loop: every line of every paragraph)
             c = nxt.text[0]
-            if kind[j + 1] is not None or (
-                (c in _BULLET_FIRST or "\uf000" <= c <= "\uf8ff") and _BULLET.match(nxt.raw)
-            ):
-                break
-            if (c == "T" or c == "D") and _is_salutation(nxt):
-                break
             t = lines[j].text
-            if t and t[-1] in _END_LAST and _ends_sentence(t):
-                if _is_header_at(lines, kind, j + 1, after_text=True):
-                    break
-                ref = ln.indent if cont_indent is None else cont_indent
-                if nxt.indent >= ref + 2:
-                    break  # paragraphs running into each other: only the indent tells
+            if (
+                kind[j + 1] is not None
+                or ((c in _BULLET_FIRST or "\uf000" <= c <= "\uf8ff") and _BULLET.match(nxt.raw))
+                or ((c == "T" or c == "D") and _is_salutation(nxt))
+                or (
+                    t
+                    and t[-1] in _END_LAST
+                    and _ends_sentence(t)
+                    and (
+                        _is_header_at(lines, kind, j + 1, after_text=True)
+                        # paragraphs running into each other: only the indent tells
+                        or nxt.indent >= (ln.indent if cont_indent is None else cont_indent) + 2
+                    )
+                )
+            ):
+                j = back  # not across the blank lines of a page break that leads nowhere
+                break
             if cont_indent is None:
                 cont_indent = nxt.indent
             j += 1

@@ -168,6 +168,8 @@ def _sections(text: str, blocks: list[Block]) -> list[_Section]:
         cur.blocks.append(b)
         if b.kind == "signature":
             signed = True
+    # a section opened and then left at once (a salutation after a sign-off) holds nothing
+    sections = [s for s in sections if s.blocks]
     for s in sections:
         if not s.titled:
             first = next((b for b in s.blocks if b.kind != "separator"), None)
