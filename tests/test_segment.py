@@ -7,7 +7,7 @@ import random
 import pytest
 
 from letterchunk.blocks import detect_blocks, is_table_row
-from letterchunk.clean import CleanedLetter, clean_text
+from letterchunk.clean import CleanedLetter, clean_text, load_letter
 from letterchunk.segment import (
     T1_MAX,
     T1_MIN,
@@ -319,6 +319,23 @@ def test_paragraph_does_not_end_on_the_blank_line_before_a_bullet():
     blocks = detect_blocks(text)
     assert [b.kind for b in blocks] == ["paragraph", "list"]
     assert text[blocks[0].start : blocks[0].end].endswith("1977. We")
+
+
+def test_load_letters_reads_one_ahead_and_keeps_order_and_errors(tmp_path):
+    from letterchunk.errors import InputError
+    from letterchunk.segment import load_letters
+
+    (tmp_path / "1984.txt").write_text(build_letter(), encoding="utf-8")
+    (tmp_path / "1985.txt").write_bytes(b"")
+    (tmp_path / "1986.txt").write_text(build_letter(), encoding="utf-8")
+    paths = sorted(tmp_path.iterdir())
+    got = list(load_letters(paths))
+    assert [p for p, _ in got] == paths
+    assert isinstance(got[1][1], InputError) and "1985.txt" in str(got[1][1])
+    first, third = got[0][1], got[2][1]
+    assert (first.year, third.year) == (1984, 1986)
+    # segmenting a letter read ahead gives the chunks of one read on its own
+    assert segment_letter(third) == segment_letter(load_letter(paths[2]))
 
 
 def test_span_counter_is_exact():

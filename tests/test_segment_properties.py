@@ -109,3 +109,27 @@ def test_segmenter_invariants_hold_on_any_text(raw, tier2):
     assert check_invariants(text, 1999, chunks) == []
     again = segment_letter(letter, tier2=tier2)
     assert [c.model_dump() for c in again] == [c.model_dump() for c in chunks]
+
+
+# --------------------------------------------------------------------------------------------
+# the span counter: exact on any text, not only on letters
+
+SPAN_TEXT = st.lists(
+    st.sampled_from(
+        list("ab Z9.,$-'\n\t") + ["  ", "   ", "\n\n", "’", "“", "—", "é", "e\u0301", "中文", "🙂", "\r"]
+    ),
+    max_size=200,
+).map("".join)
+
+
+@SETTINGS
+@given(SPAN_TEXT, st.data())
+def test_span_counter_is_exact_on_any_text(text, data):
+    from letterchunk.tokens import SpanCounter, count_tokens
+
+    counter = SpanCounter(text)
+    for _ in range(20):
+        a = data.draw(st.integers(0, len(text)))
+        b = data.draw(st.integers(a, len(text)))
+        assert counter.count(a, b) == count_tokens(text[a:b]), (a, b)
+    assert counter.count(0, len(text)) == count_tokens(text)

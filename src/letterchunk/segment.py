@@ -54,15 +54,20 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .blocks import Block, detect_blocks
-from .clean import UNKNOWN_DATE, CleanedLetter
+from .clean import UNKNOWN_DATE, CleanedLetter, load_letter
+from .errors import InputError
 from .schema import Chunk, Metadata, SourceSpan, TableData, TemporalReferences
 from .tables import parse_table
 from .tokens import SpanCounter, span_counter
 
-__all__ = ["UNTITLED", "T1_MIN", "T1_MAX", "T2_MIN", "segment_letter", "section_titles"]
+__all__ = [
+    "UNTITLED", "T1_MIN", "T1_MAX", "T2_MIN", "segment_letter", "section_titles", "load_letters"
+]
 
 UNTITLED = "Untitled section"
 T1_MIN, T1_MAX, T1_IDEAL = 250, 2000, 1200
@@ -97,6 +102,26 @@ class _Section:
 class _Unit:
     blocks: list[Block]
     tokens: int
+
+
+def load_letters(paths: Iterable[Path]) -> Iterator[tuple[Path, CleanedLetter | InputError]]:
+    """``load_letter`` over ``paths`` in order, one letter ahead: while the caller segments a
+    letter, the tokenizer pass over the next one (:func:`letterchunk.tokens.span_counter`, in a
+    worker thread) is already running.  A letter that cannot be used comes as its
+    :class:`InputError`, so the caller can report it and go on."""
+    ahead: tuple[Path, CleanedLetter | InputError] | None = None
+    for path in paths:
+        try:
+            letter: CleanedLetter | InputError = load_letter(path)
+        except InputError as exc:
+            letter = exc
+        else:
+            span_counter(letter.text)
+        if ahead is not None:
+            yield ahead
+        ahead = (path, letter)
+    if ahead is not None:
+        yield ahead
 
 
 def section_titles(chunks: list[Chunk]) -> list[str]:
@@ -395,10 +420,10 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
     defaults; they are for the LLM stage to fill.
     """
     text = letter.text
+    counter = span_counter(text)  # starts the tokenizer pass; blocks are found meanwhile
     blocks = detect_blocks(text)
     if not blocks:
         return []
-    counter = span_counter(text, [b.start for b in blocks], [b.end for b in blocks])
     tok_of = _LazyCounts(counter)  # block counts, only for blocks that need them
     sections = _sections(text, blocks)
     for s in sections:

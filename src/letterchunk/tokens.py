@@ -10,8 +10,9 @@ import base64
 import hashlib
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
+from itertools import accumulate
 from importlib import resources
 
 import tiktoken
@@ -37,9 +38,14 @@ _PAT = "|".join(
 )
 
 
-@lru_cache(maxsize=1)
 def encoding() -> tiktoken.Encoding:
     """The o200k_base encoding, built from the shipped BPE file (no network)."""
+    return _load()[0]
+
+
+@lru_cache(maxsize=1)
+def _load() -> tuple[tiktoken.Encoding, list[int]]:
+    """The encoding, and the length in bytes of each of its tokens (indexed by token)."""
     data = resources.files("letterchunk").joinpath("data", "o200k_base.tiktoken").read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != O200K_SHA256:
@@ -51,12 +57,16 @@ def encoding() -> tiktoken.Encoding:
         base64.b64decode(token): int(rank)
         for token, rank in (line.split() for line in data.splitlines() if line)
     }
-    return tiktoken.Encoding(
+    lengths = [0] * (max(ranks.values()) + 1)
+    for token, rank in ranks.items():
+        lengths[rank] = len(token)
+    enc = tiktoken.Encoding(
         name="o200k_base",
         pat_str=_PAT,
         mergeable_ranks=ranks,
         special_tokens={"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
     )
+    return enc, lengths
 
 
 @lru_cache(maxsize=512)
@@ -73,8 +83,19 @@ def count_tokens(text: str) -> int:
 # exact token counts of many spans of one text, from one tokenizer pass
 
 _SAFE_CUT = re.compile(r"(?<=\S) ")
-_STRIDE = 2048  # a cut at least every ~2 KB, so any span's unshared head and tail stay short
-_REACH = 256  # how far from a span edge a cut is looked for (none near: head/tail get longer)
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_REACH = 256  # how far from a span edge a safe cut is looked for (none near: encode the span)
+
+
+def _token_ends(text: str) -> list[int]:
+    """The byte offset in ``text`` (UTF-8) where each of its o200k_base tokens ends."""
+    enc, lengths = _load()
+    return list(accumulate(map(lengths.__getitem__, enc.encode_ordinary(text))))
+
+
+@lru_cache(maxsize=1)
+def _worker() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="letterchunk-tokens")
 
 
 class SpanCounter:
@@ -83,92 +104,93 @@ class SpanCounter:
     o200k's pre-tokenizer always splits *before a space that follows a non-space character*
     (no pattern continues a word, number or punctuation run with a space; a whitespace run never
     ends right before one), and BPE never merges across pre-tokenizer pieces.  So at such a
-    "safe cut" the tokens of the whole text, of any span, and of the text between two safe cuts
-    all agree.
+    "safe cut" (and at either end of the text) the tokens of the whole text, of any span, and of
+    the text between two safe cuts all agree: a safe cut is a token boundary of the whole text.
 
-    The text is cut at the first safe cut at or after each of ``starts`` and the last one at or
-    before each of ``ends`` (the offsets spans will start and end at, e.g. block edges), and
-    every ~2 KB; the pieces between consecutive cuts are encoded once (together: one pass over
-    the text) and their counts summed into a prefix table.  A span is counted as: its head up
-    to the first cut inside it (encoded), the prefix-table count between its first and last
-    cut, and its tail after the last cut (encoded).  With cuts next to the span's ends, head
-    and tail are a word each.  tests/test_segment.py checks the identity.
+    The whole text is encoded once and the byte offset where each token ends is kept.  A span
+    is counted as: its head up to the first safe cut inside it (encoded on its own, a word or
+    so), the number of the text's tokens between its first and last safe cut (two bisections),
+    and its tail after the last safe cut (encoded).  tests/test_segment.py checks the identity.
     """
 
-    def __init__(self, text: str, starts: Iterable[int] = (), ends: Iterable[int] = ()) -> None:
+    def __init__(self, text: str) -> None:
         self.text = text
         self._encode = encoding().encode_ordinary
-        n = len(text)
-        cuts = set()
-        find_safe = _SAFE_CUT.search
-        rfind = text.rfind
-        for x in set(starts):
-            if 0 <= x <= n:
-                m = find_safe(text, x, x + _REACH)  # first safe cut >= x
-                if m is not None:
-                    cuts.add(m.start())
-        for x in set(ends):
-            if 0 <= x <= n:
-                lo = max(1, x - _REACH)
-                c = rfind(" ", lo, x + 1)  # last safe cut <= x
-                while c > 0 and text[c - 1].isspace():
-                    c = rfind(" ", lo, c)
-                if c > 0:
-                    cuts.add(c)
-        x = _STRIDE
-        while x < n:
-            m = find_safe(text, x)
-            if m is None:
-                break
-            cuts.add(m.start())
-            x = m.start() + _STRIDE
-        self.cuts = sorted(cuts)
-        prefix = [0]
-        total = 0
-        encode = self._encode
-        k = self.cuts
-        for i in range(len(k) - 1):
-            total += len(encode(text[k[i] : k[i + 1]]))
-            prefix.append(total)
-        self._prefix = prefix
+        # the tokenizer releases the GIL: the whole-text pass runs in a worker thread while the
+        # caller goes on (e.g. detecting blocks); the first count that needs it waits for it
+        self._pending: Future[list[int]] | None = _worker().submit(_token_ends, text)
+        self._ends: list[int] = []
+        # char offset -> byte offset: every non-ASCII char adds its extra UTF-8 bytes
+        self._wide = [m.start() for m in _NON_ASCII.finditer(text)]
+        self._extra = list(accumulate(len(text[i].encode("utf-8")) - 1 for i in self._wide))
+        self._memo: dict[str, int] = {}
 
     def _n(self, a: int, b: int) -> int:
-        return len(self._encode(self.text[a:b])) if b > a else 0
+        if b <= a:
+            return 0
+        piece = self.text[a:b]
+        n = self._memo.get(piece)
+        if n is None:
+            n = self._memo[piece] = len(self._encode(piece))
+        return n
+
+    def _token_index(self, c: int) -> int:
+        """Number of the text's tokens before char offset ``c`` (a token boundary)."""
+        if self._pending is not None:
+            self._ends = self._pending.result()
+            self._pending = None
+        k = bisect_left(self._wide, c)
+        return bisect_right(self._ends, c + (self._extra[k - 1] if k else 0))
 
     def count(self, a: int, b: int) -> int:
         """Exact token count of ``text[a:b]``."""
         if b - a < 64:
             return self._n(a, b)
-        k = self.cuts
-        i = bisect_left(k, a)  # first cut >= a
-        j = bisect_right(k, b) - 1  # last cut <= b
-        if i >= len(k) or j < i:
+        text = self.text
+        if a <= 0:
+            ca = 0
+        else:
+            m = _SAFE_CUT.search(text, a, a + _REACH)  # first safe cut >= a
+            if m is None:
+                return self._n(a, b)
+            ca = m.start()
+        if b >= len(text):
+            cb = len(text)
+        else:
+            lo = max(1, b - _REACH)
+            cb = text.rfind(" ", lo, b + 1)  # last safe cut <= b
+            while cb > 0 and text[cb - 1].isspace():
+                cb = text.rfind(" ", lo, cb)
+            if cb <= 0:
+                return self._n(a, b)
+        if cb < ca:
             return self._n(a, b)
-        return self._n(a, k[i]) + self._prefix[j] - self._prefix[i] + self._n(k[j], b)
+        return self._n(a, ca) + self._token_index(cb) - self._token_index(ca) + self._n(cb, b)
 
 
-_last: SpanCounter | None = None
+_recent: list[SpanCounter] = []  # the last few counters built, newest last
+_RECENT = 3
 
 
-def span_counter(text: str, starts: Iterable[int] = (), ends: Iterable[int] = ()) -> SpanCounter:
-    """A :class:`SpanCounter` for ``text``; the one built last is reused when asked for the same
-    text again (a letter is segmented, then validated, in one process: one tokenizer pass
-    serves both).  Only the last text is kept, so memory stays flat over a corpus."""
-    global _last
-    last = _last
-    if last is not None and (last.text is text or last.text == text):
-        return last
-    counter = SpanCounter(text, starts, ends)
-    _last = counter
+def span_counter(text: str) -> SpanCounter:
+    """A :class:`SpanCounter` for ``text``; one of the last three built is reused when asked
+    for the same text again (a letter is segmented, then validated, in one process: one
+    tokenizer pass serves both; the next letter's pass may already be under way).  Only three
+    texts are kept, so memory stays flat over a corpus."""
+    for counter in _recent:
+        if counter.text is text or counter.text == text:
+            return counter
+    counter = SpanCounter(text)
+    _recent.append(counter)
+    del _recent[:-_RECENT]
     return counter
 
 
 def clear_memos() -> None:
-    """Forget every memoised count (``count_tokens``' LRU and the last :func:`span_counter`).
+    """Forget every memoised count (``count_tokens``' LRU and the recent :func:`span_counter`).
 
     For benchmarks: a timed run must not reuse counts a previous run of the same texts left
     behind.  The tokenizer itself (:func:`encoding`) stays loaded.
     """
-    global _last
-    _last = None
+    _recent.clear()
     count_tokens.cache_clear()

@@ -1005,9 +1005,7 @@ def _token_counts(chunks: Sequence[Chunk], cleaned: str | None) -> list[int]:
         spans.append((a, b) if ok else None)
     counter = None
     if cleaned is not None and any(spans):
-        counter = span_counter(
-            cleaned, [sp[0] for sp in spans if sp], [sp[1] for sp in spans if sp]
-        )
+        counter = span_counter(cleaned)
     return [
         counter.count(*sp) if sp and counter is not None else count_tokens(chunk.content)
         for chunk, sp in zip(chunks, spans)

@@ -14,11 +14,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..clean import load_letter
 from ..errors import InputError
 from ..io import atomic_write_lines, atomic_write_text
 from ..schema import dump_chunk
-from ..segment import segment_letter
+from ..segment import load_letters, segment_letter
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -60,11 +59,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     years: dict[int, Path] = {}
     written = 0
-    for f in files:
-        try:
-            letter = load_letter(f)
-        except InputError as exc:
-            problems.append(str(exc))
+    for f, letter in load_letters(files):
+        if isinstance(letter, InputError):
+            problems.append(str(letter))
             continue
         if letter.year in years:
             problems.append(
