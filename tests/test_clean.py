@@ -68,6 +68,9 @@ def test_words_are_never_rewrapped():
         ("              Warren E. Buffett\nFeb. 28, 1989        Chairman of the Board\n", "1989-02-28"),
         ("              Sincerely,\n              /s/ Warren E. Buffett\n Mar. 1, 1991\n", "1991-03-01"),
         ("     Charles T. Munger\n     Vice Chairman\n     February 25th, 2015\n", "2015-02-25"),
+        # no indentation at all (an HTML extraction), the date beside the title far apart
+        ("Warren E. Buffett\nMarch 14, 1984" + " " * 60 + "Chairman of the Board\n", "1984-03-14"),
+        ("Warren E. Buffett\n\nMarch 2, 1990\n", "1990-03-02"),
     ],
 )
 def test_signature_dates(tail, date):

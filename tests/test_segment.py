@@ -71,7 +71,9 @@ def test_paragraphs_running_into_each_other_split_at_the_indent():
     assert [k for k, _ in kinds(text)] == ["paragraph", "paragraph"]
 
 
-@pytest.mark.parametrize("sep", ["* * * * * * * *", "*   *   *", "************"])
+@pytest.mark.parametrize(
+    "sep", ["* * * * * * * *", "*   *   *", "************", "∗ ∗ ∗", "⁎⁎⁎", "________"]
+)
 def test_separator_styles_and_text_directly_after(sep):
     text = prose(2, 1) + "\n\n                 " + sep + "\n" + prose(2, 2) + "\n"
     assert [k for k, _ in kinds(text)] == ["paragraph", "separator", "paragraph"]

@@ -54,7 +54,11 @@ from dataclasses import dataclass, field
 
 __all__ = ["Block", "Line", "split_lines", "detect_blocks", "is_table_row", "numeric_cell"]
 
-_SEPARATOR = re.compile(r"^\s*(?:\*\s*){3,}$|^\s*_{5,}\s*$")
+# three or more asterisks (ASCII "*" or the look-alikes PDFs produce: "∗" "⁎" "✱"), spaced or
+# not, or a run of underscores
+_STARS = "*\u2217\u204e\u2731"
+_SEPARATOR = re.compile(rf"^\s*(?:[{_STARS}]\s*){{3,}}$|^\s*_{{5,}}\s*$")
+_SEPARATOR_FIRST = tuple(_STARS + "_")
 _RULE = re.compile(r"^\s*[-=_]{3,}(?:\s+[-=_]{3,})*\s*$")
 _LEADER = re.compile(r"(?:\.\s?){3,}\.?|…+|(?:\.\s){2,}\.")
 _NUMERIC = re.compile(
@@ -137,7 +141,7 @@ def _is_salutation(ln: "Line") -> bool:
 
 
 def _is_separator(ln: "Line") -> bool:
-    return ln.text[:1] in ("*", "_") and _SEPARATOR.match(ln.raw) is not None
+    return ln.text[:1] in _SEPARATOR_FIRST and _SEPARATOR.match(ln.raw) is not None
 
 
 class Line:
@@ -510,7 +514,7 @@ def detect_blocks(text: str) -> list[Block]:
         for i in range(a, b + 1):
             kind[i] = "table"
     for i, ln in enumerate(lines):
-        if ln.text[:1] in ("*", "_") and kind[i] is None and _SEPARATOR.match(ln.raw):
+        if ln.text[:1] in _SEPARATOR_FIRST and kind[i] is None and _SEPARATOR.match(ln.raw):
             kind[i] = "separator"
     _mark_signatures(lines, kind)
     blocks: list[Block] = []

@@ -191,7 +191,11 @@ _WORD_CHAR = re.compile(r"\w")
 _SIGNATURE_CUE = re.compile(
     r"\b(Chairman|Vice Chairman|President|Chief Executive|Sincerely|Cordially|Yours)\b|/s/"
 )
-_NAME_LINE = re.compile(r"^\s{10,}[A-Z][a-z]+(?: [A-Z]\.)?(?: [A-Z][a-z]+)+(?:, [A-Z][a-z]+)?$")
+# a personal name alone on its line ("Warren E. Buffett", "Charles T. Munger, Vice Chairman"),
+# indented or not (HTML extractions lose the indent): it only counts next to a date line
+_NAME_LINE = re.compile(
+    r"^\s*[A-Z][a-z]+(?: [A-Z]\.)?(?: [A-Z][a-z]+){1,2}(?:, [A-Z][a-z]+(?: [A-Z][a-z]+)?)?$"
+)
 _YEAR_IN_NAME = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
 _YEAR_IN_TEXT = re.compile(r"(?<![\d,.$])((?:19|20)\d\d)(?![\d,])")
 
@@ -232,7 +236,8 @@ def _date_lines(text: str, lines: list[str]) -> list[tuple[int, re.Match[str], b
 
 def _is_signature_line(ln: str) -> bool:
     s = ln.strip()
-    return bool(s) and len(s) <= 80 and (
+    # short once the column gap between a date and a title is closed up
+    return bool(s) and len(" ".join(s.split())) <= 80 and (
         _SIGNATURE_CUE.search(s) is not None or _NAME_LINE.match(ln) is not None
     )
 
