@@ -21,13 +21,36 @@ PROSE = "     The textile business again had a very poor year. We\nhave mistaken
         ("\ufeffbody\n", "body\n"),  # BOM
         ("a\x00b\x07c\n", "abc\n"),  # control characters
         ("end of page.\n\n                        7\nNext page\n", "end of page.\n\nNext page\n"),
-        ("end.\n\n- 12 -\n\nmore\n", "end.\n\n\nmore\n"),  # dashed page number between blanks
+        # a page number between blank lines: removed, and the break leaves one gap, not two
+        ("end.\n\n- 12 -\n\nmore\n", "end.\n\nmore\n"),
+        ("end.\n\n              12\n\n\nmore\n", "end.\n\nmore\n"),
+        ("end of\n\n              12\n\nthe sentence\n", "end of\n\nthe sentence\n"),
         ("text\nPage 3\n\nmore\n", "text\nPage 3\n\nmore\n"),  # not alone: kept
         ("31› per share, 1⁄ 2 of it\n", "31› per share, 1⁄ 2 of it\n"),  # damage kept verbatim
     ],
 )
 def test_clean_text_changes_only_what_it_documents(raw, expected):
     assert clean_text(raw) == expected
+
+
+def test_a_page_break_between_column_headings_and_rows_keeps_the_table_whole():
+    from letterchunk.blocks import detect_blocks
+
+    raw = (
+        "Our holdings at yearend were:\n\n"
+        "                               Cost        Market\n"
+        "                            --------     --------\n\n"
+        "                                                          14\n\n"
+        "Company A ..................   $ 1,234     $ 5,678\n"
+        "Company B ..................     2,345       6,789\n"
+        "Total ......................   $ 3,579     $12,467\n\n"
+        "We like these businesses.\n"
+    )
+    text = clean_text(raw)
+    tables = [b for b in detect_blocks(text) if b.kind == "table"]
+    assert len(tables) == 1
+    assert "Cost" in text[tables[0].start : tables[0].end]
+    assert "Total" in text[tables[0].start : tables[0].end]
 
 
 def test_table_numbers_are_not_page_numbers():

@@ -16,7 +16,11 @@ What :func:`clean_text` changes, exactly (and nothing else):
    a form feed, or among the first/last two lines of the file).  Detection is by repetition,
    never by a list of known strings, so a one-off letterhead such as ``BERKSHIRE HATHAWAY
    INC.`` stays.
-5. Blank lines at the start and end of the text are dropped and the text ends with exactly one
+5. Where a removed line (page number, running header/footer, page boundary) had blank lines
+   both above and below it, the blank lines below it are removed too: the page break leaves
+   the one gap that was there on the page, not two (a table's column headings and rows, or a
+   header and its text, stay as close as they were printed).
+6. Blank lines at the start and end of the text are dropped and the text ends with exactly one
    ``\\n``.
 
 Words are never rewritten: no re-wrapping, no de-hyphenation, no quote normalisation, no repair
@@ -149,11 +153,16 @@ def clean_text(raw: str) -> str:
     ]
     boundary = [p or ln == _FORMFEED_MARK for p, ln in zip(page, lines)]
     running = _running_lines(lines, boundary)
-    kept = [
-        ln
-        for ln, is_page in zip(lines, page)
-        if not is_page and ln != _FORMFEED_MARK and (not running or ln.strip() not in running)
-    ]
+    kept: list[str] = []
+    after_gap = False  # a page artifact was just removed with blank lines above it
+    for ln, is_page in zip(lines, page):
+        if is_page or ln == _FORMFEED_MARK or (running and ln.strip() in running):
+            after_gap = after_gap or (bool(kept) and not kept[-1].strip())
+            continue
+        if after_gap and not ln.strip():
+            continue  # the blank lines on both sides of a page break are one gap, not two
+        after_gap = False
+        kept.append(ln)
     while kept and not kept[0].strip():
         kept.pop(0)
     while kept and not kept[-1].strip():
