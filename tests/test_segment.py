@@ -270,6 +270,43 @@ def test_table_chunk(built):
     assert m.section_hierarchy == ["Tables", m.section_title]
 
 
+TABLE_ROWS = (
+    "\n\n"
+    "                                     1996        1995\n"
+    "Net earnings ................    $ 1,234     $ 1,000\n"
+    "Book value ..................     12,345      10,000\n"
+    "Per share ...................     $7,100      $5,800\n\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("lead_in", "name"),
+    [
+        ("We show below our 1985 yearend net holdings in marketable equities. All of them are "
+         "listed.", "Our 1985 yearend net holdings in marketable equities"),
+        ("The table that follows shows the main sources of Berkshire's reported earnings, as "
+         "usual.", "The main sources of Berkshire's reported earnings"),
+        ("The table below shows our cost of float since we entered the business.",
+         "Our cost of float"),
+        ("Below is the tally on our underwriting and float for each major sector of insurance "
+         "in the years we have owned these businesses.",
+         "The tally on our underwriting and float for each major sector"),
+        ("Here's a recap of pre-tax underwriting earnings and float by division:",
+         "Here's a recap of pre-tax underwriting earnings and float by division"),
+        # "we show in the table are" says nothing about the table: the section names it
+        ("The total net earnings we show in the table are, of course, after tax.",
+         "Results – table 1"),
+    ],
+)
+def test_uncaptioned_table_named_from_what_its_lead_in_says_it_shows(lead_in, name):
+    body = (
+        "Results\n\n" + prose(6, 1) + "\n\n     " + lead_in + TABLE_ROWS
+        + "     That was a good year for us and we expect more of the same.\n"
+    )
+    (t3,) = [c for c in segment_letter(letter(body)) if c.metadata.chunk_tier == 3]
+    assert [td.table_name for td in t3.metadata.table_data] == [name]
+
+
 def test_headers_start_chunks_and_hierarchy(built):
     _, chunks = built
     t1 = [c for c in chunks if c.metadata.chunk_tier == 1]

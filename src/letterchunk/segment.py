@@ -37,7 +37,9 @@ Pipeline (deterministic; no LLM):
    following tables); adjacent tables share that span and so share one Tier-3 chunk whose
    ``table_data`` lists each.  ``table_data`` is parsed by
    :func:`letterchunk.tables.parse_table`; the name is the caption, else the lead-in's last
-   sentence when it ends in a colon ("Here's the final scorecard for the bet"), else
+   sentence when it ends in a colon ("Here's the final scorecard for the bet"), else what the
+   lead-in says the table shows ("We show below our 1985 yearend net holdings in marketable
+   equities." -> "Our 1985 yearend net holdings in marketable equities"), else
    ``"<section title> – table N"`` (``"Table N"`` in an untitled section).
 6. **Tier 2** (``tier2=True``): within a Tier-1 chunk, runs of blocks broken at tables (Tier 3)
    and headers; a header/separator rides with the next block; short paragraphs pair forward
@@ -554,17 +556,60 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
     return out
 
 
+# a lead-in sentence that says what the table below shows: "We show below X", "Below we list
+# X", "The table that follows shows X", "The following table sets forth X", "Below is X"
+_SHOW_VERB = r"(?:show|list|present|give|summarize|set forth|display|detail|update)"
+_DESCRIBES = re.compile(
+    rf"(?:\b(?:we|I) {_SHOW_VERB}(?: below| here)?,?"
+    rf"|\b(?:below|here),? (?:we|I) {_SHOW_VERB}"
+    rf"|\btable(?: that follows| below| following)? {_SHOW_VERB}s"
+    r"|^(?:below|here) (?:is|are))"
+    r" (?P<what>.+)",
+    re.IGNORECASE,
+)
+# where the thing shown ends: a clause or a parenthesis starts
+_WHAT_END = re.compile(
+    r"[.;:,(]|\s[–—-]\s|\s(?:since|which|that|though|because|for which|where|as|so|and then)\s"
+)
+# words before the thing itself: where it is shown, or "the usual table detailing"
+_NOT_WHAT = re.compile(
+    r"^(?:(?:on (?:the )?(?:next|following) page|in (?:the|this) table(?: below)?|below|here)"
+    r",? |(?:the |a |our )?(?:usual |following )?table (?:detailing |of |showing )?)+",
+    re.IGNORECASE,
+)
+_TRAILING_MINOR = frozenset("a an and at by for from in of on or the to with".split())
+
+
 def _lead_in_name(pblocks: list[Block], bi: int, text: str) -> str:
-    """A name for an uncaptioned table from its lead-in: the last sentence of the paragraph
-    right before it when that sentence ends in a colon ("Here's a recap of pre-tax
-    underwriting earnings and float by division:"), whitespace collapsed; else ""."""
+    """A name for an uncaptioned table from its lead-in paragraph (the block right before it):
+
+    * its last sentence when that ends in a colon ("Here's a recap of pre-tax underwriting
+      earnings and float by division:"), whitespace collapsed;
+    * else what one of its last three sentences says the table shows: "We show below our 1985
+      yearend net holdings in marketable equities." -> "Our 1985 yearend net holdings in
+      marketable equities" (cut where a clause starts, at most 12 words);
+    * else "".
+    """
     if bi == 0 or pblocks[bi - 1].kind != "paragraph":
         return ""
     lead = " ".join(text[pblocks[bi - 1].start : pblocks[bi - 1].end].split())
-    if not lead.endswith(":"):
-        return ""
-    sentence = re.split(r"(?<=[.?!])\s+(?=[A-Z“\"(])", lead)[-1].rstrip(":").strip()
-    return sentence if 3 <= len(sentence) <= 160 else ""
+    sentences = re.split(r"(?<=[.?!])\s+(?=[A-Z“\"(])", lead)
+    if lead.endswith(":"):
+        sentence = sentences[-1].rstrip(":").strip()
+        return sentence if 3 <= len(sentence) <= 160 else ""
+    for sentence in reversed(sentences[-3:]):
+        m = _DESCRIBES.search(sentence)
+        if m is None:
+            continue
+        what = _NOT_WHAT.sub("", m.group("what"))
+        cut = _WHAT_END.search(what)
+        words = (what[: cut.start()] if cut else what).split()[:12]
+        while words and words[-1].lower() in _TRAILING_MINOR:
+            words.pop()
+        if len(words) >= 2 and words[0].lower() not in ("is", "are", "was", "were"):
+            name = " ".join(words)
+            return name[0].upper() + name[1:]
+    return ""
 
 
 def _table_context(pblocks: list[Block], bi: int) -> tuple[int, int]:
