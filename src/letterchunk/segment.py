@@ -557,13 +557,16 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
 
 
 # a lead-in sentence that says what the table below shows: "We show below X", "Below we list
-# X", "The table that follows shows X", "The following table sets forth X", "Below is X"
-_SHOW_VERB = r"(?:show|list|present|give|summarize|set forth|display|detail|update)"
+# X", "The table that follows shows X", "the following table, which illustrates X", "Here's X"
+_SHOW_VERB = (
+    r"(?:show|list|present|give|summarize|set forth|display|detail|update|trace|tabulate"
+    r"|illustrate|compare)"
+)
 _DESCRIBES = re.compile(
     rf"(?:\b(?:we|I) {_SHOW_VERB}(?: below| here)?,?"
     rf"|\b(?:below|here),? (?:we|I) {_SHOW_VERB}"
-    rf"|\btable(?: that follows| below| following)? {_SHOW_VERB}s"
-    r"|^(?:below|here) (?:is|are))"
+    rf"|\btables?(?: that follows| below| following)?,?(?: which)? {_SHOW_VERB}s?"
+    r"|^(?:below|here) (?:is|are)|^here[’']s)"
     r" (?P<what>.+)",
     re.IGNORECASE,
 )
@@ -573,7 +576,8 @@ _WHAT_END = re.compile(
 )
 # words before the thing itself: where it is shown, or "the usual table detailing"
 _NOT_WHAT = re.compile(
-    r"^(?:(?:on (?:the )?(?:next|following) page|in (?:the|this) table(?: below)?|below|here)"
+    r"^(?:(?:on (?:the )?(?:next|following) page|in (?:the|this) table(?: below)?|below|here"
+    r"|you)"
     r",? |(?:the |a |our )?(?:usual |following )?table (?:detailing |of |showing )?)+",
     re.IGNORECASE,
 )
@@ -581,23 +585,27 @@ _TRAILING_MINOR = frozenset("a an and at by for from in of on or the to with".sp
 
 
 def _lead_in_name(pblocks: list[Block], bi: int, text: str) -> str:
-    """A name for an uncaptioned table from its lead-in paragraph (the block right before it):
+    """A name for an uncaptioned table from its lead-in (the paragraphs right before it):
 
-    * its last sentence when that ends in a colon ("Here's a recap of pre-tax underwriting
-      earnings and float by division:"), whitespace collapsed;
-    * else what one of its last three sentences says the table shows: "We show below our 1985
-      yearend net holdings in marketable equities." -> "Our 1985 yearend net holdings in
-      marketable equities" (cut where a clause starts, at most 12 words);
+    * the last sentence before it when that ends in a colon ("Here's a recap of pre-tax
+      underwriting earnings and float by division:"), whitespace collapsed, if not too long;
+    * else what one of the last six sentences of the (at most two) paragraphs before it says
+      the table shows, the nearest first: "We show below our 1985 yearend net holdings in
+      marketable equities." -> "Our 1985 yearend net holdings in marketable equities" (cut
+      where a clause starts, at most 12 words);
     * else "".
     """
-    if bi == 0 or pblocks[bi - 1].kind != "paragraph":
-        return ""
-    lead = " ".join(text[pblocks[bi - 1].start : pblocks[bi - 1].end].split())
-    sentences = re.split(r"(?<=[.?!])\s+(?=[A-Z“\"(])", lead)
-    if lead.endswith(":"):
-        sentence = sentences[-1].rstrip(":").strip()
-        return sentence if 3 <= len(sentence) <= 160 else ""
-    for sentence in reversed(sentences[-3:]):
+    sentences: list[str] = []
+    k = bi - 1
+    while k >= 0 and bi - k <= 2 and pblocks[k].kind == "paragraph":
+        lead = " ".join(text[pblocks[k].start : pblocks[k].end].split())
+        sentences[:0] = re.split(r"(?<=[.?!])\s+(?=[A-Z“\"(])", lead)
+        if k == bi - 1 and lead.endswith(":"):
+            sentence = sentences[-1].rstrip(":").strip()
+            if 3 <= len(sentence) <= 160:
+                return sentence
+        k -= 1
+    for sentence in reversed(sentences[-6:]):
         m = _DESCRIBES.search(sentence)
         if m is None:
             continue
@@ -606,7 +614,8 @@ def _lead_in_name(pblocks: list[Block], bi: int, text: str) -> str:
         words = (what[: cut.start()] if cut else what).split()[:12]
         while words and words[-1].lower() in _TRAILING_MINOR:
             words.pop()
-        if len(words) >= 2 and words[0].lower() not in ("is", "are", "was", "were"):
+        bare = words[1:] if words and words[0].lower() in ("the", "a", "an", "our") else words
+        if len(bare) >= 2 and words[0].lower() not in ("is", "are", "was", "were"):
             name = " ".join(words)
             return name[0].upper() + name[1:]
     return ""
