@@ -293,6 +293,13 @@ TABLE_ROWS = (
          "The tally on our underwriting and float for each major sector"),
         ("Here's a recap of pre-tax underwriting earnings and float by division:",
          "Here's a recap of pre-tax underwriting earnings and float by division"),
+        ("Here's the record on how earnings of our businesses have grown, again per share.",
+         "The record on how earnings of our businesses have grown"),
+        # the describing sentence one paragraph up
+        ("The table that follows shows the main sources of our reported earnings.\n\n     "
+         "The total net earnings we show in the table are, of course, after tax.",
+         "The main sources of our reported earnings"),
+        ("As usual, here are the numbers.", "Results – table 1"),  # one bare noun: no name
         # "we show in the table are" says nothing about the table: the section names it
         ("The total net earnings we show in the table are, of course, after tax.",
          "Results – table 1"),
