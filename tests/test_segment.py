@@ -89,11 +89,29 @@ def test_separator_styles_and_text_directly_after(sep):
         ("In the Business Segment Data on pages 36-38 and in the", False),  # wrapped prose
         ("the textile business again had", False),
         ("Total earnings ........  $ 1,234  $ 2,345", False),
+        # a title with a sentence-case subtitle in parentheses
+        ("“The Bet” (or how your money finds its way to Wall Street)", True),
+        ("Three Very Good Businesses (and a Few Thoughts About Incentive Compensation)", True),
+        ("Our results (which were poor this year)", False),  # the part before is not a title
     ],
 )
 def test_header_kinds(header, is_header):
     text = prose(2, 1) + "\n\n" + header + "\n\n" + prose(2, 2) + "\n"
     assert (("header", header.rstrip(":")) in [(k, t.rstrip(":")) for k, t in kinds(text)]) == is_header
+
+
+def test_units_caption_above_a_table_is_its_caption_not_a_section_title():
+    text = (
+        prose(2, 1) + "\n\nBalance Sheet 12/31/12 (in millions)\n\n"
+        "Assets                                              Liabilities and Equity\n"
+        "Cash and equivalents . . . . . .     $ 5,338        Notes payable . . . . . .    $ 1,454\n"
+        "Inventory . . . . . . . . . . . .       9,675        Other liabilities . . . .      8,527\n\n"
+        + prose(2, 2) + "\n"
+    )
+    blocks = detect_blocks(text)
+    assert "header" not in [b.kind for b in blocks]
+    (table,) = [b for b in blocks if b.kind == "table"]
+    assert table.title == "Balance Sheet 12/31/12 (in millions)"
 
 
 TABLE_LEADERS = """\

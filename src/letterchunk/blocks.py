@@ -58,6 +58,7 @@ __all__ = ["Block", "Line", "split_lines", "detect_blocks", "is_table_row", "num
 # not, or a run of underscores
 _STARS = "*\u2217\u204e\u2731"
 _SEPARATOR = re.compile(rf"^\s*(?:[{_STARS}]\s*){{3,}}$|^\s*_{{5,}}\s*$")
+_UNITS_NOTE = re.compile(r"\d|[$%£€]|\b(?:millions?|billions?|thousands?|omitted|dollars)\b", re.I)
 _SEPARATOR_FIRST = tuple(_STARS + "_")
 _RULE = re.compile(r"^\s*[-=_]{3,}(?:\s+[-=_]{3,})*\s*$")
 _LEADER = re.compile(r"(?:\.\s?){3,}\.?|…+|(?:\.\s){2,}\.")
@@ -310,7 +311,16 @@ def _headerish(raw: str) -> bool:
         s[-1] in _ROW_END or "  " in s or "\t" in s or ".." in s or ". ." in s or "…" in s
     ) and is_table_row(raw):
         return False
-    return _title_case(s.rstrip(":?"))
+    s = s.rstrip(":?")
+    if s.endswith(")") and "(" in s[1:]:
+        # a title with a subtitle in parentheses: "“The Bet” (or how your money finds its way
+        # to Wall Street)"; the title before it decides.  Not a units note ("Balance Sheet
+        # 12/31/12 (in millions)" is a table caption).
+        cut = s.rindex("(")
+        head, note = s[:cut].rstrip(), s[cut + 1 : -1]
+        if head and len(note.split()) >= 3 and not _UNITS_NOTE.search(note):
+            return _title_case(head)
+    return _title_case(s)
 
 
 def _signature_line(raw: str) -> str | None:
