@@ -212,6 +212,81 @@ def test_parse_aligned_table_names_columns_from_stacked_headers():
     ]
 
 
+BALANCE_SHEET = """\
+                         Balance Sheet 12/31/16 (in millions)
+
+Assets                                                    Liabilities and Equity
+Cash and equivalents . . . . . . . .     $ 8,073          Notes payable . . . . . . . . .    $ 2,054
+Accounts receivable . . . . . . . .       11,183          Other current liabilities . . .     12,464
+Inventory . . . . . . . . . . . . .       15,727          Total current liabilities . . .     14,518
+Other current assets . . . . . . .         1,039
+Total current assets . . . . . . .        36,022
+                                                          Deferred taxes . . . . . . . . .    12,044
+Fixed assets . . . . . . . . . . . .      18,915          Berkshire equity . . . . . . . .    37,412
+                                         $54,937                                             $54,937"""
+
+
+def test_parse_two_tables_side_by_side():
+    columns, rows = parse_table(BALANCE_SHEET, "Balance Sheet 12/31/16 (in millions)")
+    assert columns == ["Assets", "Column 1", "Liabilities and Equity", "Column 3"]
+    assert rows == [
+        ["Cash and equivalents", "$ 8,073", "Notes payable", "$ 2,054"],
+        ["Accounts receivable", "11,183", "Other current liabilities", "12,464"],
+        ["Inventory", "15,727", "Total current liabilities", "14,518"],
+        ["Other current assets", "1,039", "", ""],
+        ["Total current assets", "36,022", "", ""],
+        ["", "", "Deferred taxes", "12,044"],
+        ["Fixed assets", "18,915", "Berkshire equity", "37,412"],
+        ["", "$54,937", "", "$54,937"],
+    ]
+
+
+def test_a_repeated_phrase_between_values_is_a_column_not_a_second_table():
+    text = "\n".join(
+        f"{y} ......   profit     {v:>6}     less than zero      {r}%"
+        for y, v, r in [(1967, "17.3", "5.50"), (1968, "19.9", "5.90"), (1969, "23.4", "6.79"),
+                        (1971, "52.5", "5.81")]
+    )
+    columns, rows = parse_table(text)
+    assert rows[0] == ["1967", "profit", "17.3", "less than zero", "5.50%"]
+    assert len(columns) == 5
+
+
+def test_ragged_rows_and_numbers_set_with_single_spaces_keep_their_columns():
+    text = (
+        "                                                  2009        2008        2007\n"
+        "Revenues . . . . . . . . . . . . . . . . . . . $61,665 $66,099 $59,100\n"
+        "Operating expenses . . . . . . . . . .   59,509      61,937      55,026\n"
+        "Interest expense . . . . . . . . . . . . . . .       98         139         127\n"
+        "Net income . . . . . . . . . . . . . . . . . .   $ 1,113     $ 2,283     $ 2,353"
+    )
+    columns, rows = parse_table(text)
+    assert columns == ["Item", "2009", "2008", "2007"]
+    assert rows == [
+        ["Revenues", "$61,665", "$66,099", "$59,100"],
+        ["Operating expenses", "59,509", "61,937", "55,026"],
+        ["Interest expense", "98", "139", "127"],
+        ["Net income", "$ 1,113", "$ 2,283", "$ 2,353"],
+    ]
+
+
+def test_year_headings_with_a_footnote_mark_start_a_new_table():
+    text = (
+        prose(2, 1) + "\n\n"
+        "Fixed assets . . . . . . . . . . . .      18,915          Equity . . . . .    37,412\n"
+        "Other assets . . . . . . . . . . . .       3,183          Other . . . . . .       579\n"
+        "                                         $54,937                              $54,937\n\n"
+        "Earnings Statement (in millions)\n"
+        "                                              2012           2011*           2010\n"
+        "Revenues . . . . . . . . . . . . . . . .    $83,255       $72,406         $66,610\n"
+        "Net earnings . . . . . . . . . . . . . .    $ 3,699       $ 3,039         $ 2,462\n\n"
+        + prose(2, 2) + "\n"
+    )
+    tables = [b for b in detect_blocks(text) if b.kind == "table"]
+    assert len(tables) == 2
+    assert tables[1].title == "Earnings Statement (in millions)"
+
+
 # --------------------------------------------------------------------------------------------
 # tiers
 

@@ -114,7 +114,8 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'’.&-]*")
 _LEADER_AFTER = re.compile(r"[$(\d-]")
 _PAREN_LINE = re.compile(r"\s*\([^)]{2,40}\)\s*")
 _PAREN_ANY = re.compile(r"\s*\(.*\)\s*")
-_YEAR_CELL = re.compile(r"(?:19|20)\d\d|\d{1,2}/\d{1,2}/\d{2,4}")
+# a year or date column heading, maybe with a footnote mark ("2011*", "2016(1)")
+_YEAR_CELL = re.compile(r"(?:(?:19|20)\d\d|\d{1,2}/\d{1,2}/\d{2,4})(?:[*†‡]+|\(\d\))?")
 
 
 def _ends_sentence(t: str) -> bool:

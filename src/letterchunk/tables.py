@@ -14,6 +14,9 @@ Rules:
   to the column whose span it overlaps most; fragments of one column are joined top-down.  The
   label column is named by header text left of the first value column, else ``"Item"``; a column
   without header text is named ``"Column N"``.
+* Two tables side by side (a balance sheet: assets left, liabilities right) are split at the
+  column where a text cell following a value cell starts in several rows; each half is parsed
+  on its own and a row holds the left and right rows that end on the same line.
 * The caption (first line, when it is a title) is the table name; the fallback name is given by
   the caller.
 """
@@ -40,7 +43,7 @@ def _segments(line: str) -> list[tuple[int, int, str]]:
 
 _CELL_RUN = re.compile(r"\S+(?: \S+)*")
 _GAP2 = re.compile(r"\s{2,}")
-_YEARLIKE = re.compile(r"^(?:(?:19|20)\d\d|\d{1,2}/\d{1,2}/\d{2,4})$")
+_YEARLIKE = re.compile(r"^(?:(?:19|20)\d\d|\d{1,2}/\d{1,2}/\d{2,4})(?:[*†‡]+|\(\d\))?$")
 
 
 def _split_row(line: str) -> tuple[tuple[int, int, str] | None, list[tuple[int, int, str]]]:
@@ -61,7 +64,7 @@ def _split_row(line: str) -> tuple[tuple[int, int, str] | None, list[tuple[int, 
             merged[-1] = (merged[-1][0], b, f"{merged[-1][2]} {t}")
         else:
             merged.append((a, b, t))
-    segs = merged
+    segs = [cell for seg in merged for cell in _numbers_apart(seg)]
     first = segs[0]
     if len(segs) > 1 and _LEADER.match(line[first[1] :].lstrip(" ")):
         return first, segs[1:]  # "1965 ......": the row key precedes the leader
@@ -71,6 +74,27 @@ def _split_row(line: str) -> tuple[tuple[int, int, str] | None, list[tuple[int, 
     if _YEARLIKE.match(first[2]) and first[0] <= 8:
         return first, segs[1:]
     return None, segs
+
+
+def _numbers_apart(seg: tuple[int, int, str]) -> list[tuple[int, int, str]]:
+    """A cell of several numbers set with single spaces ("$61,665 $66,099 $59,100") as one
+    cell per number (a "$" stays with its number); any other cell as it is."""
+    a, _, t = seg
+    if " " not in t:
+        return [seg]
+    out: list[tuple[int, int, str]] = []
+    for m in _TOKEN.finditer(t):
+        tok = m.group(0)
+        if out and out[-1][2] in ("$", "£", "€"):
+            out[-1] = (out[-1][0], a + m.end(), f"{out[-1][2]} {tok}")
+        else:
+            out.append((a + m.start(), a + m.end(), tok))
+    if len(out) < 2 or not all(numeric_cell(x[2]) and any(c.isdigit() for c in x[2]) for x in out):
+        return [seg]
+    return out
+
+
+_TOKEN = re.compile(r"\S+")
 
 
 def _blank(m: re.Match[str]) -> str:
@@ -99,22 +123,38 @@ def parse_table(
     (block detection does: ``Block.meta["rows"]``); computed here otherwise.
     """
     lines = text.split("\n")
-    # the block text starts at the first non-space character: restore its line's indentation
     if row_flags is not None and len(row_flags) == len(lines):
         is_row = list(row_flags)
     else:
         is_row = [is_table_row(ln) for ln in lines]
+    split = _side_by_side(lines, is_row)
+    if split is not None:
+        both = _side_by_side_parse(lines, caption, split, is_row)
+        if both is not None:
+            return both
+    columns, rows, _ = _parse(lines, caption, is_row)
+    return columns, rows
+
+
+def _parse(
+    lines: list[str], caption: str, is_row: list[bool]
+) -> tuple[list[str], list[list[str]], list[int]]:
+    """``(columns, rows, the line index each row ends on)``."""
     data_idx = [i for i, r in enumerate(is_row) if r]
     if not data_idx:
-        return _text_table(lines, caption)
+        columns, rows = _text_table(lines, caption)
+        return columns, rows, []
     first_data, last_data = data_idx[0], data_idx[-1]
-    parsed: list[tuple[tuple[int, int, str] | None, list[tuple[int, int, str]]]] = []
-    pending: tuple[tuple[int, int, str] | None, list[tuple[int, int, str]]] | None = None
+    Row = tuple[tuple[int, int, str] | None, list[tuple[int, int, str]]]
+    parsed: list[Row] = []
+    ends: list[int] = []  # line index of each parsed row's last line
+    pending: Row | None = None
     for i in range(first_data, last_data + 1):
         ln = lines[i]
         if not ln.strip() or _is_rule(ln):
             if pending:
                 parsed.append(pending)
+                ends.append(i - 1)
             pending = None
             continue
         if _FOOT.match(ln) and not is_row[i]:
@@ -131,11 +171,23 @@ def parse_table(
             pending = None
         if is_row[i] or not label:
             parsed.append((label, vals))
+            ends.append(i)
         else:
             pending = (label, vals)
     if pending:
         parsed.append(pending)
-    edges = _cluster([e for _, vals in parsed for _, e, _ in vals])
+        ends.append(last_data)
+    counts = [len(vals) for _, vals in parsed if vals]
+    widest = max(counts, default=0)
+    if len(counts) >= 3 and counts.count(widest) * 5 >= len(counts) * 3:
+        # most rows hold the same number of values and none holds more: those rows define the
+        # columns (each column's right edge: the median over them), however ragged the setting
+        full = [vals for _, vals in parsed if len(vals) == widest]
+        edges = [sorted(v[k][1] for v in full)[len(full) // 2] for k in range(widest)]
+        for k in range(1, widest):
+            edges[k] = max(edges[k], edges[k - 1] + 1)
+    else:
+        edges = _cluster([e for _, vals in parsed for _, e, _ in vals])
     ncols = len(edges)
 
     def col_of(e: int) -> int:
@@ -150,12 +202,18 @@ def parse_table(
     lefts = list(edges)
     for label, vals in parsed:
         cells = [""] * ncols
-        for s, e, t in vals:
-            if not ncols:
-                break
-            k = col_of(e)
-            cells[k] = f"{cells[k]} {t}" if cells[k] else t
-            lefts[k] = min(lefts[k], s)
+        if ncols and len(vals) == ncols:
+            # one value per column: left to right, however the line was set
+            cells = [t for _, _, t in vals]
+            for k, (s, _, _) in enumerate(vals):
+                lefts[k] = min(lefts[k], s)
+        else:
+            for s, e, t in vals:
+                if not ncols:
+                    break
+                k = col_of(e)
+                cells[k] = f"{cells[k]} {t}" if cells[k] else t
+                lefts[k] = min(lefts[k], s)
         rows.append([label[2] if label else ""] + cells)
     # column names from header lines above the first data row
     names = [""] * ncols
@@ -191,9 +249,88 @@ def parse_table(
     # leading rows with no label and only years/dates are column headings ("2016  2015")
     while rows and not rows[0][0] and all(not c or _YEARLIKE.match(c) for c in rows[0][1:]):
         head = rows.pop(0)
+        ends.pop(0)
         names = [f"{nm} {h}".strip() for nm, h in zip(names, head[1:])]
     columns = [label_name or "Item"] + [nm or f"Column {k + 1}" for k, nm in enumerate(names)]
-    return columns, rows
+    return columns, rows, ends
+
+
+def _side_by_side(lines: list[str], is_row: list[bool]) -> int | None:
+    """The column where a second table starts beside the first (a balance sheet: assets on
+    the left, liabilities on the right), or None.
+
+    Found from the data rows: a text cell that follows a value cell and is followed by one in
+    the same row starts a second label.  Those starts must line up (within 4 columns) in at
+    least 3 rows and a quarter of the data rows, the labels must differ (not one phrase
+    repeated down a column), and no data row may have a cell running across that column.
+    """
+    starts: list[int] = []
+    labels: list[str] = []
+    rows = 0
+    for i, ln in enumerate(lines):
+        if not is_row[i]:
+            continue
+        rows += 1
+        _, vals = _split_row(ln)
+        seen_value = False
+        for k, (a, _, t) in enumerate(vals):
+            if numeric_cell(t):
+                seen_value = True
+            elif seen_value:
+                if any(numeric_cell(x[2]) for x in vals[k + 1 :]):  # a label with its value
+                    starts.append(a)
+                    labels.append(t.lower())
+                break
+    if len(starts) < 3 or len(starts) * 4 < rows:
+        return None
+    if len(set(labels)) * 5 < len(labels) * 4:
+        return None  # the same words again and again ("less than zero"): a column of text
+    starts.sort()
+    best: list[int] = []
+    group = [starts[0]]
+    for x in starts[1:]:
+        group = group + [x] if x - group[-1] <= 4 else [x]
+        if len(group) > len(best):
+            best = group
+    if len(best) < 3 or len(best) * 4 < rows:
+        return None
+    at = best[0]
+    for i, ln in enumerate(lines):
+        if is_row[i] and len(ln) > at and ln[at - 1] != " " and ln[at] != " ":
+            return None  # a cell runs across the column: not two tables side by side
+    return at
+
+
+def _half_rows(half: list[str], is_row: list[bool]) -> list[bool]:
+    """Rows of one half: its own table rows, and the half of a full row that holds a value
+    (a totals line "$48,799 ... $48,799" is a row only as a whole)."""
+    return [
+        is_table_row(h) or (full and any(numeric_cell(t) for _, _, t in _split_row(h)[1]))
+        for h, full in zip(half, is_row)
+    ]
+
+
+def _side_by_side_parse(
+    lines: list[str], caption: str, at: int, is_row: list[bool]
+) -> tuple[list[str], list[list[str]]] | None:
+    """Each half parsed on its own; rows that end on the same line share a row."""
+    kept = [("" if caption and ln.strip() == caption else ln) for ln in lines]
+    left = [ln[:at].rstrip() for ln in kept]
+    right = [(" " * at + ln[at:]) if len(ln) > at else "" for ln in kept]
+    lcols, lrows, lends = _parse(left, "", _half_rows(left, is_row))
+    rcols, rrows, rends = _parse(right, "", _half_rows(right, is_row))
+    if not lrows or not rrows:
+        return None
+    by_line: dict[int, list[str]] = {}
+    for end, row in zip(lends, lrows):
+        by_line[end] = row + [""] * len(rcols)
+    for end, row in zip(rends, rrows):
+        by_line.setdefault(end, [""] * len(lcols))[len(lcols) :] = row
+    columns = [
+        f"Column {k}" if re.fullmatch(r"Column \d+", name) else name
+        for k, name in enumerate(lcols + rcols)
+    ]
+    return columns, [by_line[k] for k in sorted(by_line)]
 
 
 def _text_table(lines: list[str], caption: str) -> tuple[list[str], list[list[str]]]:
