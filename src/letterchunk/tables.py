@@ -80,7 +80,7 @@ def _numbers_apart(seg: tuple[int, int, str]) -> list[tuple[int, int, str]]:
     """A cell of several numbers set with single spaces ("$61,665 $66,099 $59,100") as one
     cell per number (a "$" stays with its number); any other cell as it is."""
     a, _, t = seg
-    if " " not in t:
+    if " " not in t or t[0] not in _NUMBER_FIRST:
         return [seg]
     out: list[tuple[int, int, str]] = []
     for m in _TOKEN.finditer(t):
@@ -95,6 +95,7 @@ def _numbers_apart(seg: tuple[int, int, str]) -> list[tuple[int, int, str]]:
 
 
 _TOKEN = re.compile(r"\S+")
+_NUMBER_FIRST = frozenset("0123456789$£€(-–—+.")
 
 
 def _blank(m: re.Match[str]) -> str:
@@ -127,19 +128,28 @@ def parse_table(
         is_row = list(row_flags)
     else:
         is_row = [is_table_row(ln) for ln in lines]
-    split = _side_by_side(lines, is_row)
-    if split is not None:
+    cells = {i: _split_row(ln) for i, ln in enumerate(lines) if is_row[i]}
+    split = _side_by_side(cells)
+    if split is not None and all(
+        len(ln) <= split or ln[split - 1] == " " or ln[split] == " "
+        for i, ln in enumerate(lines)
+        if is_row[i]
+    ):  # no data row has a cell running across the column
         both = _side_by_side_parse(lines, caption, split, is_row)
         if both is not None:
             return both
-    columns, rows, _ = _parse(lines, caption, is_row)
+    columns, rows, _ = _parse(lines, caption, is_row, cells)
     return columns, rows
 
 
 def _parse(
-    lines: list[str], caption: str, is_row: list[bool]
+    lines: list[str],
+    caption: str,
+    is_row: list[bool],
+    cells: dict[int, tuple[tuple[int, int, str] | None, list[tuple[int, int, str]]]] | None = None,
 ) -> tuple[list[str], list[list[str]], list[int]]:
-    """``(columns, rows, the line index each row ends on)``."""
+    """``(columns, rows, the line index each row ends on)``; ``cells``: ``_split_row`` of the
+    data rows when the caller has them."""
     data_idx = [i for i, r in enumerate(is_row) if r]
     if not data_idx:
         columns, rows = _text_table(lines, caption)
@@ -159,7 +169,7 @@ def _parse(
             continue
         if _FOOT.match(ln) and not is_row[i]:
             continue
-        label, vals = _split_row(ln)
+        label, vals = cells[i] if cells is not None and i in cells else _split_row(ln)
         if pending is not None:
             # a wrapped row: the previous line held the start of the label (and maybe values)
             plabel, pvals = pending
@@ -255,23 +265,20 @@ def _parse(
     return columns, rows, ends
 
 
-def _side_by_side(lines: list[str], is_row: list[bool]) -> int | None:
+def _side_by_side(
+    cells: dict[int, tuple[tuple[int, int, str] | None, list[tuple[int, int, str]]]],
+) -> int | None:
     """The column where a second table starts beside the first (a balance sheet: assets on
-    the left, liabilities on the right), or None.
+    the left, liabilities on the right), or None; ``cells``: ``_split_row`` of each data row.
 
     Found from the data rows: a text cell that follows a value cell and is followed by one in
     the same row starts a second label.  Those starts must line up (within 4 columns) in at
-    least 3 rows and a quarter of the data rows, the labels must differ (not one phrase
-    repeated down a column), and no data row may have a cell running across that column.
+    least 3 rows and a quarter of the data rows, and the labels must differ (not one phrase
+    repeated down a column).  The caller checks that no data row has a cell across it.
     """
     starts: list[int] = []
     labels: list[str] = []
-    rows = 0
-    for i, ln in enumerate(lines):
-        if not is_row[i]:
-            continue
-        rows += 1
-        _, vals = _split_row(ln)
+    for _, vals in cells.values():
         seen_value = False
         for k, (a, _, t) in enumerate(vals):
             if numeric_cell(t):
@@ -281,6 +288,7 @@ def _side_by_side(lines: list[str], is_row: list[bool]) -> int | None:
                     starts.append(a)
                     labels.append(t.lower())
                 break
+    rows = len(cells)
     if len(starts) < 3 or len(starts) * 4 < rows:
         return None
     if len(set(labels)) * 5 < len(labels) * 4:
@@ -294,11 +302,7 @@ def _side_by_side(lines: list[str], is_row: list[bool]) -> int | None:
             best = group
     if len(best) < 3 or len(best) * 4 < rows:
         return None
-    at = best[0]
-    for i, ln in enumerate(lines):
-        if is_row[i] and len(ln) > at and ln[at - 1] != " " and ln[at] != " ":
-            return None  # a cell runs across the column: not two tables side by side
-    return at
+    return best[0]
 
 
 def _half_rows(half: list[str], is_row: list[bool]) -> list[bool]:
