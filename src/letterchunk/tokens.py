@@ -12,8 +12,8 @@ import re
 from bisect import bisect_left, bisect_right
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
-from itertools import accumulate
 from importlib import resources
+from itertools import accumulate
 
 import tiktoken
 
