@@ -270,6 +270,26 @@ def test_ragged_rows_and_numbers_set_with_single_spaces_keep_their_columns():
     ]
 
 
+def test_a_table_of_nothing_but_year_headings_keeps_a_row():
+    columns, rows = parse_table("              2015         2014        2013\n"
+                                "              2015         2014        2013")
+    assert rows and len(columns) == 4
+
+
+def test_a_detached_heading_stub_that_is_no_caption_gives_no_empty_section_title():
+    text = (
+        prose(3, 1) + "\n\nNo. of Shares\n\n"
+        "or Share Equiv.                                           Cost       Market\n"
+        "---------------                                        ---------- ----------\n"
+        "     460,650   Affiliated Publications, Inc. ......    $  3,516    $ 16,929\n"
+        "     908,800   Crum & Forster .....................      47,144      48,962\n"
+        "   2,101,244   General Foods, Inc. ................      66,277      83,680\n\n"
+        + prose(3, 2) + "\n"
+    )
+    chunks = segment_letter(letter(text))
+    assert all(c.metadata.section_title.strip() for c in chunks)
+
+
 def test_year_headings_with_a_footnote_mark_start_a_new_table():
     text = (
         prose(2, 1) + "\n\n"

@@ -7,12 +7,14 @@ Nothing may crash, the cleaner only removes whole lines / trailing spaces / cont
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from letterchunk.clean import CleanedLetter, clean_text, extract_date, extract_year
 from letterchunk.segment import segment_letter
+from letterchunk.validate import LetterContext, validate_letter
 from test_corpus import check_invariants
 
 SETTINGS = settings(
@@ -133,3 +135,52 @@ def test_span_counter_is_exact_on_any_text(text, data):
         b = data.draw(st.integers(a, len(text)))
         assert counter.count(a, b) == count_tokens(text[a:b]), (a, b)
     assert counter.count(0, len(text)) == count_tokens(text)
+
+
+# --------------------------------------------------------------------------------------------
+# real letters, cut and damaged: the segmenter's chunks pass the validator
+
+_LETTERS = sorted((Path(__file__).resolve().parents[1] / "corpus" / "letters").glob("*.txt"))
+
+
+@st.composite
+def damaged_excerpts(draw) -> str:
+    """A run of lines from a shipped letter with lines deleted, repeated, unindented, indented
+    or blank lines inserted: the kinds of damage a different extraction does."""
+    lines = draw(st.sampled_from(_LETTERS)).read_text(encoding="utf-8").split("\n")
+    a = draw(st.integers(0, len(lines) - 1))
+    part = lines[a : a + draw(st.integers(1, 200))]
+    for _ in range(draw(st.integers(0, 8))):
+        i = draw(st.integers(0, len(part) - 1)) if part else 0
+        op = draw(st.sampled_from(["delete", "repeat", "strip", "blank", "indent"]))
+        if not part:
+            break
+        if op == "delete":
+            del part[i]
+        elif op == "repeat":
+            part.insert(i, part[draw(st.integers(0, len(part) - 1))])
+        elif op == "strip":
+            part[i] = part[i].strip()
+        elif op == "blank":
+            part.insert(i, "")
+        else:
+            part[i] = " " * draw(st.integers(1, 40)) + part[i]
+    return "\n".join(part)
+
+
+@SETTINGS
+@given(damaged_excerpts(), st.booleans())
+def test_damaged_real_letters_segment_into_valid_chunks(raw, tier2):
+    text = clean_text(raw)
+    if not text.strip():
+        return
+    date, note = extract_date(text)
+    chunks = segment_letter(CleanedLetter(1990, date, note, "x", text), tier2=tier2)
+    assert check_invariants(text, 1990, chunks) == []
+    context = LetterContext(cleaned_text=text)
+    errors = [
+        f"{v.code} {v.chunk_id}: {v.message}"
+        for v in validate_letter(chunks, stage="segmented", context=context)
+        if v.severity == "error"
+    ]
+    assert errors == []

@@ -234,6 +234,8 @@ CHUNK_CASES = [
                                     retrieval_priority="high")),
     ("note.blank", SEG, md(0, boundary_note="")),
     ("size.t1_min", SEG, content(0, lambda c: c[: c.index("\n\n", 20)])),
+    ("size.t1_whole_letter", SEG, then(chunks_fn(lambda cs: cs[:1]),
+                                       content(0, lambda c: c[: c.index("\n\n", 20)]))),
     ("size.t2_min", SEG, with_t2(start_of="_P1")),
     ("size.t1_max", SEG, content(0, lambda c: "\n\n".join([c] * 8))),
     ("boundary.mid_sentence", SEG, content(0, lambda c: c[: c.rindex(" and ")])),
@@ -730,3 +732,15 @@ def test_cli_segment_then_validate_round_trip(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["errors"] == 0 and report["chunks"] > 0
     assert [Path(f).name for f in report["files"]] == ["1977.jsonl"]
+
+
+def test_a_letter_that_is_one_short_chunk_is_a_warning_not_an_error(make_chunk):
+    text = "Sources of Earnings\nOur earnings were fine this year.\n"
+    chunk = make_chunk("1987-S1-T1-001", text.rstrip("\n"), 0)
+    ctx = LetterContext(cleaned_text=text)
+    got = {(v.code, v.severity) for v in validate_letter([chunk], stage="segmented", context=ctx)}
+    assert ("size.t1_whole_letter", "warning") in got
+    assert not {code for code, sev in got if sev == "error"}
+    # validated alone (its letter unknown), it is the plain minimum rule
+    alone = validate_chunk(chunk, stage="segmented", context=ctx)
+    assert "size.t1_min" in {v.code for v in alone}

@@ -185,7 +185,9 @@ def _sections(text: str, blocks: list[Block]) -> list[_Section]:
             cur.parent_title = cur.title if part == "Letter Body" else None
             cur.title = b.title
             last_header = b.title
-        elif b.kind == "header" or (b.kind == "table" and b.meta.get("detached_caption")):
+        elif b.kind == "header" or (
+            b.kind == "table" and b.meta.get("detached_caption") and b.title.strip()
+        ):
             cur = open_(b.title, True, None)
             last_header = b.title
         elif b.kind == "separator":

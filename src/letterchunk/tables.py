@@ -257,7 +257,12 @@ def _parse(
                 best = min(range(ncols), key=lambda c: abs((lefts[c] + edges[c]) / 2 - (s + e) / 2))
             names[best] = f"{names[best]} {t}".strip()
     # leading rows with no label and only years/dates are column headings ("2016  2015")
-    while rows and not rows[0][0] and all(not c or _YEARLIKE.match(c) for c in rows[0][1:]):
+    # (one row is kept: a table that is nothing but headings still has a row)
+    while (
+        len(rows) > 1
+        and not rows[0][0]
+        and all(not c or _YEARLIKE.match(c) for c in rows[0][1:])
+    ):
         head = rows.pop(0)
         ends.pop(0)
         names = [f"{nm} {h}".strip() for nm, h in zip(names, head[1:])]

@@ -184,6 +184,7 @@ RULES: dict[str, tuple[Severity, str, RuleKind]] = {
     "exception.unneeded":     (W, "standalone_exception=true on a chunk that meets its tier minimum", "mechanical"),
     "note.blank":             (W, "boundary_note / exception_reason is an empty string instead of null", "mechanical"),
     "size.t1_min":            (E, "Tier-1 chunk under 250 tokens without standalone_exception", "corpus"),
+    "size.t1_whole_letter":   (W, "the whole letter is one Tier-1 chunk under 250 tokens (nothing to merge with)", "corpus"),
     "size.t2_min":            (E, "Tier-2 chunk under 120 tokens without standalone_exception", "corpus"),
     "size.t1_max":            (W, "Tier-1 chunk over the 2000-token target", "corpus"),
     "boundary.mid_sentence":  (W, "a Tier-1/2 chunk ends mid-sentence", "corpus"),
@@ -453,6 +454,8 @@ class _Ctx:
             titles = [c.metadata.section_title for c in chunks if c.metadata.chunk_tier == 1]
         self.titles = set(titles)
         self.evidence = context.evidence
+        # a letter that is one Tier-1 chunk has no neighbour to merge a short chunk with
+        self.single_t1 = sum(c.metadata.chunk_tier == 1 for c in chunks) == 1
 
 
 def validate_chunk(
@@ -637,7 +640,10 @@ def _check_chunk(chunk: Chunk, stage: str, ctx: _Ctx, ntokens: int) -> list[Viol
             add("note.blank", f"{fld} is an empty string; use null", f"metadata.{fld}")
     minimum = {1: T1_MIN_TOKENS, 2: T2_MIN_TOKENS}.get(tier)
     if minimum is not None:
-        if ntokens < minimum and not md.standalone_exception:
+        if ntokens < minimum and not md.standalone_exception and tier == 1 and ctx.single_t1:
+            add("size.t1_whole_letter", f"the letter is one Tier-1 chunk of {ntokens} tokens "
+                f"(< {minimum}); there is no neighbour to merge it with", "content")
+        elif ntokens < minimum and not md.standalone_exception:
             add(f"size.t{tier}_min", f"Tier-{tier} chunk has {ntokens} tokens (< {minimum}) without "
                 "standalone_exception; merge it with a neighbour (seed §2.4)", "content")
         elif ntokens >= minimum and md.standalone_exception:
@@ -650,7 +656,7 @@ def _check_chunk(chunk: Chunk, stage: str, ctx: _Ctx, ntokens: int) -> list[Viol
             add("boundary.mid_sentence", "the chunk's last paragraph does not end a sentence",
                 "content")
         nonblank = _count_lines(content, stop=3)
-        if 0 < nonblank <= 2:
+        if 0 < nonblank <= 2 and not (tier == 1 and ctx.single_t1):  # else: size.t1_whole_letter
             add("boundary.header_only", f"the chunk is {nonblank} line(s) of text; a header or "
                 "'header + one line' is never a chunk: merge it (seed §2.4 Rule A, §6)", "content")
     if tier == 3 and content.strip() and not _has_prose(content):
