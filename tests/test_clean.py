@@ -94,6 +94,9 @@ def test_words_are_never_rewrapped():
         # no indentation at all (an HTML extraction), the date beside the title far apart
         ("Warren E. Buffett\nMarch 14, 1984" + " " * 60 + "Chairman of the Board\n", "1984-03-14"),
         ("Warren E. Buffett\n\nMarch 2, 1990\n", "1990-03-02"),
+        ("Warren E. Buffett\nChairman of the Board\nFEBRUARY 27, 2015\n", "2015-02-27"),
+        ("Warren E. Buffett\nChairman of the Board\n27 February 2015\n", "2015-02-27"),
+        ("Sincerely,\n\nWarren E. Buffett\nChairman\n\nDated: March 1, 1990\n", "1990-03-01"),
     ],
 )
 def test_signature_dates(tail, date):

@@ -167,9 +167,18 @@ def test_bullet_lists(bullet):
     assert [k for k, _ in kinds(text)] == ["paragraph", "list", "paragraph"]
 
 
-def test_signature_block():
-    text = prose(2, 1) + "\n\nFebruary 25, 2017                    Warren E. Buffett\n                                     Chairman of the Board\n"
-    assert kinds(text)[-1][0] == "signature"
+@pytest.mark.parametrize(
+    "sign_off",
+    [
+        "February 25, 2017                    Warren E. Buffett\n"
+        "                                     Chairman of the Board\n",
+        "Warren E. Buffett\nChairman of the Board\n27 February 2015\n",
+        "Warren E. Buffett\nChairman of the Board\nFEBRUARY 27, 2015\n",
+    ],
+)
+def test_signature_block(sign_off):
+    text = prose(2, 1) + "\n\n" + sign_off
+    assert [k for k, _ in kinds(text)] == ["paragraph", "signature"]
 
 
 @pytest.mark.parametrize(

@@ -82,10 +82,15 @@ _NAME = re.compile(
     r"^(?:/s/\s*[A-Z][a-z]+(?: [A-Z]\.)*(?: [A-Z][a-z]+){1,3}|[A-Z][a-z]+(?: [A-Z]\.)+"
     r"(?: [A-Z][a-z]+){1,2})(?:,? (?:Jr|Sr)\.?)?(?:, [A-Z][A-Za-z ]+)?$"
 )
+_MONTH = (
+    r"(?:January|February|March|April|May|June|July|August|September|October|November|"
+    r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?"
+)
+# a sign-off date: "March 4, 1986", "FEBRUARY 2008", "27 February 2015", "Dated: March 1, 1990"
 _DATE = re.compile(
-    r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
-    r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?\s*(?:\d{1,2}(?:st|nd|rd|th)?\s*,\s*)?"
-    r"\d{4}\b"
+    rf"(?:dated?:?\s*)?(?:\b{_MONTH}\s*(?:\d{{1,2}}(?:st|nd|rd|th)?\s*,\s*)?"
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH},?\s+)\d{{4}}\b",
+    re.IGNORECASE,
 )
 _FOOTNOTE = re.compile(
     r"^\s*(?:Notes?\s*[:.]|NOTES?\b|Footnotes?\b|\*+\s*\S|\(\d{1,2}\)\s|\([a-z]\)\s|†|Sources?:)"
@@ -329,8 +334,8 @@ def _signature_line(raw: str) -> str | None:
     s = raw.strip()
     if not s or len(s) > 90:
         return None
-    if not ("A" <= s[0] <= "Z" or s[0] == "/"):
-        return None  # a date, a title and a name all start with a capital (or "/s/")
+    if not ("A" <= s[0] <= "Z" or s[0] == "/" or s[0].isdigit()):
+        return None  # a date, a title and a name start with a capital ("/s/", "27 February")
     if len(s) > 45 and "   " not in s and len(raw) - len(raw.lstrip()) < 10:
         return None  # a sign-off line is short, indented, or split in columns
     parts = [p for p in _GAP3.split(s) if p]

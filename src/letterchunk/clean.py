@@ -183,18 +183,26 @@ _MONTH_RE = (
     r"(?P<month>January|February|March|April|May|June|July|August|September|October|November|"
     r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?"
 )
+# month names in any case ("FEBRUARY 27, 2015"); day first too ("27 February 2015")
 _FULL_DATE = re.compile(
-    rf"\b{_MONTH_RE}\s*(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s*,\s*(?P<year>(?:19|20)\d\d)\b"
+    rf"\b{_MONTH_RE}\s*(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s*,\s*(?P<year>(?:19|20)\d\d)\b",
+    re.IGNORECASE,
 )
-_MONTH_YEAR = re.compile(rf"\b{_MONTH_RE}\s+(?P<year>(?:19|20)\d\d)\b")
+_FULL_DATE_DAY_FIRST = re.compile(
+    rf"\b(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH_RE},?\s+(?P<year>(?:19|20)\d\d)\b",
+    re.IGNORECASE,
+)
+_MONTH_YEAR = re.compile(rf"\b{_MONTH_RE}\s+(?P<year>(?:19|20)\d\d)\b", re.IGNORECASE)
+_DATE_LABEL = re.compile(r"^(?:dated|date)\s*:?$", re.IGNORECASE)  # "Dated: March 1, 1990"
 # A date anywhere: r"\b" + _ANY_DATE_BODY.  The leading \b is checked on each hit instead of
 # in the pattern, so the regex engine can skip ahead to the months' first letters (a pattern
 # that opens with \b is tried at every position: 4x slower over a letter).  Same hits: no
 # month name can start inside a match that began in the middle of a word.
 _ANY_DATE_BODY = re.compile(
-    r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s*"
+    r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?,?\s*"
     r"(?:\d{1,2}(?:st|nd|rd|th)?\s*,\s*)?"
-    r"(?:19|20)\d\d\b"
+    r"(?:19|20)\d\d\b",
+    re.IGNORECASE,
 )
 _WORD_CHAR = re.compile(r"\w")
 _SIGNATURE_CUE = re.compile(
@@ -229,13 +237,18 @@ def _date_lines(text: str, lines: list[str]) -> list[tuple[int, re.Match[str], b
         s = lines[i].strip()
         if not s or len(s) > 120:
             continue
-        for rx, full in ((_FULL_DATE, True), (_MONTH_YEAR, False)):
+        for rx, full in ((_FULL_DATE, True), (_FULL_DATE_DAY_FIRST, True), (_MONTH_YEAR, False)):
             m = rx.search(s)
             if not m:
                 continue
             before, after = s[: m.start()].rstrip(), s[m.end() :].lstrip(". ")
-            # alone, or separated from the rest of the line by a wide gap (signature columns)
-            ok_before = not before or re.search(r"\S\s{3,}$", s[: m.start()]) is not None
+            # alone (or after "Dated:"), or separated from the rest of the line by a wide gap
+            # (signature columns)
+            ok_before = (
+                not before
+                or _DATE_LABEL.match(before) is not None
+                or re.search(r"\S\s{3,}$", s[: m.start()]) is not None
+            )
             ok_after = not after or re.match(r"\s{3,}", s[m.end() :]) is not None
             if ok_before and ok_after:
                 out.append((i, m, full))
