@@ -92,6 +92,7 @@ def test_separator_styles_and_text_directly_after(sep):
         # a title with a sentence-case subtitle in parentheses
         ("“The Bet” (or how your money finds its way to Wall Street)", True),
         ("Three Very Good Businesses (and a Few Thoughts About Incentive Compensation)", True),
+        ("Berkshire’s 50th Anniversary", True),  # "50th" is no lowercase word "th"
         ("Our results (which were poor this year)", False),  # the part before is not a title
     ],
 )
