@@ -336,6 +336,8 @@ def _signature_line(raw: str) -> str | None:
         return None
     if not ("A" <= s[0] <= "Z" or s[0] == "/" or s[0].isdigit()):
         return None  # a date, a title and a name start with a capital ("/s/", "27 February")
+    if s[0].isdigit() and _DATE.match(s) is None:
+        return None  # a line that starts with a number is a sign-off line only as a date
     if len(s) > 45 and "   " not in s and len(raw) - len(raw.lstrip()) < 10:
         return None  # a sign-off line is short, indented, or split in columns
     parts = [p for p in _GAP3.split(s) if p]
