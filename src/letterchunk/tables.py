@@ -36,7 +36,11 @@ _FOOT = re.compile(
 )
 
 
-def _segments(line: str) -> list[tuple[int, int, str]]:
+_Cell = tuple[int, int, str]  # (start column, end column, text)
+_Row = tuple[_Cell | None, list[_Cell]]  # (label cell or None, value cells)
+
+
+def _segments(line: str) -> list[_Cell]:
     """Cells of a line as (start, end, text), split at runs of 2+ spaces and at dot leaders."""
     return [(m.start(), m.end(), m.group(0)) for m in _CELL_RUN.finditer(line)]
 
@@ -46,7 +50,7 @@ _GAP2 = re.compile(r"\s{2,}")
 _YEARLIKE = re.compile(r"^(?:(?:19|20)\d\d|\d{1,2}/\d{1,2}/\d{2,4})(?:[*†‡]+|\(\d\))?$")
 
 
-def _split_row(line: str) -> tuple[tuple[int, int, str] | None, list[tuple[int, int, str]]]:
+def _split_row(line: str) -> _Row:
     """(label cell or None, value cells) of a row; cells carry their (start, end) columns.
 
     Dot leaders become spaces (positions kept), then the line splits at runs of 2+ spaces.
@@ -58,7 +62,7 @@ def _split_row(line: str) -> tuple[tuple[int, int, str] | None, list[tuple[int, 
     segs = [x for x in segs if x[2]]
     if not segs:
         return None, []
-    merged: list[tuple[int, int, str]] = []
+    merged: list[_Cell] = []
     for a, b, t in segs:  # a lone currency sign belongs to the number after it
         if merged and merged[-1][2] in ("$", "£", "€") and numeric_cell(t):
             merged[-1] = (merged[-1][0], b, f"{merged[-1][2]} {t}")
@@ -76,13 +80,13 @@ def _split_row(line: str) -> tuple[tuple[int, int, str] | None, list[tuple[int, 
     return None, segs
 
 
-def _numbers_apart(seg: tuple[int, int, str]) -> list[tuple[int, int, str]]:
+def _numbers_apart(seg: _Cell) -> list[_Cell]:
     """A cell of several numbers set with single spaces ("$61,665 $66,099 $59,100") as one
     cell per number (a "$" stays with its number); any other cell as it is."""
     a, _, t = seg
     if " " not in t or t[0] not in _NUMBER_FIRST:
         return [seg]
-    out: list[tuple[int, int, str]] = []
+    out: list[_Cell] = []
     for m in _TOKEN.finditer(t):
         tok = m.group(0)
         if out and out[-1][2] in ("$", "£", "€"):
@@ -146,7 +150,7 @@ def _parse(
     lines: list[str],
     caption: str,
     is_row: list[bool],
-    cells: dict[int, tuple[tuple[int, int, str] | None, list[tuple[int, int, str]]]] | None = None,
+    cells: dict[int, _Row] | None = None,
 ) -> tuple[list[str], list[list[str]], list[int]]:
     """``(columns, rows, the line index each row ends on)``; ``cells``: ``_split_row`` of the
     data rows when the caller has them."""
@@ -155,10 +159,9 @@ def _parse(
         columns, rows = _text_table(lines, caption)
         return columns, rows, []
     first_data, last_data = data_idx[0], data_idx[-1]
-    Row = tuple[tuple[int, int, str] | None, list[tuple[int, int, str]]]
-    parsed: list[Row] = []
+    parsed: list[_Row] = []
     ends: list[int] = []  # line index of each parsed row's last line
-    pending: Row | None = None
+    pending: _Row | None = None
     for i in range(first_data, last_data + 1):
         ln = lines[i]
         if not ln.strip() or _is_rule(ln):
@@ -270,9 +273,7 @@ def _parse(
     return columns, rows, ends
 
 
-def _side_by_side(
-    cells: dict[int, tuple[tuple[int, int, str] | None, list[tuple[int, int, str]]]],
-) -> int | None:
+def _side_by_side(cells: dict[int, _Row]) -> int | None:
     """The column where a second table starts beside the first (a balance sheet: assets on
     the left, liabilities on the right), or None; ``cells``: ``_split_row`` of each data row.
 
