@@ -11,6 +11,10 @@ offsets, so both are measured on one coordinate system).  Measured per chunker:
   (last paragraph is prose of 8+ words without terminal punctuation), and by a strict rule
   (the last character is not terminal punctuation, a closing quote/bracket, or a digit).
 
+Two more lines, ours only (chonkie parses no tables): the share of tables named by their
+caption or lead-in rather than a fallback ("<section> – table 2"), and the share of table
+columns with a heading rather than "Column N".
+
 The ground truth for headers and tables is letterchunk's own block detector, so the first two
 figures measure how well each chunker respects the structure we detect, not detection itself.
 
@@ -36,6 +40,8 @@ except ImportError:  # pragma: no cover
     _ends_mid_sentence = None
 
 ROOT = Path(__file__).resolve().parents[1]
+_FALLBACK_NAME = re.compile(r"(?:^|– )[Tt]able \d+$")  # "<section> – table 2", "Table 1"
+_GENERIC_COLUMN = re.compile(r"Column \d+")
 _STRICT_END = re.compile(r"[.?!:;\d%)\]\"'”’*=-]\s*$")
 
 
@@ -90,9 +96,17 @@ def main() -> int:
         return 2
     chunker = RecursiveChunker(tokenizer=encoding(), chunk_size=800)
     totals = {name: {} for name in ("ours", "chonkie")}
+    named = columns = named_columns = tables = 0
     for path in sorted(folder.glob("*.txt")):
         letter = load_letter(path)
         blocks = detect_blocks(letter.text)
+        for chunk in segment_letter(letter):  # table_data: ours only (chonkie parses none)
+            if chunk.metadata.chunk_tier == 3:
+                for td in chunk.metadata.table_data:
+                    tables += 1
+                    named += not _FALLBACK_NAME.search(td.table_name)
+                    columns += len(td.columns)
+                    named_columns += sum(not _GENERIC_COLUMN.fullmatch(c) for c in td.columns)
         for name, spans in (
             ("ours", spans_ours(letter)),
             ("chonkie", spans_chonkie(chunker, letter.text)),
@@ -113,6 +127,10 @@ def main() -> int:
             a, b = totals[name][k]
             cells.append(f"{a}/{b} = {100 * a / b:5.1f}%" if b else "n/a")
         print(f"{label:48} {cells[0]:>20} {cells[1]:>20}")
+    print(f"{'tables named by caption or lead-in (ours only)':48} "
+          f"{f'{named}/{tables} = {100 * named / max(tables, 1):5.1f}%':>20}")
+    print(f"{'table columns with a heading (ours only)':48} "
+          f"{f'{named_columns}/{columns} = {100 * named_columns / max(columns, 1):5.1f}%':>20}")
     return 0
 
 
