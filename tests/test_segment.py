@@ -280,6 +280,23 @@ def test_ragged_rows_and_numbers_set_with_single_spaces_keep_their_columns():
     ]
 
 
+def test_a_heading_over_several_columns_names_each_of_them():
+    text = (
+        "                                    Pre-Tax Earnings       Net Earnings\n"
+        "                                    ----------------     ----------------\n"
+        "                                     1985      1984       1985      1984\n"
+        "Insurance underwriting ........   $(44,230) $(48,060)  $(23,569) $(25,955)\n"
+        "Net investment income .........     95,217    68,903     79,716    62,059\n"
+        "Buffalo News ..................     29,921    27,328     14,580    13,317"
+    )
+    columns, rows = parse_table(text)
+    assert columns == [
+        "Item", "Pre-Tax Earnings 1985", "Pre-Tax Earnings 1984", "Net Earnings 1985",
+        "Net Earnings 1984",
+    ]
+    assert rows[1] == ["Net investment income", "95,217", "68,903", "79,716", "62,059"]
+
+
 def test_a_table_of_nothing_but_year_headings_keeps_a_row():
     columns, rows = parse_table("              2015         2014        2013\n"
                                 "              2015         2014        2013")

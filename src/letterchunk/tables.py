@@ -247,6 +247,12 @@ def _parse(
             ):
                 label_name = f"{label_name} {t}".strip()
                 continue
+            # a heading over several columns ("Pre-Tax Earnings" over "1985  1984") names each
+            spanned = [k for k in range(ncols) if s <= (lefts[k] + edges[k]) / 2 <= e]
+            if len(spanned) >= 2:
+                for k in spanned:
+                    names[k] = f"{names[k]} {t}".strip()
+                continue
             best, best_ov = None, -1
             for k in range(ncols):
                 lo = lefts[k] - 2
