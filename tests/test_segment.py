@@ -297,6 +297,34 @@ def test_a_heading_over_several_columns_names_each_of_them():
     assert rows[1] == ["Net investment income", "95,217", "68,903", "79,716", "62,059"]
 
 
+def test_footnote_marks_on_values_and_a_labelled_heading_row():
+    text = (
+        "Investee                            1994         1993          1994      1993\n"
+        "The Coca-Cola Company .........      7.8%         7.2%         116(2)      94\n"
+        "Federal Home Loan Mortgage Corp.     6.3%(1)      6.8%(1)       47(2)      41(2)\n"
+        "Gannett Co., Inc. .............      4.9%         ---            4(2)     ---"
+    )
+    columns, rows = parse_table(text)
+    assert columns == ["Investee", "1994", "1993", "1994", "1993"]
+    assert rows[1] == ["Federal Home Loan Mortgage Corp", "6.3%(1)", "6.8%(1)", "47(2)", "41(2)"]
+    assert len(rows) == 3
+
+
+def test_a_label_with_a_bare_leader_takes_the_values_on_the_next_line():
+    text = (
+        "                                                  2010        2009        2008\n"
+        "Revenues . . . . . . . . . . . . . . . . . . . . . . .\n"
+        "                                               $66,610     $61,665     $66,099\n"
+        "Interest expense . . . . . . . . . . . . .           111          98         139"
+    )
+    columns, rows = parse_table(text)
+    assert columns == ["Item", "2010", "2009", "2008"]
+    assert rows == [
+        ["Revenues", "$66,610", "$61,665", "$66,099"],
+        ["Interest expense", "111", "98", "139"],
+    ]
+
+
 def test_a_table_of_nothing_but_year_headings_keeps_a_row():
     columns, rows = parse_table("              2015         2014        2013\n"
                                 "              2015         2014        2013")

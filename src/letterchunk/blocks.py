@@ -64,7 +64,7 @@ _RULE = re.compile(r"^\s*[-=_]{3,}(?:\s+[-=_]{3,})*\s*$")
 _LEADER = re.compile(r"(?:\.\s?){3,}\.?|…+|(?:\.\s){2,}\.")
 _NUMERIC = re.compile(
     r"^(?:[$£€]\s*)?[(\-–—+]?\s*(?:[$£€]\s*)?(?:\d[\d,]*(?:\.\d+)?|\.\d+)\s*(?:%|x|pts?\.?)?\)?"
-    r"[%*†]?$"
+    r"[%*†]?(?:\s?\(\d{1,2}\)){0,3}$"  # footnote marks may follow: "6.3%(1)", "47(2)", "205 (1)"
 )
 _DASH_CELL = re.compile(r"^(?:[-–—]+|-0-|N/?A|n/?a|nil|None|none)$")
 _LEADER_ONLY = re.compile(r"^(?:[.…]\s?){4,}$")

@@ -190,6 +190,15 @@ def _parse(
     if pending:
         parsed.append(pending)
         ends.append(last_data)
+    # a label with a bare leader ("Revenues . . . . .") and its values alone on the next line
+    k = 1
+    while k < len(parsed):
+        (plabel, pvals), (label, vals) = parsed[k - 1], parsed[k]
+        if plabel and not pvals and not label and vals and ends[k - 1] == ends[k] - 1:
+            parsed[k - 1 : k + 1] = [(plabel, vals)]
+            ends[k - 1 : k + 1] = [ends[k]]
+        else:
+            k += 1
     counts = [len(vals) for _, vals in parsed if vals]
     widest = max(counts, default=0)
     if len(counts) >= 3 and counts.count(widest) * 5 >= len(counts) * 3:
@@ -265,16 +274,20 @@ def _parse(
             if best_ov <= 0:
                 best = min(range(ncols), key=lambda c: abs((lefts[c] + edges[c]) / 2 - (s + e) / 2))
             names[best] = f"{names[best]} {t}".strip()
-    # leading rows with no label and only years/dates are column headings ("2016  2015")
+    # leading rows of years/dates only are column headings ("2016  2015"); a label on such a
+    # row names the label column ("Insurance Operations  2013  2012")
     # (one row is kept: a table that is nothing but headings still has a row)
     while (
         len(rows) > 1
-        and not rows[0][0]
+        and sum(bool(c) for c in rows[0][1:]) >= 2
         and all(not c or _YEARLIKE.match(c) for c in rows[0][1:])
     ):
         head = rows.pop(0)
         ends.pop(0)
+        if _YEARLIKE.match(head[0]) and len(head) > 1 and not head[1]:
+            head = ["", head[0], *head[2:]]  # the first year sat left of its column
         names = [f"{nm} {h}".strip() for nm, h in zip(names, head[1:])]
+        label_name = label_name or head[0]
     columns = [label_name or "Item"] + [nm or f"Column {k + 1}" for k, nm in enumerate(names)]
     return columns, rows, ends
 
