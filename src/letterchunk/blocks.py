@@ -64,8 +64,10 @@ _RULE = re.compile(r"^\s*[-=_]{3,}(?:\s+[-=_]{3,})*\s*$")
 _LEADER = re.compile(r"(?:\.\s?){3,}\.?|…+|(?:\.\s){2,}\.")
 _NUMERIC = re.compile(
     r"^(?:[$£€]\s*)?[(\-–—+]?\s*(?:[$£€]\s*)?(?:\d[\d,]*(?:\.\d+)?|\.\d+)\s*(?:%|x|pts?\.?)?\)?"
-    r"[%*†]?(?:\s?\(\d{1,2}\)){0,3}$"  # footnote marks may follow: "6.3%(1)", "47(2)", "205 (1)"
+    r"[%*†]?$"
 )
+# footnote marks after a value: "6.3%(1)", "47(2)", "205 (1)", "263,265(1)(2)"
+_FOOTNOTE_MARKS = re.compile(r"(?:\s?\(\d{1,2}\)){1,3}$")
 _DASH_CELL = re.compile(r"^(?:[-–—]+|-0-|N/?A|n/?a|nil|None|none)$")
 _LEADER_ONLY = re.compile(r"^(?:[.…]\s?){4,}$")
 _CELL_SPLIT = re.compile(r"\s{2,}|\t")
@@ -190,7 +192,14 @@ def split_lines(text: str) -> list[Line]:
 
 def numeric_cell(cell: str) -> bool:
     c = cell.strip()
-    return bool(c) and (_NUMERIC.match(c) is not None or _DASH_CELL.match(c) is not None)
+    if not c:
+        return False
+    if _NUMERIC.match(c) is not None or _DASH_CELL.match(c) is not None:
+        return True
+    if c[-1] == ")":  # a value with footnote marks (checked only then: the match is costly)
+        bare = _FOOTNOTE_MARKS.sub("", c)
+        return bool(bare) and bare != c and _NUMERIC.match(bare) is not None
+    return False
 
 
 def _cells(s: str) -> list[str]:
