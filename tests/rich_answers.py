@@ -15,8 +15,8 @@ import hashlib
 import json
 import re
 
-from tests.fake_openai import answer, response_schema
-from tests.test_fault_matrix import valid_for
+from fake_openai import answer, response_schema
+from test_fault_matrix import valid_for
 
 THEMES = ["insurance", "capital allocation", "textiles", "management", "investments", "acquisitions"]
 

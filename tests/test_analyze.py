@@ -18,8 +18,8 @@ from letterchunk.report import RepairReport
 from letterchunk.schema import Chunk
 from letterchunk.segment import segment_letter
 from letterchunk.vocabulary import load_concepts
-from tests.fake_openai import FakeOpenAI
-from tests.rich_answers import rich_answer
+from fake_openai import FakeOpenAI
+from rich_answers import rich_answer
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpus" / "letters"

@@ -19,8 +19,8 @@ import pytest
 from letterchunk.cli import EXIT_BUDGET, EXIT_USAGE, main
 from letterchunk.llm import estimate_tokens
 from letterchunk.validate import validate_path
-from tests.fake_openai import FakeOpenAI, answer
-from tests.test_fault_matrix import valid_for
+from fake_openai import FakeOpenAI, answer
+from test_fault_matrix import valid_for
 
 ROOT = Path(__file__).resolve().parents[1]
 LETTERS = [str(ROOT / "corpus" / "letters" / f"{y}.txt") for y in (1977, 1978)]

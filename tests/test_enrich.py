@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from tests.answers import QUOTE, narrative_answer
+from answers import QUOTE, narrative_answer
 from letterchunk.enrich import (
     UNTITLED,
     Enrichment,

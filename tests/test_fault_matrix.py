@@ -28,7 +28,7 @@ import pytest
 
 from letterchunk.cli import main
 from letterchunk.validate import LetterContext, read_evidence, validate_chunk, validate_path
-from tests.fake_openai import (
+from fake_openai import (
     FakeOpenAI,
     Reply,
     answer,

@@ -25,8 +25,8 @@ from letterchunk.repair import (
 from letterchunk.report import RepairReport
 from letterchunk.schema import Chunk
 from letterchunk.validate import LetterContext, Violation, validate_chunk
-from tests.answers import QUOTE, narrative_answer
-from tests.fake_openai import FakeOpenAI, answer
+from answers import QUOTE, narrative_answer
+from fake_openai import FakeOpenAI, answer
 
 VOCAB = frozenset({"float economics", "circle of competence", "intrinsic value",
                    "underwriting discipline"})

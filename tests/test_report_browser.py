@@ -22,7 +22,7 @@ import pytest
 from letterchunk.cli import main
 from letterchunk.report import build_html, evidence_marks, word_diff
 from letterchunk.schema import Chunk
-from tests.fake_openai import FakeOpenAI, answer
+from fake_openai import FakeOpenAI, answer
 
 S1, S2, T3 = "1987-S1-T1-001", "1987-S2-T1-001", "1987-S2-T3-001"
 EVIL = '</script><img src=x onerror="document.title=\'pwned\'"><b>bold</b>'

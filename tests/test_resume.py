@@ -35,8 +35,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_openai import FakeOpenAI, answer, reset, response_schema
-from tests.test_fault_matrix import valid_for
+from fake_openai import FakeOpenAI, answer, reset, response_schema
+from test_fault_matrix import valid_for
 
 ROOT = Path(__file__).resolve().parents[1]
 LETTERS = [ROOT / "corpus" / "letters" / f"{y}.txt" for y in (1971, 1972, 1973, 1974)]

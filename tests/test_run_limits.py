@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from letterchunk.cli import main
-from tests.fake_openai import FakeOpenAI
-from tests.rich_answers import rich_answer
+from fake_openai import FakeOpenAI
+from rich_answers import rich_answer
 
 ROOT = Path(__file__).resolve().parents[1]
 LETTERS = [str(ROOT / "corpus" / "letters" / f"{y}.txt") for y in (1977, 1978)]
