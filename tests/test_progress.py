@@ -102,7 +102,7 @@ def _run_streaming(cmd: list[str], env: dict[str, str]) -> tuple[int, list[tuple
 
 
 def test_run_off_a_terminal_prints_progress_while_it_runs_and_one_summary(tmp_path):
-    with FakeOpenAI(default=lambda body: answer(valid_for(body)), latency_s=0.15) as server:
+    with FakeOpenAI(default=lambda body: answer(valid_for(body)), latency_s=0.25) as server:
         env = dict(os.environ)
         env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-dummy-test-key",
                    LETTERCHUNK_MODEL="fake-model", **{ENV_INTERVAL: "0"})
@@ -163,6 +163,15 @@ def test_summary_is_printed_once_when_a_cap_stops_the_run(tmp_path, monkeypatch,
     assert err.count(SUMMARY) == 1
     assert "0/2 letter(s), 0/6 chunk(s) written" in err
     assert "run budget_exceeded" in err
+
+
+def test_a_run_that_fails_on_its_input_prints_only_the_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never reached
+    monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
+    missing = tmp_path / "1999.txt"
+    assert main(["run", str(missing), "--out", str(tmp_path / "o")]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert str(missing) in line and SUMMARY not in line
 
 
 # --------------------------------------------------------------------- the reporters

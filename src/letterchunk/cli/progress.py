@@ -68,9 +68,11 @@ class Stats:
         self.calls = self.cache_hits = self.repairs = 0
         self.prompt_tokens = self.completion_tokens = 0
         self.last_letter: int | None = None
+        self.began = False  # letters were read and segmented: there is a run to summarize
 
     def segmented(self, letters: int, chunks: int) -> None:
         with self._lock:
+            self.began = True
             self.letters_total, self.total = letters, chunks
             self.started = self._clock()
 

@@ -139,7 +139,8 @@ def execute(args: argparse.Namespace, job: Any) -> int:
     with llm_client(args) as client:
 
         def summary(ledger: Any, failure: BaseException | None) -> None:
-            if not args.quiet:
+            # a run that failed before any letter was segmented (bad input) has only its error
+            if not args.quiet and (failure is None or progress.stats.began):
                 for line in summary_lines(progress.stats, client, ledger, failure):
                     print(f"letterchunk: {line}", file=sys.stderr)
 
