@@ -4,9 +4,10 @@
 
     make_reporter(quiet)            the reporter for this stderr:
       RichReporter                    a terminal: a live rich bar, redrawn in place
-      PlainReporter                   not a terminal (CI, nohup, | tee): one line every
-                                      LETTERCHUNK_PROGRESS_INTERVAL seconds (default 30) and
-                                      one at the end of every letter
+      PlainReporter                   not a terminal (CI, nohup, | tee): as chunks finish, at
+                                      most one line per LETTERCHUNK_PROGRESS_INTERVAL seconds
+                                      (default 30; 0 = every chunk), and one at the end of
+                                      every letter
       Reporter                        --quiet: counts, prints nothing
     summary_lines(stats, ...)       the one end summary: run totals, then the ledger's
                                     per-letter table
