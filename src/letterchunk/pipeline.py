@@ -442,12 +442,14 @@ def run_paths(
     options: RunOptions = RunOptions(),
     hooks: Hooks | None = None,
 ) -> list[LetterOutcome]:
-    """``letterchunk run``: every letter file in ``paths`` -> ``out_dir``, in the given order."""
+    """``letterchunk run``: every letter in ``paths`` (files, folders of ``*.txt``) -> ``out_dir``,
+    in the given order."""
     from .clean import load_letter
+    from .letters import find_letters
     from .segment import segment_letter
 
     hooks = hooks or Hooks()
-    letters = [load_letter(p) for p in paths]
+    letters = [load_letter(p) for p in find_letters(paths)]
     segmented = [segment_letter(letter, tier2=options.tier2) for letter in letters]
     if hooks.letters_segmented:
         hooks.letters_segmented(len(letters), sum(len(c) for c in segmented))

@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "zero requests, identical files."
         ),
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="raw letter files (YYYY.txt)")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="letter file (YYYY.txt) or folder of them")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--tier2", action="store_true", help="also emit Tier-2 paragraph chunks")
     add_llm_options(p)
@@ -211,7 +211,14 @@ def execute(args: argparse.Namespace, job: Any) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..letters import find_letters
     from ..pipeline import run_paths
 
+    def skipped(path: Any) -> None:
+        if not args.quiet:
+            print(f"letterchunk: skipping {path}: not a letter (*.txt)", file=sys.stderr)
+
+    # a wrong path fails here, before the embedded server is started or a token is spent
+    letters = find_letters(args.paths, on_skip=skipped)
     return execute(args, lambda client, options, hooks: run_paths(
-        args.paths, args.out, client, options, hooks))
+        letters, args.out, client, options, hooks))

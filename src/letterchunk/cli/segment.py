@@ -2,10 +2,11 @@
 
 PATH is a letter file or a folder.  In a folder only ``*.txt`` files are letters; any other
 file (``TRAPS.md``) is skipped with a notice on stderr (hidden files and --quiet: no notice).  A
-file named explicitly is always treated as a letter.
+file named explicitly is always treated as a letter.  A PATH that does not exist, or a folder
+without letters, stops the command before anything is written (exit 2).
 For each letter it writes ``DIR/YYYY_cleaned.txt`` and ``DIR/YYYY.jsonl`` atomically.  A letter
-that cannot be used (empty, binary, not UTF-8, no year, missing) is reported on stderr with what
-to do; the other letters are still written, and the exit code is 2 at the end.
+that cannot be used (empty, binary, not UTF-8, no year) is reported on stderr with what to do;
+the other letters are still written, and the exit code is 2 at the end.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..io import atomic_write_lines, atomic_write_text
+from ..letters import find_letters
 from ..schema import dump_chunk
 from ..segment import load_letters, segment_letter
 
@@ -36,26 +38,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _letters(paths: list[str], quiet: bool) -> tuple[list[Path], list[str]]:
-    files: list[Path] = []
-    problems: list[str] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            for f in sorted(p.iterdir()):
-                if f.is_file() and f.suffix.lower() == ".txt":
-                    files.append(f)
-                elif f.is_file() and not f.name.startswith(".") and not quiet:
-                    print(f"letterchunk: skipping {f}: not a letter (*.txt)", file=sys.stderr)
-        elif p.is_file():
-            files.append(p)
-        else:
-            problems.append(f"{p}: no such file or folder; check the path")
-    return files, problems
-
-
 def run(args: argparse.Namespace) -> int:
-    files, problems = _letters(args.paths, args.quiet)
+    def skipped(path: Path) -> None:
+        if not args.quiet:
+            print(f"letterchunk: skipping {path}: not a letter (*.txt)", file=sys.stderr)
+
+    files = find_letters(args.paths, on_skip=skipped)
+    problems: list[str] = []
     out = Path(args.out)
     years: dict[int, Path] = {}
     written = 0
@@ -82,9 +71,6 @@ def run(args: argparse.Namespace) -> int:
             )
     for msg in problems:
         print(f"letterchunk: error: {msg}", file=sys.stderr)
-    if not files and not problems:
-        print("letterchunk: error: no letter files (*.txt) found in the given paths", file=sys.stderr)
-        return EXIT_USAGE
     if not args.quiet:
         print(f"{written} letter(s) written to {out}/", file=sys.stderr)
     return EXIT_USAGE if problems else EXIT_OK
