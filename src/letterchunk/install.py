@@ -14,7 +14,7 @@ import re
 import shlex
 from pathlib import Path
 
-__all__ = ["source_checkout", "pip_install"]
+__all__ = ["pip_install", "source_checkout"]
 
 _PROJECT_NAME = re.compile(r'^name\s*=\s*"letterchunk"\s*$', re.MULTILINE)
 

@@ -4,6 +4,7 @@ PATH is a letter file or a folder.  In a folder only ``*.txt`` files are letters
 file (``TRAPS.md``) is skipped with a notice on stderr (hidden files and --quiet: no notice).  A
 file named explicitly is always treated as a letter.  A PATH that does not exist, or a folder
 without letters, stops the command before anything is written (exit 2).
+
 For each letter it writes ``DIR/YYYY_cleaned.txt`` and ``DIR/YYYY.jsonl`` atomically.  A letter
 that cannot be used (empty, binary, not UTF-8, no year) is reported on stderr with what to do;
 the other letters are still written, and the exit code is 2 at the end.
@@ -20,8 +21,20 @@ from ..io import atomic_write_lines, atomic_write_text
 from ..letters import find_letters
 from ..schema import dump_chunk
 from ..segment import load_letters, segment_letter
+from . import HelpFormatter
 
 EXIT_OK, EXIT_USAGE = 0, 2
+
+EXAMPLES = """\
+Examples:
+  # every letter in a folder (files other than *.txt are skipped)
+  letterchunk segment corpus/letters --out out/
+  # two letters, with Tier-2 paragraph chunks too
+  letterchunk segment corpus/letters/1977.txt corpus/letters/1978.txt --out out/ --tier2
+  # then check the result, or enrich it with the LLM
+  letterchunk validate out/
+  letterchunk enrich out/
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,12 +42,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "segment",
         help="clean letters and cut them into canonical chunks (rule-based, no LLM)",
         description=__doc__.split("\n\n", 1)[1].replace("``", "") if __doc__ else None,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXAMPLES,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="letter file (.txt) or folder of them")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--tier2", action="store_true", help="also emit Tier-2 paragraph sub-chunks")
-    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     p.set_defaults(func=run)
 
 
