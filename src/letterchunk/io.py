@@ -16,7 +16,7 @@ import secrets
 import stat
 from pathlib import Path
 
-__all__ = ["atomic_write_text", "atomic_write_lines", "create_temp_beside", "read_json_objects"]
+__all__ = ["atomic_write_lines", "atomic_write_text", "create_temp_beside", "read_json_objects"]
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
