@@ -1,9 +1,9 @@
-"""Options and plumbing of issue 5 shared by `letterchunk run` and `letterchunk enrich`:
-rate limits (--tpm/--rpm), concurrency, budget caps and the run ledger (DIR/run.json).
+"""Options and plumbing shared by `letterchunk run` and `letterchunk enrich`: rate limits
+(--tpm/--rpm), concurrency, budget caps and the run ledger (DIR/run.json).
 
-``cli/run.py`` calls three things from here (each call marked ``HOOK (issue 5)`` there):
-:func:`add_limit_options` on the parser, :func:`make_limiter` when it builds the LLM client, and
-:func:`accounting` around the pipeline job.
+``cli/run.py`` calls three things from here: :func:`add_limit_options` on the parser,
+:func:`make_limiter` when it builds the LLM client, and :func:`accounting` around the pipeline
+job.
 """
 
 from __future__ import annotations

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import EXIT_OK
+from . import EXIT_OK, HelpFormatter
+
+EXAMPLES = """\
+Examples:
+  letterchunk report out/
+  letterchunk report out/ -o /tmp/letterchunk-report.html
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,6 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "each repair) and filters by letter, rule and outcome. Inline CSS/JS, works "
             "offline. Prints the page's path on stdout."
         ),
+        epilog=EXAMPLES,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("dir", metavar="DIR", help="output folder of `letterchunk run`")
     p.add_argument("-o", "--output", metavar="FILE", default=None,
