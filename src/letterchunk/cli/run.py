@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 from . import EXIT_INVALID, EXIT_OK, HelpFormatter, _limits
 
-ENV_CACHE_DIR = "LETTERCHUNK_CACHE_DIR"
+ENV_CACHE_DIR = "LETTERCHUNK_CACHE_DIR"  # read by letterchunk.client; named here for --help
 
 EXAMPLES = """\
 Examples:
@@ -91,38 +90,14 @@ def options_from(args: argparse.Namespace) -> Any:
 # ------------------------------------------------------------------------------ backend
 
 
-def _backend_configured() -> bool:
-    return bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
-
-
 @contextlib.contextmanager
 def llm_client(args: argparse.Namespace) -> Iterator[Any]:
     """An LLMClient with cache, on the configured API or the embedded server (stopped after)."""
-    from ..cache import DEFAULT_CACHE_DIR, ResponseCache
-    from ..llm import LLMClient, LLMSettings
-    from ..prompts import prompt_hash
+    from ..client import open_client
 
-    cache_dir = args.cache_dir or os.environ.get(ENV_CACHE_DIR) or DEFAULT_CACHE_DIR
-    with contextlib.ExitStack() as stack:
-        cache = None
-        if args.cache != "off":
-            cache = stack.enter_context(ResponseCache(cache_dir, args.cache))
-        if _backend_configured():
-            settings = LLMSettings.from_env(model=args.model, mode=args.mode)
-        else:
-            from .. import backend
-
-            model = args.model or backend.MODEL_ID
-            if args.cache == "offline":  # answers come from the cache only: start nothing
-                base_url = backend.OFFLINE_URL
-            else:
-                base_url = stack.enter_context(backend.embedded_server())
-            settings = LLMSettings.from_env(
-                env={}, base_url=base_url, model=model, mode=args.mode or "JSON_SCHEMA"
-            )
-        limiter = _limits.make_limiter(args, settings)  # TPM/RPM limits + budget caps, or None
-        client = stack.enter_context(LLMClient(settings, cache=cache, prompt_hash=prompt_hash(),
-                                               limiter=limiter))
+    with open_client(model=args.model, mode=args.mode, cache=args.cache,
+                     cache_dir=args.cache_dir,
+                     limiter=lambda settings: _limits.make_limiter(args, settings)) as client:
         yield client
 
 
