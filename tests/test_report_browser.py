@@ -207,13 +207,22 @@ def test_report_command_says_what_to_do(tmp_path, capsys, make, needle):
 
 # ----------------------------------------------------------------- a real run, twice
 
+def text(value: str) -> str:
+    """``value`` as the DOM dump writes text."""
+    return html.escape(value, quote=False)
+
+
+def text_in(fragment: str, value: str) -> bool:
+    return text(value) in fragment
+
+
 def jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def card_of(dom: str, chunk_id: str) -> str:
     card = re.search(rf'<section class="chunk"[^>]*id="chunk-{re.escape(chunk_id)}"[^>]*>(.*?)</section>',
-                     dom, re.S)
+                     dom, re.DOTALL)
     assert card, f"no card for {chunk_id}"
     return card.group(1)
 
@@ -301,11 +310,10 @@ def test_page_shows_what_the_llm_gave_a_first_attempt_valid_chunk(two_runs, tmp_
     md = written[chosen]["metadata"]
     dom = dump_dom(out / "report.html", "", tmp_path / "profile")
     card = card_of(dom, chosen)
-    text = lambda s: html.escape(s, quote=False)  # noqa: E731 - how the DOM dump writes text
     assert f'data-field="summary">{text(md["contextual_summary"])}</dd>' in card
     assert f'<span data-field="content_type">{md["content_type"]}</span>' in card
     for kind in ("companies", "people"):
-        tags = re.search(rf'<span data-field="entities.{kind}">(.*?)</span></dd>', card, re.S)
+        tags = re.search(rf'<span data-field="entities.{kind}">(.*?)</span></dd>', card, re.DOTALL)
         assert tags, kind
         assert re.findall(r'<span class="tag">([^<]*)</span>', tags.group(1)) == [
             text(n) for n in md["entities"][kind]] or (not md["entities"][kind] and "none" in tags.group(1))
@@ -358,15 +366,13 @@ def test_segment_only_folder_renders_chunks_and_validator_findings(tmp_path):
     assert 'data-rule="count.chars"' in bad
     assert '<tr data-file="1977.jsonl"><td>1977.jsonl</td><td>segmented</td>' in dom
     tables = [json.loads(line) for line in lines if json.loads(line)["metadata"]["table_data"]]
-    if tables:  # a parsed table is drawn cell by cell
-        t = tables[0]["metadata"]["table_data"][0]
-        assert f"<th>{html.escape(t['columns'][0], quote=False)}</th>" in card_of(dom, tables[0]["chunk_id"])
+    assert tables  # 1977 has a Tier-3 table; its parsed cells are drawn one by one
+    t = tables[0]["metadata"]["table_data"][0]
+    table_card = card_of(dom, tables[0]["chunk_id"])
+    assert f"<th>{text(t['columns'][-1])}</th>" in table_card
+    assert f"<td>{text(t['rows'][0][-1])}</td>" in table_card
     dom = dump_dom(out / "report.html", "#rule=count.chars", tmp_path / "profile2")
     assert visible_ids(dom) == {broken["chunk_id"]}
-
-
-def text_in(fragment: str, text: str) -> bool:
-    return html.escape(text, quote=False) in fragment
 
 
 # ----------------------------------------------------------------- appending (no browser)
@@ -396,3 +402,20 @@ def test_append_lines_creates_the_file_even_with_nothing_to_add(tmp_path):
     path = tmp_path / "sub" / "x.report.jsonl"
     append_lines(path, [])
     assert path.is_file() and path.read_bytes() == b""
+
+
+def test_a_second_repair_keeps_the_first_repairs_records(report_dir, capsys):
+    folder, served = report_dir
+    before = jsonl(folder / "1987.report.jsonl")
+    assert main(["repair", str(folder / "1987.jsonl"), "--quiet"]) == 0  # valid now: no LLM
+    after = jsonl(folder / "1987.report.jsonl")
+    assert after[: len(before)] == before
+    assert len({r["run_id"] for r in after}) == 2
+    chunk = next(c for c in collect(folder)["chunks"] if c["chunk_id"] == S1)
+    assert chunk["outcome"] == "valid" and [a["kind"] for a in chunk["attempts"]] == ["check"]
+    [earlier] = chunk["history"]
+    assert earlier["outcome"] == "repaired"
+    assert sum(a["usage"]["prompt_tokens"] for a in earlier["attempts"]) == served["prompt_tokens"]
+    rep = analyze_dir(folder)["repairs"]
+    assert rep["tokens"]["prompt_tokens"] == served["prompt_tokens"]
+    assert rep["outcomes"]["valid"] == 3  # the three 1987 chunks, each counted once

@@ -166,7 +166,8 @@ def _repairs(records_by_file: dict[str, list[dict]]) -> dict[str, Any] | None:
         for r in records:
             attempts += 1
             runs.add(r.get("run_id"))
-            usage = r.get("usage") if isinstance(r.get("usage"), dict) else {}
+            usage = r.get("usage")
+            usage = usage if isinstance(usage, dict) else {}
             for key in tokens:
                 tokens[key] += int(usage.get(key) or 0)
             for v in r.get("violations") or []:

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .io import append_lines, atomic_write_text, read_json_objects
 
@@ -345,7 +345,7 @@ def _file_checks(path: Path, written: list[dict]) -> tuple[str, dict[str, list[d
     from .validate import validate_path
 
     enriched = any((c.get("metadata") or {}).get("contextual_summary") for c in written)
-    stage = "enriched" if enriched else "segmented"
+    stage: Literal["segmented", "enriched"] = "enriched" if enriched else "segmented"
     per_chunk: dict[str, list[dict]] = {}
     whole: list[dict] = []
     for v in validate_path(path, stage=stage):
@@ -388,6 +388,10 @@ def collect(out_dir: str | Path) -> dict:
     return {"dir": folder.name, "rules": _rules(), "files": files, "chunks": chunks}
 
 
+def _mapping(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _strings(value: Any) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
@@ -396,9 +400,8 @@ def _enrichment(md: dict, evidence: dict | None) -> dict:
     """What the LLM produced for a written chunk, with its evidence quotes beside it."""
     ev = evidence or {}
     p_ev = _strings(ev.get("principle_evidence"))
-    entities = md.get("entities") if isinstance(md.get("entities"), dict) else {}
-    xref = md.get("cross_references") if isinstance(md.get("cross_references"), dict) else {}
-    temporal = md.get("temporal_references") if isinstance(md.get("temporal_references"), dict) else {}
+    entities, xref, temporal = (_mapping(md.get(k)) for k in
+                                ("entities", "cross_references", "temporal_references"))
     principles = []
     for i, p in enumerate(md.get("principles") or []):
         if isinstance(p, dict):
