@@ -3,7 +3,8 @@
 Autouse: every test runs with no OPENAI_* / LETTERCHUNK_* variables from the developer's shell
 (harness switches LETTERCHUNK_LIVE / LETTERCHUNK_CHROMIUM excepted) and with HOME /
 XDG_CACHE_HOME pointing into its own tmp_path, so no test reads or writes user caches or keys.
-Tests marked ``live`` are left alone.
+Tests marked ``live`` are left alone.  Autouse too: no test can start the real embedded
+llama-server, whatever is installed beside the tests (a test that would gets a clear failure).
 
 Fixtures:
 - ``make_chunk`` — factory ``make_chunk(chunk_id, text, start, **metadata) -> Chunk`` with
@@ -31,6 +32,9 @@ from letterchunk.tokens import count_tokens
 _ISOLATED_PREFIXES = ("OPENAI_", "LETTERCHUNK_")
 # Switches of the test harness itself, not letterchunk configuration: kept.
 _HARNESS_VARS = frozenset({"LETTERCHUNK_LIVE", "LETTERCHUNK_CHROMIUM"})
+# Re-recording cassettes (tests/test_cassettes.py) starts the real server on purpose; read here,
+# before the autouse fixture removes LETTERCHUNK_* variables from each test's environment.
+_RECORDING = os.environ.get("LETTERCHUNK_RECORD") == "1"
 
 
 @pytest.fixture(autouse=True)
@@ -51,6 +55,28 @@ def _isolated_env(request, monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+
+
+@pytest.fixture(autouse=True)
+def _no_real_llama_server(request, monkeypatch):
+    """Finding the real llama-server fails the test; not finding it raises the usual ConfigError.
+
+    So a test that forgets OPENAI_BASE_URL never starts a 1.1 GB model on a machine with the
+    ``local`` extra installed.  Stand-in servers (``EmbeddedServer(binary=...)``) and tests that
+    call ``find_server_binary`` by its imported name are unaffected.
+    """
+    if request.node.get_closest_marker("live") or _RECORDING:
+        return
+    from letterchunk import backend
+
+    real = backend.find_server_binary
+
+    def guarded(env=None):
+        path = real(env)
+        pytest.fail(f"this test reached the real llama-server ({path}); set OPENAI_BASE_URL to a "
+                    "tests/fake_openai.py server, or give EmbeddedServer a stand-in binary")
+
+    monkeypatch.setattr(backend, "find_server_binary", guarded)
 
 
 YEAR = 1987

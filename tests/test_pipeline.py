@@ -193,9 +193,13 @@ def test_cli_run_prints_cache_stats_and_exits_zero(tmp_path, monkeypatch, capsys
         assert main(args) == 0
         assert server.chat_count == first
     err = capsys.readouterr().err
-    assert f"cache 0 hit(s), {first} miss(es)" in err
-    assert f"cache {first} hit(s), 0 miss(es)" in err
-    assert "0 HTTP request(s)" in err
+    # one summary per run: the totals line, then the ledger's per-letter table
+    summaries = [line for line in err.splitlines() if line.startswith("letterchunk: summary: ")]
+    assert len(summaries) == 2, err
+    assert f"cache 0 hit(s), {first} miss(es)" in summaries[0]
+    assert f"cache {first} hit(s), 0 miss(es)" in summaries[1]
+    assert f"{first} HTTP request(s)" in summaries[0] and "0 HTTP request(s)" in summaries[1]
+    assert err.count("letterchunk: letter  chunks  requests") == 2
 
 
 def test_cli_segment_then_enrich_in_place_equals_run(tmp_path, monkeypatch):

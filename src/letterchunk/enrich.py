@@ -90,7 +90,7 @@ __all__ = [
     "load_vocabulary",
 ]
 
-try:  # developer A's segmenter owns the constant; keep a fallback so this module imports alone
+try:  # the segmenter owns the constant; keep a fallback so this module imports alone
     from .segment import UNTITLED
 except ImportError:  # pragma: no cover
     UNTITLED = "Untitled section"
@@ -235,7 +235,7 @@ class PromptContext:
 
 
 def load_vocabulary() -> frozenset[str]:
-    """The controlled ``buffett_concepts`` vocabulary (developer B's loader)."""
+    """The controlled ``buffett_concepts`` vocabulary (``vocabulary.load_concepts``)."""
     from .vocabulary import load_concepts
 
     return load_concepts()

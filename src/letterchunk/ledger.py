@@ -1,4 +1,4 @@
-"""Per-run accounting: requests, tokens, repairs, cache hits, wall time and cost (issue 5).
+"""Per-run accounting: requests, tokens, repairs, cache hits, wall time and cost.
 
 One :class:`Ledger` per run, shared by every worker (thread-safe).  The pipeline records each
 LLM completion and each repair against its letter; at the end the CLI prints

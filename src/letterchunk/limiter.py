@@ -1,4 +1,4 @@
-"""Client-side tokens-per-minute / requests-per-minute limiter and budget caps (issue 5).
+"""Client-side tokens-per-minute / requests-per-minute limiter and budget caps.
 
 The LLM client calls :meth:`RateLimiter.acquire` with a request's estimated tokens right before
 each HTTP request (it blocks until the request fits, or raises :class:`BudgetExceeded`) and

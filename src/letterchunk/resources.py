@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from .errors import ConfigError
+from .install import pip_install
 
 __all__ = ["resource_path", "RESOURCES_ENV"]
 
@@ -50,6 +51,6 @@ def resource_path(kind: Kind, name: str) -> Path:
     hint = (
         f"unset {RESOURCES_ENV} or point it at a folder holding {kind}/{name}"
         if os.environ.get(RESOURCES_ENV)
-        else "reinstall letterchunk (pip install -e .) so the shipped resources are present"
+        else f"reinstall letterchunk ({pip_install(reinstall=True)}) so the shipped resources are present"
     )
     raise ConfigError(f"resource {kind}/{name} not found (looked at {', '.join(tried)}); {hint}")

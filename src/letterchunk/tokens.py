@@ -18,6 +18,7 @@ from itertools import accumulate
 import tiktoken
 
 from .errors import ConfigError
+from .install import pip_install
 
 __all__ = [
     "encoding", "count_tokens", "SpanCounter", "span_counter", "clear_memos", "O200K_SHA256"
@@ -51,7 +52,7 @@ def _load() -> tuple[tiktoken.Encoding, list[int]]:
     if digest != O200K_SHA256:
         raise ConfigError(
             f"letterchunk/data/o200k_base.tiktoken has sha256 {digest}, expected {O200K_SHA256}; "
-            "reinstall letterchunk (pip install -e .) to restore the shipped tokenizer file"
+            f"reinstall letterchunk ({pip_install(reinstall=True)}) to restore the shipped tokenizer file"
         )
     ranks = {
         base64.b64decode(token): int(rank)

@@ -136,11 +136,11 @@ RULES: dict[str, tuple[Severity, str, RuleKind]] = {
     "source.cleaned_unreadable": (E, "the cleaned text file cannot be read as UTF-8", "input"),
     "evidence.malformed":     (E, "a line of the evidence sidecar is not a valid evidence record", "input"),
     # -- exact keys and types (§0, §3.2, §6 canonical conformance) ---------------------------------
-    "schema.missing_key":     (E, "a key of §0.1/§0.2 is absent (use the §0.2 default)", "mechanical"),
-    "schema.extra_key":       (E, "a key not in §0 is present", "mechanical"),
+    "schema.missing_key":     (E, "a key of the canonical schema is absent (use its default)", "mechanical"),
+    "schema.extra_key":       (E, "a key that is not in the canonical schema is present", "mechanical"),
     "schema.type":            (E, "a value has the wrong type (no coercion: \"1\" is not 1, dict is not list)", "semantic"),
-    "schema.enum":            (E, "a value is outside its §0.3 enum", "semantic"),
-    "schema.key_order":       (W, "keys are not in §0.2 order", "mechanical"),
+    "schema.enum":            (E, "a value is not one of the allowed values of its field", "semantic"),
+    "schema.key_order":       (W, "keys are not in the canonical schema's order", "mechanical"),
     "id.pattern":             (E, "chunk_id does not match ^\\d{4}-S\\d+-T[123]-\\d{3}$", "mechanical"),
     "date.format":            (E, "letter_date is not YYYY-MM-DD", "mechanical"),
     # -- one chunk --------------------------------------------------------------------------------
@@ -173,7 +173,7 @@ RULES: dict[str, tuple[Severity, str, RuleKind]] = {
     "table.name_missing":     (E, "a Tier-3 table_name is empty at stage enriched", "semantic"),
     "table.summary_missing":  (E, "a Tier-3 table summary is empty at stage enriched", "semantic"),
     "link.t1_parent":         (E, "a Tier-1 chunk has a parent_chunk_id", "mechanical"),
-    "link.parent_required":   (E, "a Tier-2 chunk has no parent_chunk_id (§2.2: MUST)", "mechanical"),
+    "link.parent_required":   (E, "a Tier-2 chunk has no parent_chunk_id (every Tier-2 chunk must have one)", "mechanical"),
     "link.leaf_children":     (E, "a Tier-2/3 chunk lists child_chunk_ids", "mechanical"),
     "link.self":              (E, "a chunk names itself as parent or child", "mechanical"),
     "link.id_format":         (E, "a parent/child id is not a chunk id of the same letter", "mechanical"),
@@ -189,7 +189,7 @@ RULES: dict[str, tuple[Severity, str, RuleKind]] = {
     "size.t1_max":            (W, "Tier-1 chunk over the 2000-token target", "corpus"),
     "boundary.mid_sentence":  (W, "a Tier-1/2 chunk ends mid-sentence", "corpus"),
     "boundary.header_only":   (E, "a Tier-1/2 chunk is a header alone or a header + one line", "corpus"),
-    "table.no_context":       (W, "a Tier-3 chunk has no prose lead-in or interpretation (§2.3, Rule 3)", "corpus"),
+    "table.no_context":       (W, "a Tier-3 chunk has no prose lead-in or interpretation around its table", "corpus"),
     "table.financial_flag":   (W, "a financial_table chunk has has_financial_data=false", "mechanical"),
     # -- semantic fields (checked whenever filled; required at stage enriched) ---------------------
     "summary.missing":        (E, "contextual_summary is empty at stage enriched", "semantic"),
@@ -502,7 +502,7 @@ def _check_chunk(chunk: Chunk, stage: str, ctx: _Ctx, ntokens: int) -> list[Viol
     if md.letter_date == "0000-00-00":
         if not md.boundary_note:
             add("date.unknown", "letter_date is 0000-00-00 (unknown): add a boundary_note saying "
-                "the date could not be found (seed §0.3)", "metadata.boundary_note")
+                "the date could not be found", "metadata.boundary_note")
     else:
         try:
             date = _dt.date.fromisoformat(md.letter_date)
@@ -627,10 +627,10 @@ def _check_chunk(chunk: Chunk, stage: str, ctx: _Ctx, ntokens: int) -> list[Viol
     if md.standalone_exception:
         if not (md.exception_reason or "").strip():
             add("exception.reason_missing", "standalone_exception=true needs a one-sentence "
-                "exception_reason (seed §2.4)", "metadata.exception_reason")
+                "exception_reason", "metadata.exception_reason")
         if md.retrieval_priority != "high":
             add("exception.priority", "standalone_exception=true requires retrieval_priority "
-                "'high' (seed §2.4)", "metadata.retrieval_priority")
+                "'high'", "metadata.retrieval_priority")
     elif md.exception_reason is not None and md.exception_reason.strip():
         add("exception.reason_without_flag", "exception_reason is set but standalone_exception "
             "is false; clear one or set the other", "metadata.exception_reason")
@@ -645,7 +645,7 @@ def _check_chunk(chunk: Chunk, stage: str, ctx: _Ctx, ntokens: int) -> list[Viol
                 f"(< {minimum}); there is no neighbour to merge it with", "content")
         elif ntokens < minimum and not md.standalone_exception:
             add(f"size.t{tier}_min", f"Tier-{tier} chunk has {ntokens} tokens (< {minimum}) without "
-                "standalone_exception; merge it with a neighbour (seed §2.4)", "content")
+                "standalone_exception; merge it with a neighbour", "content")
         elif ntokens >= minimum and md.standalone_exception:
             add("exception.unneeded", f"chunk has {ntokens} tokens (>= {minimum}); "
                 "standalone_exception is not needed", "metadata.standalone_exception")
@@ -658,10 +658,10 @@ def _check_chunk(chunk: Chunk, stage: str, ctx: _Ctx, ntokens: int) -> list[Viol
         nonblank = _count_lines(content, stop=3)
         if 0 < nonblank <= 2 and not (tier == 1 and ctx.single_t1):  # else: size.t1_whole_letter
             add("boundary.header_only", f"the chunk is {nonblank} line(s) of text; a header or "
-                "'header + one line' is never a chunk: merge it (seed §2.4 Rule A, §6)", "content")
+                "'header + one line' is never a chunk: merge it with the text it introduces", "content")
     if tier == 3 and content.strip() and not _has_prose(content):
         add("table.no_context", "no lead-in or interpretation sentence around the table; keep "
-            "them in the same chunk (seed §2.3, §3.1 Rule 3/5)", "content")
+            "them in the same chunk as the table", "content")
     if ctype == "financial_table" and not md.has_financial_data:
         add("table.financial_flag", "a financial_table chunk has financial data; set "
             "has_financial_data=true", "metadata.has_financial_data")
@@ -1062,12 +1062,12 @@ def _key_violations(obj: dict, model: type[BaseModel], path: str = "") -> list[t
                 else f"default {json.dumps(_jsonable(info.get_default(call_default_factory=True)))}"
             )
             out.append(("schema.missing_key", path + name,
-                        f"{path + name} is missing; every §0 key must be present ({default})"))
+                        f"{path + name} is missing; every key of the canonical schema must be present ({default})"))
         present = tuple(k for k in keys if k in expected)
         if not missing and present != expected:
             where = path.rstrip(".")
             out.append(("schema.key_order", where or "(top level)",
-                        f"keys of {where or 'the chunk'} are not in §0.2 order"))
+                        f"keys of {where or 'the chunk'} are not in the canonical schema's order"))
     for name, (sub, is_list) in _NESTED.get(model, {}).items():
         value = obj.get(name)
         if is_list and isinstance(value, list):
@@ -1090,10 +1090,10 @@ def _pydantic_violations(exc: ValidationError) -> list[tuple[str, str, str]]:
         kind = err["type"]
         if kind == "missing":
             code = "schema.missing_key"
-            msg = f"{loc} is missing; every §0 key must be present"
+            msg = f"{loc} is missing; every key of the canonical schema must be present"
         elif kind == "extra_forbidden":
             code = "schema.extra_key"
-            msg = f"{loc} is not a §0 key; remove it (the schema must match exactly)"
+            msg = f"{loc} is not a key of the canonical schema; remove it (the keys must match exactly)"
         elif kind == "literal_error":
             code = "schema.enum"
             msg = f"{loc}: {err['msg']} (got {_short(err.get('input'))})"

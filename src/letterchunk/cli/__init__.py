@@ -19,10 +19,20 @@ import argparse
 import importlib
 import logging
 import sys
+import textwrap
 
 from ..errors import BudgetExceeded, LetterchunkError, RepairExhausted
 
-__all__ = ["main", "EXIT_OK", "EXIT_INVALID", "EXIT_USAGE", "EXIT_HALTED", "EXIT_BUDGET"]
+__all__ = [
+    "EXIT_BUDGET",
+    "EXIT_HALTED",
+    "EXIT_INVALID",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "HelpFormatter",
+    "build_parser",
+    "main",
+]
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_HALTED, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -39,17 +49,62 @@ EPILOG = """exit codes:
 """
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Wraps prose paragraphs to the terminal width; keeps a paragraph with indented lines
+    (an ``Examples:`` block, a table of exit codes) exactly as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = []
+        for para in text.strip("\n").split("\n\n"):
+            lines = para.splitlines()
+            if any(line[:1].isspace() for line in lines):
+                paragraphs.append("\n".join(indent + line for line in lines))
+            else:
+                paragraphs.append(textwrap.fill(" ".join(line.strip() for line in lines), width,
+                                                initial_indent=indent, subsequent_indent=indent))
+        return "\n\n".join(paragraphs)
+
+
+def version() -> str:
+    """The installed distribution's version; ``__version__`` when run from a checkout."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("letterchunk")
+    except metadata.PackageNotFoundError:
+        from .. import __version__
+
+        return __version__
+
+
+def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """-v/--verbose and -q/--quiet, accepted before the command and after it.
+
+    On a command they default to SUPPRESS, so a flag given before the command is not reset by
+    the command's own (absent) flag.
+    """
+    default = False if top else argparse.SUPPRESS
+    g = parser.add_argument_group("output") if not top else parser
+    g.add_argument("-v", "--verbose", action="store_true", default=default,
+                   help="log debug output to stderr")
+    g.add_argument("-q", "--quiet", action="store_true", default=default,
+                   help="print only errors: no progress, no summary, no notices")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="letterchunk",
         description="Chunk Berkshire Hathaway shareholder letters into the canonical schema.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug output to stderr")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    add_common_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name.replace('-', '_')}").register(sub)
+    for command in sub.choices.values():
+        add_common_options(command)
     return parser
 
 
@@ -61,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
+        level=logging.DEBUG if args.verbose else logging.ERROR if args.quiet else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:

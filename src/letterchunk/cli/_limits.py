@@ -1,9 +1,9 @@
-"""Options and plumbing of issue 5 shared by `letterchunk run` and `letterchunk enrich`:
-rate limits (--tpm/--rpm), concurrency, budget caps and the run ledger (DIR/run.json).
+"""Options and plumbing shared by `letterchunk run` and `letterchunk enrich`: rate limits
+(--tpm/--rpm), concurrency, budget caps and the run ledger (DIR/run.json).
 
-``cli/run.py`` calls three things from here (each call marked ``HOOK (issue 5)`` there):
-:func:`add_limit_options` on the parser, :func:`make_limiter` when it builds the LLM client, and
-:func:`accounting` around the pipeline job.
+``cli/run.py`` calls three things from here: :func:`add_limit_options` on the parser,
+:func:`make_limiter` when it builds the LLM client, and :func:`accounting` around the pipeline
+job.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import argparse
 import contextlib
 import dataclasses
 import os
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +85,10 @@ def _out_dir(args: argparse.Namespace) -> Path | None:
 
 
 @contextlib.contextmanager
-def accounting(args: argparse.Namespace, client: Any, hooks: Any) -> Iterator[Any]:
-    """Wrap ``hooks`` with the ledger; on the way out write DIR/run.json and print the summary.
+def accounting(args: argparse.Namespace, client: Any, hooks: Any,
+               summary: Callable[[Any, BaseException | None], None] | None = None) -> Iterator[Any]:
+    """Wrap ``hooks`` with the ledger; on the way out write DIR/run.json and call
+    ``summary(ledger, failure)`` (``failure`` None when the run completed) to print the summary.
 
     The ledger is written after every letter too, so a killed run leaves the figures of the
     letters it finished.  The exception (budget cap, halt, Ctrl-C) propagates unchanged.
@@ -118,26 +119,26 @@ def accounting(args: argparse.Namespace, client: Any, hooks: Any) -> Iterator[An
     wrapped = dataclasses.replace(hooks, chunk_done=on_chunk, letter_done=on_letter,
                                   letters_segmented=on_segmented)
     status, reason = "complete", None
+    failure: BaseException | None = None
     try:
         yield wrapped
     except BudgetExceeded as exc:
-        status, reason = "budget_exceeded", str(exc)
+        status, reason, failure = "budget_exceeded", str(exc), exc
         raise
     except RepairExhausted as exc:
-        status, reason = "halted", str(exc)
+        status, reason, failure = "halted", str(exc), exc
         raise
-    except KeyboardInterrupt:
-        status, reason = "interrupted", "Ctrl-C"
+    except KeyboardInterrupt as exc:
+        status, reason, failure = "interrupted", "Ctrl-C", exc
         raise
     except BaseException as exc:
-        status, reason = "failed", f"{type(exc).__name__}: {exc}"
+        status, reason, failure = "failed", f"{type(exc).__name__}: {exc}", exc
         raise
     finally:
         ledger.finish(status, reason)
         _write(ledger, args, out)
-        if not getattr(args, "quiet", False):
-            for line in ledger.summary_lines():
-                print(f"letterchunk: {line}", file=sys.stderr)
+        if summary is not None:
+            summary(ledger, failure)
 
 
 def _write(ledger: Any, args: argparse.Namespace, out: Path | None) -> None:

@@ -7,6 +7,13 @@ import json
 import sys
 
 from ..analyze import analyze_dir, render_text
+from . import HelpFormatter
+
+EXAMPLES = """\
+Examples:
+  letterchunk analyze out/
+  letterchunk analyze out/ --top 20 --json > stats.json
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,6 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "(min/median/p90/max); top entities, concepts and themes; mistake confessions per "
             "year; repair counts by rule. --json prints the same as one JSON object."
         ),
+        epilog=EXAMPLES,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("dir", metavar="DIR", help="output folder of `letterchunk run` or `segment`")
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
@@ -36,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
         sys.stdout.write(render_text(result))
-    if result["skipped"]:
+    if result["skipped"] and not args.quiet:
         print(f"letterchunk: {len(result['skipped'])} line(s) skipped; run `letterchunk validate "
               f"{args.dir}` to see why", file=sys.stderr)
     return 0

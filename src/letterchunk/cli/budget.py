@@ -1,4 +1,4 @@
-"""`letterchunk budget`: the safe per-chunk token size of seed 004 §5."""
+"""`letterchunk budget`: the safe chunk size for a model's context window and rate limits."""
 
 from __future__ import annotations
 
@@ -6,6 +6,16 @@ import argparse
 import json
 
 from ..budget import ENV_VARS, compute_budget, settings_from_env
+from . import HelpFormatter
+
+EXAMPLES = """\
+Examples:
+  # the defaults: a 128k-token model, 90,000 tokens and 10 requests a minute
+  letterchunk budget
+  # your own API tier
+  letterchunk budget --tpm 30000 --requests-per-minute 20 --context-limit 16000
+  OPENAI_TPM_LIMIT=200000 letterchunk budget --json
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -13,10 +23,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "budget",
         help="safe per-chunk token/word size from context, TPM and request-rate limits",
         description=(
-            "Compute the safe per-chunk size of seed 004 §5: T_req = TPM / req_per_min, "
+            "Compute the safe chunk size for your context window and rate limits: "
+            "T_req = TPM / req_per_min, "
             "T_chunk = min((C - Rp - Ra) / K, (T_req - Rp - Ra) / K) * B, words = T_chunk / 1.3. "
-            "Each option falls back to its environment variable, then to the seed's default."
+            "Each option falls back to its environment variable, then to the default shown."
         ),
+        epilog=EXAMPLES,
+        formatter_class=HelpFormatter,
     )
 
     def opt(flag: str, field: str, kind: type, default: str, help_: str) -> None:

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import argparse
 
+from . import HelpFormatter
 from .run import add_llm_options, execute
+
+EXAMPLES = """\
+Examples:
+  # segment first (no LLM), look at the chunks, then enrich them in place
+  letterchunk segment corpus/letters --out out/
+  letterchunk enrich out/
+  # on an API with a tokens-per-minute limit
+  OPENAI_API_KEY=sk-... letterchunk enrich out/ --tpm 90000 --workers 4
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,6 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "the files atomically; evidence goes to DIR/YYYY.evidence.jsonl. Same backend and "
             "cache rules as `letterchunk run`."
         ),
+        epilog=EXAMPLES,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("dir", metavar="DIR", help="folder of segmented output")
     add_llm_options(p)

@@ -13,7 +13,17 @@ import contextlib
 import os
 import sys
 
-from . import EXIT_INVALID, EXIT_OK
+from . import EXIT_INVALID, EXIT_OK, HelpFormatter
+
+EXAMPLES = """\
+Examples:
+  # mechanical fixes only, no LLM
+  letterchunk repair out/1977.jsonl --no-llm
+  # also re-ask an OpenAI-compatible server for the fields code cannot fix
+  OPENAI_BASE_URL=http://127.0.0.1:8080/v1 letterchunk repair other-tool/1977.jsonl --max-attempts 3
+  # then see every repair in one page
+  letterchunk report out/
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "chunk is valid, 1 when some still fail (listed on stderr), 3 when --on-failure "
             "halt stopped on a chunk (FILE then untouched)."
         ),
+        epilog=EXAMPLES,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("file", metavar="FILE.jsonl", help="chunk JSONL file to repair in place")
     p.add_argument("--no-llm", action="store_true",

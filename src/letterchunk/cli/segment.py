@@ -2,10 +2,12 @@
 
 PATH is a letter file or a folder.  In a folder only ``*.txt`` files are letters; any other
 file (``TRAPS.md``) is skipped with a notice on stderr (hidden files and --quiet: no notice).  A
-file named explicitly is always treated as a letter.
+file named explicitly is always treated as a letter.  A PATH that does not exist, or a folder
+without letters, stops the command before anything is written (exit 2).
+
 For each letter it writes ``DIR/YYYY_cleaned.txt`` and ``DIR/YYYY.jsonl`` atomically.  A letter
-that cannot be used (empty, binary, not UTF-8, no year, missing) is reported on stderr with what
-to do; the other letters are still written, and the exit code is 2 at the end.
+that cannot be used (empty, binary, not UTF-8, no year) is reported on stderr with what to do;
+the other letters are still written, and the exit code is 2 at the end.
 """
 
 from __future__ import annotations
@@ -16,10 +18,23 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..io import atomic_write_lines, atomic_write_text
+from ..letters import find_letters
 from ..schema import dump_chunk
 from ..segment import load_letters, segment_letter
+from . import HelpFormatter
 
 EXIT_OK, EXIT_USAGE = 0, 2
+
+EXAMPLES = """\
+Examples:
+  # every letter in a folder (files other than *.txt are skipped)
+  letterchunk segment corpus/letters --out out/
+  # two letters, with Tier-2 paragraph chunks too
+  letterchunk segment corpus/letters/1977.txt corpus/letters/1978.txt --out out/ --tier2
+  # then check the result, or enrich it with the LLM
+  letterchunk validate out/
+  letterchunk enrich out/
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,35 +42,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         "segment",
         help="clean letters and cut them into canonical chunks (rule-based, no LLM)",
         description=__doc__.split("\n\n", 1)[1].replace("``", "") if __doc__ else None,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXAMPLES,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="letter file (.txt) or folder of them")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--tier2", action="store_true", help="also emit Tier-2 paragraph sub-chunks")
-    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     p.set_defaults(func=run)
 
 
-def _letters(paths: list[str], quiet: bool) -> tuple[list[Path], list[str]]:
-    files: list[Path] = []
-    problems: list[str] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            for f in sorted(p.iterdir()):
-                if f.is_file() and f.suffix.lower() == ".txt":
-                    files.append(f)
-                elif f.is_file() and not f.name.startswith(".") and not quiet:
-                    print(f"letterchunk: skipping {f}: not a letter (*.txt)", file=sys.stderr)
-        elif p.is_file():
-            files.append(p)
-        else:
-            problems.append(f"{p}: no such file or folder; check the path")
-    return files, problems
-
-
 def run(args: argparse.Namespace) -> int:
-    files, problems = _letters(args.paths, args.quiet)
+    def skipped(path: Path) -> None:
+        if not args.quiet:
+            print(f"letterchunk: skipping {path}: not a letter (*.txt)", file=sys.stderr)
+
+    files = find_letters(args.paths, on_skip=skipped)
+    problems: list[str] = []
     out = Path(args.out)
     years: dict[int, Path] = {}
     written = 0
@@ -82,9 +84,6 @@ def run(args: argparse.Namespace) -> int:
             )
     for msg in problems:
         print(f"letterchunk: error: {msg}", file=sys.stderr)
-    if not files and not problems:
-        print("letterchunk: error: no letter files (*.txt) found in the given paths", file=sys.stderr)
-        return EXIT_USAGE
     if not args.quiet:
         print(f"{written} letter(s) written to {out}/", file=sys.stderr)
     return EXIT_USAGE if problems else EXIT_OK

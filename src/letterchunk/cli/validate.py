@@ -18,7 +18,17 @@ import sys
 
 from ..schema import json_schema_text
 from ..validate import RULES, STAGES, validate_paths
-from . import EXIT_INVALID, EXIT_OK, EXIT_USAGE, err
+from . import EXIT_INVALID, EXIT_OK, EXIT_USAGE, HelpFormatter, err
+
+EXAMPLES = """\
+Examples:
+  letterchunk validate out/
+  letterchunk validate out/1977.jsonl --stage enriched --errors-only
+  letterchunk validate out/ --stage enriched --json > violations.json
+  letterchunk validate --list-rules
+
+exit codes: 0 no errors, 1 error-level violations, 2 unusable input
+"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,10 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="check chunk JSONL files against the canonical schema and rules",
         description=(
             "Validate chunk JSONL files (or folders of them) against the canonical schema "
-            "(seed 000 §0) and every rule of §0.3, §3.2 and §6.  The cleaned text is read from "
-            "metadata.source_file beside each JSONL, the evidence from YYYY.evidence.jsonl."
+            "and every rule on values, sizes, links and boundaries (list them with "
+            "--list-rules).  The cleaned text is read from metadata.source_file beside each "
+            "JSONL, the evidence from YYYY.evidence.jsonl."
         ),
-        epilog="exit codes: 0 no errors, 1 error-level violations, 2 unusable input",
+        epilog=EXAMPLES,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="chunk JSONL file, or a folder: every *.jsonl in it except "
                    "*.evidence.jsonl and *.report.jsonl")
