@@ -10,6 +10,7 @@ Without chromium the test is skipped locally, and FAILS when ``CI`` is set (``ap
 from __future__ import annotations
 
 import copy
+import html
 import json
 import os
 import re
@@ -19,10 +20,15 @@ from pathlib import Path
 
 import pytest
 
+from letterchunk.analyze import analyze_dir
 from letterchunk.cli import main
-from letterchunk.report import build_html, evidence_marks, word_diff
+from letterchunk.io import append_lines
+from letterchunk.report import RepairReport, build_html, collect, evidence_marks, runs_by_chunk, word_diff
 from letterchunk.schema import Chunk
 from fake_openai import FakeOpenAI, answer
+from rich_answers import rich_answer
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
 
 S1, S2, T3 = "1987-S1-T1-001", "1987-S2-T1-001", "1987-S2-T3-001"
 EVIL = '</script><img src=x onerror="document.title=\'pwned\'"><b>bold</b>'
@@ -189,7 +195,7 @@ def test_build_html_escapes_the_embedded_json(tmp_path):
     ("make", "needle"),
     [
         (lambda d: d / "missing", "not a folder"),
-        (lambda d: d, "holds no *.report.jsonl"),
+        (lambda d: d, "holds no chunk files (*.jsonl) and no *.report.jsonl"),
     ],
     ids=["no-folder", "no-reports"],
 )
@@ -197,3 +203,219 @@ def test_report_command_says_what_to_do(tmp_path, capsys, make, needle):
     assert main(["report", str(make(tmp_path))]) == 2
     err = capsys.readouterr().err
     assert needle in err and "letterchunk run" in err
+
+
+# ----------------------------------------------------------------- a real run, twice
+
+def text(value: str) -> str:
+    """``value`` as the DOM dump writes text."""
+    return html.escape(value, quote=False)
+
+
+def text_in(fragment: str, value: str) -> bool:
+    return text(value) in fragment
+
+
+def jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def card_of(dom: str, chunk_id: str) -> str:
+    card = re.search(rf'<section class="chunk"[^>]*id="chunk-{re.escape(chunk_id)}"[^>]*>(.*?)</section>',
+                     dom, re.DOTALL)
+    assert card, f"no card for {chunk_id}"
+    return card.group(1)
+
+
+def visible_ids(dom: str) -> set[str]:
+    cards = re.findall(r'<section class="chunk"([^>]*)>', dom)
+    return {re.search(r'id="chunk-([^"]+)"', c).group(1) for c in cards if "hidden" not in c}
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory) -> dict:
+    """1977 run live through the real CLI, then again from the answer cache (a cached rerun),
+    then `letterchunk report`.  The first run's records must survive the second."""
+    base = tmp_path_factory.mktemp("two-runs")
+    out, cache = base / "out", base / "cache"
+    mp = pytest.MonkeyPatch()
+    args = ["run", str(CORPUS / "1977.txt"), "--out", str(out), "--cache-dir", str(cache), "--quiet"]
+    try:
+        with FakeOpenAI(rich_answer) as server:
+            mp.setenv("OPENAI_BASE_URL", server.base_url)
+            mp.setenv("OPENAI_API_KEY", "sk-dummy-test-key")
+            mp.setenv("LETTERCHUNK_MODEL", "fake-model")
+            for name in ("OPENAI_TPM_LIMIT", "OPENAI_RPM_LIMIT", "LETTERCHUNK_PRICES",
+                         "LETTERCHUNK_CACHE_DIR"):
+                mp.delenv(name, raising=False)
+            assert main(args) == 0
+            live = server.usage_total
+            first = jsonl(out / "1977.report.jsonl")
+            assert main(args) == 0
+            assert server.chat_count == len([r for r in first if r["kind"] in ("enrich", "reask")])
+    finally:
+        mp.undo()
+    assert main(["report", str(out)]) == 0
+    return {"out": out, "first": first, "live": live}
+
+
+def test_a_rerun_appends_its_records_and_keeps_the_live_run(two_runs):
+    first = two_runs["first"]
+    records = jsonl(two_runs["out"] / "1977.report.jsonl")
+    assert records[: len(first)] == first  # the live run's lines, untouched
+    run_ids = list(dict.fromkeys(r["run_id"] for r in records))
+    assert len(run_ids) == 2 and all(r["run_id"] for r in records)
+    live = [r for r in records if r["run_id"] == run_ids[0]]
+    cached = [r for r in records if r["run_id"] == run_ids[1]]
+    assert {r["source"] for r in live} == {"live"} and {r["source"] for r in cached} == {"cache"}
+    # every live call has its real latency, first-attempt-valid chunks included
+    assert all(isinstance(r["latency_s"], float) and r["latency_s"] > 0 for r in live)
+    assert any(r["kind"] == "enrich" and r["outcome"] == "valid" for r in live)
+    served = two_runs["live"]
+    assert sum(r["usage"]["prompt_tokens"] for r in live) == served.prompt_tokens
+    assert sum(r["usage"]["completion_tokens"] for r in live) == served.completion_tokens
+
+
+def test_report_shows_the_latest_run_with_the_earlier_one_as_history(two_runs):
+    data = collect(two_runs["out"])
+    chunks = [c for c in data["chunks"] if c["attempts"]]
+    assert chunks and len(chunks) == len({r["chunk_id"] for r in two_runs["first"]})
+    for c in chunks:
+        assert {a["source"] for a in c["attempts"]} == {"cache"}
+        [earlier] = c["history"]
+        assert {a["source"] for a in earlier["attempts"]} == {"live"}
+        assert all(a["latency_s"] is not None for a in earlier["attempts"])
+    history_tokens = sum(a["usage"]["prompt_tokens"] for c in chunks for a in c["history"][0]["attempts"])
+    assert history_tokens == two_runs["live"].prompt_tokens
+
+
+def test_analyze_totals_every_run_and_counts_each_chunk_once(two_runs):
+    rep = analyze_dir(two_runs["out"])["repairs"]
+    ids = {r["chunk_id"] for r in two_runs["first"]}
+    assert rep["runs"] == 2
+    assert rep["records"] == 2 * len(two_runs["first"])
+    assert rep["chunks"] == len(ids) and sum(rep["outcomes"].values()) == len(ids)
+    assert rep["tokens"] == {"prompt_tokens": two_runs["live"].prompt_tokens,
+                             "completion_tokens": two_runs["live"].completion_tokens}
+
+
+@pytest.mark.browser
+def test_page_shows_what_the_llm_gave_a_first_attempt_valid_chunk(two_runs, tmp_path):
+    out = two_runs["out"]
+    written = {c["chunk_id"]: c for c in jsonl(out / "1977.jsonl")}
+    first_valid = [r["chunk_id"] for r in two_runs["first"]
+                   if r["kind"] == "enrich" and r["attempt"] == 1 and r["outcome"] == "valid"]
+    chosen = next(cid for cid in first_valid
+                  if any(written[cid]["metadata"]["entities"][k] for k in ("companies", "people")))
+    md = written[chosen]["metadata"]
+    dom = dump_dom(out / "report.html", "", tmp_path / "profile")
+    card = card_of(dom, chosen)
+    assert f'data-field="summary">{text(md["contextual_summary"])}</dd>' in card
+    assert f'<span data-field="content_type">{md["content_type"]}</span>' in card
+    for kind in ("companies", "people"):
+        tags = re.search(rf'<span data-field="entities.{kind}">(.*?)</span></dd>', card, re.DOTALL)
+        assert tags, kind
+        assert re.findall(r'<span class="tag">([^<]*)</span>', tags.group(1)) == [
+            text(n) for n in md["entities"][kind]] or (not md["entities"][kind] and "none" in tags.group(1))
+    for concept in md["buffett_concepts"]:
+        assert f'<span class="tag">{text(concept)}</span>' in card
+    # the latest run (from the cache) and the live run as history, with its latency in seconds
+    assert "latest run " in card and "· cache ·" in card
+    assert re.search(r'<details class="history"><summary>1 earlier run', card)
+    assert re.search(r"· live · \d+\+\d+ tokens · \d+\.\d\d s ·", card)
+
+
+@pytest.mark.browser
+def test_content_type_filter(two_runs, tmp_path):
+    chunks = collect(two_runs["out"])["chunks"]
+    by_type: dict[str, set[str]] = {}
+    for c in chunks:
+        by_type.setdefault(c["content_type"], set()).add(c["chunk_id"])
+    assert len(by_type) >= 2, by_type
+    for ctype in sorted(by_type, key=lambda t: len(by_type[t]))[:2]:
+        dom = dump_dom(two_runs["out"] / "report.html", f"#type={ctype}", tmp_path / ctype)
+        assert re.search(rf'<span id="shown" data-shown="{len(by_type[ctype])}">', dom)
+        assert visible_ids(dom) == by_type[ctype]
+        assert f'<option value="{ctype}">{ctype}</option>' in dom
+
+
+@pytest.mark.browser
+def test_segment_only_folder_renders_chunks_and_validator_findings(tmp_path):
+    out = tmp_path / "seg"
+    assert main(["segment", str(CORPUS / "1977.txt"), "--out", str(out), "-q"]) == 0
+    lines = (out / "1977.jsonl").read_text(encoding="utf-8").splitlines()
+    broken = json.loads(lines[1])
+    broken["metadata"]["char_count"] += 1  # a finding the validator must show on this card
+    lines[1] = json.dumps(broken)
+    (out / "1977.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert not list(out.glob("*.report.jsonl"))
+
+    assert main(["report", str(out)]) == 0
+    dom = dump_dom(out / "report.html", "", tmp_path / "profile")
+    ids = [json.loads(line)["chunk_id"] for line in lines]
+    assert re.search(rf'<span id="shown" data-shown="{len(ids)}">', dom)
+    assert visible_ids(dom) == set(ids)
+    assert re.search(r'<tr data-outcome="segmented"><td>segmented</td><td class="n"[^>]*>(\d+)</td>',
+                     dom).group(1) == str(len(ids))
+    first = json.loads(lines[0])
+    card = card_of(dom, first["chunk_id"])
+    assert text_in(card, first["metadata"]["section_title"]) and "tier 1" in card
+    assert f'{first["metadata"]["token_count"]} tokens' in card
+    assert "validator, stage segmented" in card
+    bad = card_of(dom, broken["chunk_id"])
+    assert 'data-rule="count.chars"' in bad
+    assert '<tr data-file="1977.jsonl"><td>1977.jsonl</td><td>segmented</td>' in dom
+    tables = [json.loads(line) for line in lines if json.loads(line)["metadata"]["table_data"]]
+    assert tables  # 1977 has a Tier-3 table; its parsed cells are drawn one by one
+    t = tables[0]["metadata"]["table_data"][0]
+    table_card = card_of(dom, tables[0]["chunk_id"])
+    assert f"<th>{text(t['columns'][-1])}</th>" in table_card
+    assert f"<td>{text(t['rows'][0][-1])}</td>" in table_card
+    dom = dump_dom(out / "report.html", "#rule=count.chars", tmp_path / "profile2")
+    assert visible_ids(dom) == {broken["chunk_id"]}
+
+
+# ----------------------------------------------------------------- appending (no browser)
+
+def test_records_are_appended_as_whole_lines_after_a_torn_one(tmp_path):
+    path = tmp_path / "1987.report.jsonl"
+    one = RepairReport(path, run_id="run-1")
+    one.add([{"chunk_id": S1, "attempt": 1, "outcome": "valid"}])
+    with path.open("a", encoding="utf-8") as fh:  # a writer killed in the middle of a line
+        fh.write('{"chunk_id": "1987-S2-T1-001", "attem')
+    two = RepairReport(path)
+    two.add([{"chunk_id": S1, "attempt": 1, "outcome": "repaired"}])
+    two.records.append({"chunk_id": S2, "attempt": 1, "outcome": "failed"})
+    two.flush()
+    two.flush()  # nothing new: nothing written twice
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 4 and lines[1].startswith('{"chunk_id": "1987-S2-T1-001", "attem')
+    good = [json.loads(x) for x in (lines[0], lines[2], lines[3])]
+    assert [r["run_id"] for r in good] == ["run-1", two.run_id, two.run_id]
+    assert two.run_id != "run-1" and re.fullmatch(r"\d{8}T\d{6}Z-\d+-[0-9a-f]{4}", two.run_id)
+    runs = runs_by_chunk(good)
+    assert [(r.run_id, r.outcome) for r in runs[S1]] == [("run-1", "valid"), (two.run_id, "repaired")]
+    assert [r.outcome for r in runs[S2]] == ["failed"]
+
+
+def test_append_lines_creates_the_file_even_with_nothing_to_add(tmp_path):
+    path = tmp_path / "sub" / "x.report.jsonl"
+    append_lines(path, [])
+    assert path.is_file() and path.read_bytes() == b""
+
+
+def test_a_second_repair_keeps_the_first_repairs_records(report_dir, capsys):
+    folder, served = report_dir
+    before = jsonl(folder / "1987.report.jsonl")
+    assert main(["repair", str(folder / "1987.jsonl"), "--quiet"]) == 0  # valid now: no LLM
+    after = jsonl(folder / "1987.report.jsonl")
+    assert after[: len(before)] == before
+    assert len({r["run_id"] for r in after}) == 2
+    chunk = next(c for c in collect(folder)["chunks"] if c["chunk_id"] == S1)
+    assert chunk["outcome"] == "valid" and [a["kind"] for a in chunk["attempts"]] == ["check"]
+    [earlier] = chunk["history"]
+    assert earlier["outcome"] == "repaired"
+    assert sum(a["usage"]["prompt_tokens"] for a in earlier["attempts"]) == served["prompt_tokens"]
+    rep = analyze_dir(folder)["repairs"]
+    assert rep["tokens"]["prompt_tokens"] == served["prompt_tokens"]
+    assert rep["outcomes"]["valid"] == 3  # the three 1987 chunks, each counted once

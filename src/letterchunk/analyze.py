@@ -14,8 +14,10 @@ plain dict (the ``--json`` output):
                     (counted once per chunk; ties broken alphabetically)
 * ``principles``    principles by category
 * ``mistake_confessions``  chunks tagged ``mistake_confession`` per year (every year listed)
-* ``repairs``       from the report files: violations found and fixed by code, per rule, and
-                    the final outcome of each reported chunk; ``null`` when there is no report
+* ``repairs``       from the report files, which keep every run's records (nothing is
+                    overwritten): over the whole history, the records, runs, tokens and the
+                    violations found and fixed by code per rule; the outcome of each reported
+                    chunk from its latest run; ``null`` when there is no report
 * ``run``           the totals of ``run.json`` when present
 
 A line that is not a canonical chunk is skipped and listed under ``skipped`` (file, line,
@@ -37,6 +39,7 @@ from pydantic import ValidationError
 
 from .errors import InputError
 from .io import read_json_objects
+from .report import runs_by_chunk
 from .schema import Chunk
 
 __all__ = ["analyze_dir", "analyze_chunks", "distribution", "render_text", "MIN_TOKENS", "TARGET_MAX_TOKENS"]
@@ -153,22 +156,31 @@ def _repairs(records_by_file: dict[str, list[dict]]) -> dict[str, Any] | None:
         return None
     found: Counter = Counter()
     fixed: Counter = Counter()
-    last: dict[str, dict] = {}
+    latest: dict[str, str] = {}  # chunk id -> outcome of its latest run
+    runs: set[Any] = set()
+    tokens = {"prompt_tokens": 0, "completion_tokens": 0}
     attempts = 0
     for records in records_by_file.values():
+        for cid, chunk_runs in runs_by_chunk(r for r in records if r.get("chunk_id")).items():
+            latest[cid] = str(chunk_runs[-1].outcome or "?")
         for r in records:
             attempts += 1
-            if r.get("chunk_id"):
-                last[str(r["chunk_id"])] = r
+            runs.add(r.get("run_id"))
+            usage = r.get("usage")
+            usage = usage if isinstance(usage, dict) else {}
+            for key in tokens:
+                tokens[key] += int(usage.get(key) or 0)
             for v in r.get("violations") or []:
                 code = str(v.get("code", "?")) if isinstance(v, dict) else str(v)
                 found[code] += 1
                 if isinstance(v, dict) and v.get("fixed"):
                     fixed[code] += 1
-    outcomes = Counter(str(r.get("outcome", "?")) for r in last.values())
+    outcomes = Counter(latest.values())
     return {
         "records": attempts,
-        "chunks": len(last),
+        "runs": len(runs),
+        "tokens": tokens,
+        "chunks": len(latest),
         "outcomes": dict(sorted(outcomes.items())),
         "by_rule": {code: {"found": found[code], "fixed": fixed[code]} for code in sorted(found)},
     }
@@ -256,7 +268,10 @@ def render_text(a: dict[str, Any]) -> str:
     if rep is None:
         lines.append("repairs: no YYYY.report.jsonl in the folder")
     else:
-        lines.append(f"repairs: {rep['records']} report record(s) over {rep['chunks']} chunk(s); outcomes "
+        lines.append(f"repairs: {rep['records']} report record(s) from {rep['runs']} run(s) over "
+                     f"{rep['chunks']} chunk(s), {rep['tokens']['prompt_tokens']} prompt + "
+                     f"{rep['tokens']['completion_tokens']} completion tokens; outcomes of the "
+                     "latest run per chunk: "
                      + (", ".join(f"{k} {v}" for k, v in rep["outcomes"].items()) or "none"))
         if rep["by_rule"]:
             lines += _table(["rule", "found", "fixed by code"],

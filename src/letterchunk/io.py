@@ -1,7 +1,9 @@
 """Crash-safe file writes and JSONL reading shared by every stage.
 
 Nothing letterchunk writes is ever half-written: content goes to a temporary file in the same
-folder, is flushed and fsynced, then renamed over the target (atomic on POSIX).
+folder, is flushed and fsynced, then renamed over the target (atomic on POSIX).  Logs that keep
+their history (the repair report) are appended to instead, whole lines at a time
+(:func:`append_lines`).
 
 The temporary file is created the way ``open(path, "w")`` creates a file (mode 0666 less the
 umask: 0644 under the usual umask 022), not 0600 as ``tempfile.mkstemp`` would, so the outputs
@@ -16,7 +18,8 @@ import secrets
 import stat
 from pathlib import Path
 
-__all__ = ["atomic_write_lines", "atomic_write_text", "create_temp_beside", "read_json_objects"]
+__all__ = ["append_lines", "atomic_write_lines", "atomic_write_text", "create_temp_beside",
+           "read_json_objects"]
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
@@ -67,6 +70,33 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 def atomic_write_lines(path: str | Path, lines: list[str]) -> None:
     atomic_write_text(path, "".join(line + "\n" for line in lines))
+
+
+def append_lines(path: str | Path, lines: list[str]) -> None:
+    """Append ``lines`` (each without its newline) to ``path`` as whole lines, then fsync.
+
+    One ``write`` per call on an ``O_APPEND`` descriptor, so lines of concurrent writers do not
+    interleave.  When a killed writer left the file ending mid-line, a newline is written first:
+    the torn line stays one unreadable line (readers skip it) and never swallows the next one.
+    The file is created when missing, even with no lines.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = "".join(line + "\n" for line in lines).encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)  # less the umask
+    try:
+        size = os.fstat(fd).st_size
+        if data and size:
+            with open(path, "rb") as fh:
+                fh.seek(size - 1)
+                if fh.read(1) != b"\n":
+                    data = b"\n" + data
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def read_json_objects(path: str | Path) -> tuple[list[dict], list[tuple[int, str]]]:

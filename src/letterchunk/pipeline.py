@@ -12,10 +12,11 @@
         validate_letter(...)                     letter-level rules over the result
       write_letter(...)                          DIR/YYYY_cleaned.txt, DIR/YYYY.jsonl,
                                                   DIR/YYYY.evidence.jsonl (atomic writes)
-      report.write_letter_report(...)            DIR/YYYY.report.jsonl: one
-                                                  record per attempt; it says where each
-                                                  answer came from, so it differs between a
-                                                  live run and a cached rerun
+      report.RepairReport                        DIR/YYYY.report.jsonl: one record per
+                                                  attempt, appended as each chunk finishes
+                                                  and tagged with the run's run_id; it says
+                                                  where each answer came from, so a cached
+                                                  rerun adds records, never replaces
     enrich_dir(dir, client)                    letterchunk enrich DIR (in place)
 
 Invariants:
@@ -55,6 +56,7 @@ from .enrich import (
 from .errors import InputError, LetterchunkError, RepairExhausted
 from .io import atomic_write_lines, atomic_write_text
 from .repair import OnFailure
+from .report import RepairReport, new_run_id
 from .schema import Chunk, dump_chunk
 
 __all__ = [
@@ -84,6 +86,7 @@ class RunOptions:
     on_failure: OnFailure = "halt"
     report: bool = True  # write DIR/YYYY.report.jsonl (the repair report)
     source_label: str | None = None  # e.g. "cassette": what served answers the client calls live
+    run_id: str = field(default_factory=new_run_id)  # tags this run's report records
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -104,6 +107,7 @@ class ChunkOutcome:
     cache_hits: int  # calls answered from the cache
     violations: list[Any] = field(default_factory=list)  # error-level ones left when failed
     records: list[dict] = field(default_factory=list)  # repair report records, one per attempt
+    latency_s: float | None = None  # seconds of the one call of a chunk valid on first answer
 
     @property
     def ok(self) -> bool:
@@ -184,7 +188,8 @@ def enrich_one(chunk: Chunk, job: LetterJob, client: Any, options: RunOptions) -
             if v.severity == "error"
         ]
         if not errors:
-            return ChunkOutcome(chunk.chunk_id, candidate, evidence, first.usage, 1, hits)
+            return ChunkOutcome(chunk.chunk_id, candidate, evidence, first.usage, 1, hits,
+                                latency_s=getattr(first, "latency_s", None))
 
     return _repair(chunk, job, client, options, messages=messages, model=model, first=first,
                    hits=hits)
@@ -409,6 +414,11 @@ def write_letter(out_dir: str | Path, year: int, cleaned_text: str | None,
 
 def _run_one(year: int, text: str, chunks: list[Chunk], out_dir: Path, client: Any,
              options: RunOptions, hooks: Hooks, write_cleaned: bool) -> LetterOutcome:
+    report = None
+    if options.report:  # appended chunk by chunk, so a killed run keeps what it paid for
+        report = RepairReport.for_letter(out_dir, year, run_id=options.run_id,
+                                         source=options.source_label)
+        hooks = dataclasses.replace(hooks, chunk_done=report.chunk_hook(hooks.chunk_done))
     try:
         outcome = enrich_letter(year, text, chunks, client, options, hooks)
     except LetterchunkError as exc:
@@ -416,23 +426,18 @@ def _run_one(year: int, text: str, chunks: list[Chunk], out_dir: Path, client: A
         if isinstance(exc, RepairExhausted) and partial is not None:
             # keep every chunk already valid on disk, then halt
             write_letter(out_dir, year, text if write_cleaned else None, partial)
-        if options.report and partial is not None:
-            _write_report(out_dir, year, partial, exc, options)
+        if report is not None:
+            report.add_failure(exc)
+            if partial is not None:
+                partial.paths.append(report.path)
         raise
     write_letter(out_dir, year, text if write_cleaned else None, outcome)
-    if options.report:
-        _write_report(out_dir, year, outcome, None, options)
+    if report is not None:
+        report.flush()  # creates the file even for a letter without chunks
+        outcome.paths.append(report.path)
     if hooks.letter_done:  # ledger: letter finished, DIR/run.json rewritten
         hooks.letter_done(outcome)
     return outcome
-
-
-def _write_report(out_dir: Path, year: int, outcome: LetterOutcome,
-                  failure: BaseException | None, options: RunOptions) -> None:
-    from .report import write_letter_report
-
-    path = write_letter_report(out_dir, year, outcome, failure, source=options.source_label)
-    outcome.paths.append(Path(path))
 
 
 def run_paths(

@@ -19,8 +19,8 @@ When the attempts run out the chunk is never returned half-fixed: ``on_failure="
 Transport faults (429, 5xx, timeouts, resets) are retried inside ``LLMClient.complete`` and never
 count as repair attempts; when they are exhausted its ``BackendError`` propagates unchanged.
 
-Every attempt produces one report record (:func:`letterchunk.report.RepairReport` writes them to
-``DIR/YYYY.report.jsonl``)::
+Every attempt produces one report record (:func:`letterchunk.report.RepairReport` appends them to
+``DIR/YYYY.report.jsonl``, each with the ``run_id`` of the run)::
 
     {"chunk_id", "letter_year", "attempt", "kind": "enrich"|"reask"|"file"|"check",
      "asked_fields", "violations": [{"code", "field", "message", "severity", "rule_kind",
@@ -983,7 +983,7 @@ def repair_file(
                     first_rec["violations"] = [
                         v for v in seen_here if (v["code"], v["field"], v["message"]) not in known
                     ] + first_rec["violations"]
-                report.records.extend(rr.records)
+                report.add(rr.records)  # appended per chunk: an interrupted repair keeps them
                 result.usage = result.usage + rr.usage
                 result.outcomes[cid] = rr.outcome
                 if rr.chunk is not None:
@@ -1013,7 +1013,7 @@ def repair_file(
                    "source": "file", "error": None, "outcome": outcome,
                    "span": [fixed.metadata.source_span.start_char,
                             fixed.metadata.source_span.end_char_exclusive]}
-            report.records.append(rec)
+            report.add([rec])
             out_lines.append(dump_chunk(fixed) if changes else line)
     except RepairExhausted as exc:
         report.records.extend(getattr(exc, "records", []))

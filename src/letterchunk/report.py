@@ -1,71 +1,143 @@
 """The repair report: ``DIR/YYYY.report.jsonl`` (one record per attempt) and ``DIR/report.html``.
 
-:class:`RepairReport` collects the records :mod:`letterchunk.repair` produces and rewrites its
-JSONL file atomically after every chunk, so a halted or interrupted run still leaves a complete
-report of everything done so far.
+Writing.  :class:`RepairReport` APPENDS the records of one run to its JSONL file, whole lines
+at a time and fsynced, as each chunk finishes (:func:`letterchunk.io.append_lines`).  Nothing is
+ever overwritten: a cached rerun or a ``letterchunk repair`` adds its own records after those
+of the live run, so the tokens, latency and source of every run stay readable.  Every record
+carries the ``run_id`` of the run that wrote it (:func:`new_run_id`: UTC time, pid and a random
+suffix); an interrupted run leaves complete lines for the chunks it finished.
 
-:func:`build_html` turns every ``*.report.jsonl`` of a folder (with the chunk files
-``X.jsonl`` and evidence sidecars ``X.evidence.jsonl`` beside them) into one self-contained
-static page: inline CSS and JS, no network.  The data travels as JSON inside the page; the
-page's script computes the totals (by rule, letter and outcome), draws one card per chunk (text
-with evidence quotes highlighted, violations, a word-level before/after diff of each change,
-computed here with :mod:`difflib`) and filters the cards by letter, rule and outcome — also
-from the URL fragment (``report.html#letter=1977&outcome=failed``), so filters can be linked
+Reading.  :func:`runs_by_chunk` groups a file's records by chunk and run, in file order: the
+last run of a chunk is its latest, the others are its history.
+
+The page.  :func:`build_html` turns an output folder into one self-contained static page: inline
+CSS and JS (the template is the package file ``templates/report.html``), no network.  It works
+for any output folder: chunk files ``X.jsonl`` (segmented or enriched), their evidence sidecars
+``X.evidence.jsonl``, the reports ``X.report.jsonl`` and the cleaned letters beside them.  The
+data travels as JSON inside the page; the page's script computes the totals (by outcome, letter,
+content type and rule), draws one card per chunk — its text with evidence quotes highlighted,
+what the LLM produced for it (summary, themes, concepts, content type and principles with their
+evidence, entities, cross references), its tables, what the validator says about the file now,
+the attempts of its latest run with tokens and latency, a word-level before/after diff of each
+change (computed here with :mod:`difflib`) and its earlier runs — and filters the cards by
+letter, rule, outcome and content type, also from the URL fragment
+(``report.html#letter=1977&outcome=failed&type=mistake_confession``), so filters can be linked
 and tested.  Nothing is inserted as HTML by the script: every text goes through
 ``textContent``, and the embedded JSON escapes ``<``, ``>`` and ``&``.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import difflib
 import html
 import json
 import logging
+import os
 import re
-from collections.abc import Iterable
+import secrets
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from .io import atomic_write_text, read_json_objects
+from .io import append_lines, atomic_write_text, read_json_objects
 
-__all__ = ["RepairReport", "chunk_records", "write_letter_report", "report_path", "load_records", "collect", "build_html", "word_diff",
-           "evidence_marks", "REPORT_SUFFIX", "HTML_NAME"]
+__all__ = [
+    "HTML_NAME",
+    "REPORT_SUFFIX",
+    "ChunkRun",
+    "RepairReport",
+    "build_html",
+    "chunk_records",
+    "collect",
+    "evidence_marks",
+    "load_records",
+    "new_run_id",
+    "report_path",
+    "runs_by_chunk",
+    "word_diff",
+    "write_letter_report",
+]
 
 log = logging.getLogger(__name__)
 
 REPORT_SUFFIX = ".report.jsonl"
+EVIDENCE_SUFFIX = ".evidence.jsonl"
 HTML_NAME = "report.html"
 
 
 def report_path(chunk_file: str | Path) -> Path:
     """``DIR/YYYY.jsonl`` -> ``DIR/YYYY.report.jsonl`` (any ``X.jsonl`` -> ``X.report.jsonl``)."""
     p = Path(chunk_file)
-    stem = p.name[: -len(".jsonl")] if p.name.endswith(".jsonl") else p.name
+    stem = p.name.removesuffix(".jsonl")
     return p.with_name(stem + REPORT_SUFFIX)
 
 
-class RepairReport:
-    """Per-attempt records of one chunk file, rewritten atomically on every :meth:`add`."""
+def new_run_id() -> str:
+    """A fresh run id: ``20240501T120000Z-4242-9f1c`` (UTC time, pid, random suffix)."""
+    now = _dt.datetime.now(_dt.UTC)
+    return f"{now:%Y%m%dT%H%M%SZ}-{os.getpid()}-{secrets.token_hex(2)}"
 
-    def __init__(self, path: str | Path) -> None:
+
+class RepairReport:
+    """The records one run adds to one ``X.report.jsonl``.
+
+    :meth:`add` appends records to the file at once (whole lines, fsynced); :meth:`flush`
+    appends those put straight into :attr:`records`.  Lines already in the file, from earlier
+    runs, are never touched.  Each record gets this run's ``run_id`` unless it has one, and
+    ``source`` relabels answers the HTTP layer calls "live" (e.g. "cassette" under vcrpy
+    replay).  Safe to share between the threads of one run.
+    """
+
+    def __init__(self, path: str | Path, *, run_id: str | None = None,
+                 source: str | None = None) -> None:
         self.path = Path(path)
+        self.run_id = run_id or new_run_id()
+        self.source = source
         self.records: list[dict] = []
+        self._written = 0
+        self._lock = threading.RLock()
 
     @classmethod
-    def for_letter(cls, out_dir: str | Path, year: int) -> RepairReport:
-        return cls(Path(out_dir) / f"{year}{REPORT_SUFFIX}")
+    def for_letter(cls, out_dir: str | Path, year: int, *, run_id: str | None = None,
+                   source: str | None = None) -> RepairReport:
+        return cls(Path(out_dir) / f"{year}{REPORT_SUFFIX}", run_id=run_id, source=source)
 
     def add(self, records: Iterable[dict]) -> None:
-        self.records.extend(records)
-        self.flush()
+        with self._lock:
+            self.records.extend(records)
+            self.flush()
 
     def flush(self) -> None:
-        lines = [json.dumps(r, ensure_ascii=False) for r in self.records]
-        atomic_write_text(self.path, "".join(line + "\n" for line in lines))
+        with self._lock:
+            pending = [{**r, "run_id": r.get("run_id") or self.run_id}
+                       for r in self.records[self._written:]]
+            self.records[self._written:] = pending
+            append_lines(self.path, [json.dumps(r, ensure_ascii=False) for r in pending])
+            self._written = len(self.records)
+
+    def add_outcome(self, outcome: Any) -> None:
+        """The records of one finished pipeline ``ChunkOutcome``."""
+        self.add(chunk_records(outcome, source=self.source))
+
+    def add_failure(self, failure: BaseException | None) -> None:
+        """The records a halting exception carries (the chunk that stopped the letter)."""
+        self.add(_relabel(r, self.source) for r in getattr(failure, "records", None) or [])
+
+    def chunk_hook(self, then: Callable[[Any], None] | None = None) -> Callable[[Any], None]:
+        """A ``Hooks.chunk_done`` that appends each finished chunk's records, then calls ``then``."""
+        def done(outcome: Any) -> None:
+            self.add_outcome(outcome)
+            if then is not None:
+                then(outcome)
+        return done
 
     @property
     def usage(self) -> dict:
-        """Tokens over every recorded attempt."""
+        """Tokens over every attempt this run recorded."""
         return {
             "prompt_tokens": sum(r.get("usage", {}).get("prompt_tokens", 0) for r in self.records),
             "completion_tokens": sum(
@@ -78,13 +150,14 @@ def chunk_records(outcome: Any, year: int | None = None, source: str | None = No
     """Report records of one pipeline ``ChunkOutcome``.
 
     A chunk whose first answer was valid never entered the repair loop and has no records of its
-    own; it gets one ``enrich`` record (usage, source) so the totals count every chunk.
+    own; it gets one ``enrich`` record (usage, latency, source) so the totals count every chunk.
     """
     records = list(getattr(outcome, "records", None) or [])
     if records:
         return [_relabel(r, source) for r in records]
     chunk = getattr(outcome, "chunk", None)
     usage = getattr(outcome, "usage", None)
+    latency = getattr(outcome, "latency_s", None)
     span = None
     if chunk is not None:
         ss = chunk.metadata.source_span
@@ -100,7 +173,7 @@ def chunk_records(outcome: Any, year: int | None = None, source: str | None = No
         "changes": [],
         "usage": {"prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
                   "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0)},
-        "latency_s": None,
+        "latency_s": round(float(latency), 4) if latency is not None else None,
         "source": "cache" if getattr(outcome, "cache_hits", 0) else (source or "live"),
         "error": None,
         "outcome": "valid" if chunk is not None else "failed",
@@ -116,15 +189,16 @@ def _relabel(record: dict, source: str | None) -> dict:
 
 def write_letter_report(out_dir: str | Path, year: int, outcome: Any = None,
                         failure: BaseException | None = None, *,
-                        source: str | None = None) -> Path:
-    """Write ``DIR/YYYY.report.jsonl`` for one letter of a pipeline run (atomic).
+                        source: str | None = None, run_id: str | None = None) -> Path:
+    """Append one letter's records of a pipeline run to ``DIR/YYYY.report.jsonl``.
 
     ``outcome`` is the ``pipeline.LetterOutcome`` (or the ``partial`` one a halt carries);
     ``failure`` the ``RepairExhausted`` that halted the letter, whose ``records`` name the chunk
     that stopped it.  ``source="cassette"`` labels answers that the HTTP layer calls live but
-    a vcrpy cassette really served.
+    a vcrpy cassette really served.  The pipeline itself appends chunk by chunk
+    (:meth:`RepairReport.chunk_hook`); this writes a whole letter at once.
     """
-    report = RepairReport.for_letter(out_dir, year)
+    report = RepairReport.for_letter(out_dir, year, run_id=run_id, source=source)
     records: list[dict] = []
     for chunk_outcome in getattr(outcome, "outcomes", None) or []:
         records += chunk_records(chunk_outcome, year, source)
@@ -143,24 +217,42 @@ def _read_jsonl(path: Path) -> list[dict]:
     for n, reason in bad:
         log.warning("%s:%d: skipped, %s", path, n, reason)
     return objects
-    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            log.warning("%s:%d: skipped, not JSON (%s)", path, n, exc)
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
-        else:
-            log.warning("%s:%d: skipped, not a JSON object", path, n)
-    return out
 
 
 def load_records(path: str | Path) -> list[dict]:
     """The records of one ``*.report.jsonl`` (bad lines are skipped with a warning)."""
     return _read_jsonl(Path(path))
+
+
+@dataclass
+class ChunkRun:
+    """The records one run wrote for one chunk, by attempt."""
+
+    run_id: str | None  # None for records written before run ids existed
+    records: list[dict]
+
+    @property
+    def outcome(self) -> str | None:
+        return self.records[-1].get("outcome") if self.records else None
+
+    def tokens(self, key: str) -> int:
+        return sum(int((r.get("usage") or {}).get(key, 0) or 0) for r in self.records)
+
+
+def runs_by_chunk(records: Iterable[dict]) -> dict[str, list[ChunkRun]]:
+    """``chunk_id -> [ChunkRun, ...]`` in the order the runs first appended: latest last.
+
+    Records without a ``run_id`` (files written before run ids) count as one earlier run.
+    """
+    out: dict[str, dict[str | None, ChunkRun]] = {}
+    for rec in records:
+        runs = out.setdefault(str(rec.get("chunk_id")), {})
+        run_id = rec.get("run_id")
+        runs.setdefault(run_id, ChunkRun(run_id, [])).records.append(rec)
+    for runs in out.values():
+        for run in runs.values():
+            run.records.sort(key=lambda r: r.get("attempt") or 0)
+    return {cid: list(runs.values()) for cid, runs in out.items()}
 
 
 # --------------------------------------------------------------------------- diff + marks
@@ -217,86 +309,197 @@ def evidence_marks(content: str, quotes: dict[str, list[str]]) -> list[list]:
 
 
 def _rules() -> dict[str, dict]:
+    from .repair import RESPONSE_RULES
+    from .validate import RULES
+
     out: dict[str, dict] = {}
-    try:
-        from .validate import RULES
-    except ImportError:  # pragma: no cover - validate is part of the package
-        RULES = {}
     for code, entry in RULES.items():
         out[code] = {"severity": entry[0], "description": entry[1], "kind": entry[2]}
-    from .repair import RESPONSE_RULES
-
     for code, description in RESPONSE_RULES.items():
         out.setdefault(code, {"severity": "error", "description": description, "kind": "semantic"})
     return out
+
+
+def _stems(folder: Path) -> list[str]:
+    """Every ``X`` with an ``X.jsonl`` chunk file or an ``X.report.jsonl`` in ``folder``."""
+    stems: set[str] = set()
+    for p in folder.glob("*.jsonl"):
+        if p.name.endswith(REPORT_SUFFIX):
+            stems.add(p.name[: -len(REPORT_SUFFIX)])
+        elif not p.name.endswith(EVIDENCE_SUFFIX):
+            stems.add(p.name[: -len(".jsonl")])
+    return sorted(stems)
+
+
+def _id_key(chunk_id: str) -> tuple:
+    """Reading order: section, then tier, then sequence (ids that do not parse go last)."""
+    m = re.fullmatch(r"(\d{4})-S(\d+)-T(\d)-(\d+)", chunk_id)
+    return (0, int(m[2]), int(m[3]), int(m[4])) if m else (1, 0, 0, 0)
+
+
+def _file_checks(path: Path, written: list[dict]) -> tuple[str, dict[str, list[dict]], list[dict]]:
+    """(stage, chunk id -> violations, file-level violations) of the chunk file as it is now.
+
+    Stage ``enriched`` once any chunk has a summary, else ``segmented``.
+    """
+    from .validate import validate_path
+
+    enriched = any((c.get("metadata") or {}).get("contextual_summary") for c in written)
+    stage: Literal["segmented", "enriched"] = "enriched" if enriched else "segmented"
+    per_chunk: dict[str, list[dict]] = {}
+    whole: list[dict] = []
+    for v in validate_path(path, stage=stage):
+        item = {"code": v.code, "field": v.field, "message": v.message, "severity": v.severity,
+                "rule_kind": v.kind, "line": v.line}
+        if v.chunk_id:
+            per_chunk.setdefault(v.chunk_id, []).append(item)
+        else:
+            whole.append(item)
+    return stage, per_chunk, whole
 
 
 def collect(out_dir: str | Path) -> dict:
     """Everything the page shows, as one JSON-able dict."""
     folder = Path(out_dir)
     chunks: list[dict] = []
-    for rpath in sorted(folder.glob(f"*{REPORT_SUFFIX}")):
-        stem = rpath.name[: -len(REPORT_SUFFIX)]
-        written = {c.get("chunk_id"): c for c in _read_jsonl(folder / f"{stem}.jsonl")}
-        evidence = {e.get("chunk_id"): e for e in _read_jsonl(folder / f"{stem}.evidence.jsonl")}
-        cleaned_path = folder / f"{stem}_cleaned.txt"
+    files: list[dict] = []
+    for stem in _stems(folder):
+        chunk_file = folder / f"{stem}.jsonl"
+        written_list = [c for c in _read_jsonl(chunk_file) if c.get("chunk_id")]
+        written = {str(c["chunk_id"]): c for c in written_list}
+        evidence = {e.get("chunk_id"): e for e in _read_jsonl(folder / f"{stem}{EVIDENCE_SUFFIX}")}
+        source = (written_list[0].get("metadata") or {}).get("source_file") if written_list else None
+        cleaned_path = folder / (source if isinstance(source, str) and "/" not in source
+                                 else f"{stem}_cleaned.txt")
         cleaned = cleaned_path.read_text(encoding="utf-8") if cleaned_path.is_file() else None
-        by_chunk: dict[str, list[dict]] = {}
-        for rec in load_records(rpath):
-            by_chunk.setdefault(str(rec.get("chunk_id")), []).append(rec)
-        for chunk_id, recs in by_chunk.items():
-            recs.sort(key=lambda r: r.get("attempt", 0))
-            chunks.append(_chunk_view(chunk_id, stem, recs, written.get(chunk_id),
-                                      evidence.get(chunk_id), cleaned))
-    return {"dir": folder.name, "rules": _rules(), "chunks": chunks}
+        runs = runs_by_chunk(load_records(folder / f"{stem}{REPORT_SUFFIX}"))
+        checks: dict[str, list[dict]] = {}
+        stage = None
+        if chunk_file.is_file():
+            stage, checks, whole = _file_checks(chunk_file, written_list)
+            files.append({"file": chunk_file.name, "stage": stage, "chunks": len(written_list),
+                          "violations": whole})
+        ids = list(dict.fromkeys([*written, *runs]))
+        ids.sort(key=_id_key)  # stable: ids that do not parse keep file order
+        for chunk_id in ids:
+            chunks.append(_chunk_view(chunk_id, stem, runs.get(chunk_id, []), written.get(chunk_id),
+                                      evidence.get(chunk_id), cleaned, checks.get(chunk_id, []),
+                                      stage))
+    return {"dir": folder.name, "rules": _rules(), "files": files, "chunks": chunks}
 
 
-def _chunk_view(chunk_id: str, stem: str, recs: list[dict], written: dict | None,
-                evidence: dict | None, cleaned: str | None) -> dict:
-    last = recs[-1]
-    content = None
-    title = None
-    if written:
-        content = written.get("content")
-        title = (written.get("metadata") or {}).get("section_title")
-    if content is None:
-        content = next((r["content"] for r in reversed(recs) if isinstance(r.get("content"), str)), None)
+def _mapping(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _strings(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _enrichment(md: dict, evidence: dict | None) -> dict:
+    """What the LLM produced for a written chunk, with its evidence quotes beside it."""
+    ev = evidence or {}
+    p_ev = _strings(ev.get("principle_evidence"))
+    entities, xref, temporal = (_mapping(md.get(k)) for k in
+                                ("entities", "cross_references", "temporal_references"))
+    principles = []
+    for i, p in enumerate(md.get("principles") or []):
+        if isinstance(p, dict):
+            principles.append({"statement": str(p.get("statement", "")),
+                               "category": str(p.get("category", "")),
+                               "evidence": p_ev[i] if i < len(p_ev) else None})
+    return {
+        "summary": str(md.get("contextual_summary") or ""),
+        "themes": _strings(md.get("themes")),
+        "concepts": _strings(md.get("buffett_concepts")),
+        "content_type_evidence": _strings(ev.get("content_type_evidence")),
+        "principles": principles,
+        "entities": {k: _strings(v) for k, v in entities.items()},
+        "cross_references": {k: _strings(v) for k, v in xref.items()},
+        "temporal": {"primary_year": temporal.get("primary_year"),
+                     "comparison_years": _strings(temporal.get("comparison_years")),
+                     "future_outlook": bool(temporal.get("future_outlook"))},
+        "has_financial_data": bool(md.get("has_financial_data")),
+        "retrieval_priority": md.get("retrieval_priority"),
+        "abstraction_level": md.get("abstraction_level"),
+    }
+
+
+def _tables(md: dict) -> list[dict]:
+    out = []
+    for t in md.get("table_data") or []:
+        if isinstance(t, dict):
+            out.append({"name": str(t.get("table_name") or ""), "summary": str(t.get("summary") or ""),
+                        "columns": _strings(t.get("columns")),
+                        "rows": [_strings(r) for r in t.get("rows") or [] if isinstance(r, list)]})
+    return out
+
+
+def _attempts(records: list[dict]) -> list[dict]:
+    return [{
+        "attempt": r.get("attempt"),
+        "kind": r.get("kind"),
+        "source": r.get("source"),
+        "latency_s": r.get("latency_s"),
+        "usage": r.get("usage") or {},
+        "error": r.get("error"),
+        "outcome": r.get("outcome"),
+        "asked_fields": r.get("asked_fields") or [],
+        "violations": r.get("violations") or [],
+        "changes": [
+            {"field": c.get("field"), "by": c.get("by"),
+             "diff": word_diff(c.get("before"), c.get("after"))}
+            for c in r.get("changes") or []
+        ],
+    } for r in records]
+
+
+def _chunk_view(chunk_id: str, stem: str, runs: list[ChunkRun], written: dict | None,
+                evidence: dict | None, cleaned: str | None, checks: list[dict],
+                stage: str | None) -> dict:
+    latest = runs[-1].records if runs else []
+    last = latest[-1] if latest else {}
+    md = (written or {}).get("metadata") or {}
+    content = (written or {}).get("content")
+    if not isinstance(content, str):
+        content = next((r["content"] for r in reversed(latest) if isinstance(r.get("content"), str)),
+                       None)
     if content is None and cleaned is not None and isinstance(last.get("span"), list):
         start, end = last["span"][:2]
         content = cleaned[start:end]
     quotes: dict[str, list[str]] = {}
     if evidence:
-        quotes["confession-or-principle"] = [str(q) for q in evidence.get("content_type_evidence", [])]
-        quotes["principle"] = [str(q) for q in evidence.get("principle_evidence", [])]
-    letter = str(last.get("letter_year") or (chunk_id[:4] if chunk_id[:4].isdigit() else stem))
-    attempts = []
-    for r in recs:
-        attempts.append({
-            "attempt": r.get("attempt"),
-            "kind": r.get("kind"),
-            "source": r.get("source"),
-            "latency_s": r.get("latency_s"),
-            "usage": r.get("usage") or {},
-            "error": r.get("error"),
-            "outcome": r.get("outcome"),
-            "asked_fields": r.get("asked_fields") or [],
-            "violations": r.get("violations") or [],
-            "changes": [
-                {"field": c.get("field"), "by": c.get("by"),
-                 "diff": word_diff(c.get("before"), c.get("after"))}
-                for c in r.get("changes") or []
-            ],
-        })
+        quotes["confession-or-principle"] = _strings(evidence.get("content_type_evidence"))
+        quotes["principle"] = _strings(evidence.get("principle_evidence"))
+    year = md.get("letter_year") or last.get("letter_year")
+    letter = str(year or (chunk_id[:4] if chunk_id[:4].isdigit() else stem))
+    if last:
+        outcome = last.get("outcome")
+    else:  # no report records: what the file itself holds
+        outcome = "enriched" if md.get("contextual_summary") else "segmented"
+    span = md.get("source_span") if isinstance(md.get("source_span"), dict) else {}
     return {
         "chunk_id": chunk_id,
         "letter": letter,
         "file": stem,
-        "outcome": last.get("outcome"),
+        "outcome": outcome,
         "written": written is not None,
-        "section_title": title,
+        "stage": stage,
+        "section_title": md.get("section_title"),
+        "tier": md.get("chunk_tier"),
+        "content_type": md.get("content_type") or "unknown",
+        "token_count": md.get("token_count"),
+        "char_count": md.get("char_count"),
+        "span": [span.get("start_char"), span.get("end_char_exclusive")] if span else last.get("span"),
         "content": content or "",
         "marks": evidence_marks(content or "", quotes) if quotes else [],
-        "attempts": attempts,
+        "enrichment": _enrichment(md, evidence) if md.get("contextual_summary") else None,
+        "tables": _tables(md),
+        "checks": checks,
+        "run_id": runs[-1].run_id if runs else None,
+        "attempts": _attempts(latest),
+        "history": [{"run_id": run.run_id, "outcome": run.outcome,
+                     "attempts": _attempts(run.records)} for run in runs[:-1]],
     }
 
 
@@ -308,252 +511,16 @@ def _json_for_script(data: Any) -> str:
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
+def _template() -> str:
+    return (resources.files("letterchunk") / "templates" / HTML_NAME).read_text(encoding="utf-8")
+
+
 def build_html(out_dir: str | Path, path: str | Path | None = None) -> Path:
     """Write the self-contained ``DIR/report.html``; return its path."""
     folder = Path(out_dir)
     data = collect(folder)
     target = Path(path) if path is not None else folder / HTML_NAME
-    page = _PAGE.replace("{{title}}", html.escape(f"letterchunk repair report: {folder.name}"))
-    page = page.replace("{{css}}", _CSS).replace("{{js}}", _JS)
+    page = _template().replace("{{title}}", html.escape(f"letterchunk report: {folder.name}"))
     page = page.replace("{{data}}", _json_for_script(data))  # last: data may contain "{{"
     atomic_write_text(target, page)
     return target
-
-
-_PAGE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{title}}</title>
-<style>{{css}}</style>
-</head>
-<body data-ready="no">
-<header>
-<h1>{{title}}</h1>
-<p id="summary">Loading… (this page needs JavaScript)</p>
-</header>
-<nav id="filters">
-<label>Letter <select id="f-letter"><option value="">all</option></select></label>
-<label>Rule <select id="f-rule"><option value="">all</option></select></label>
-<label>Outcome <select id="f-outcome"><option value="">all</option></select></label>
-<span id="shown"></span>
-</nav>
-<section class="totals">
-<div><h2>By outcome</h2><table id="totals-outcome"><thead><tr><th>outcome</th><th>chunks</th></tr></thead><tbody></tbody></table></div>
-<div><h2>By letter</h2><table id="totals-letter"><thead><tr><th>letter</th><th>chunks</th><th>valid</th><th>repaired</th><th>failed</th><th>model calls</th><th>prompt tokens</th><th>completion tokens</th></tr></thead><tbody></tbody></table></div>
-<div><h2>By rule</h2><table id="totals-rule"><thead><tr><th>rule</th><th>kind</th><th>violations</th><th>chunks</th><th>repaired</th><th>failed</th><th>description</th></tr></thead><tbody></tbody></table></div>
-</section>
-<main id="chunks"></main>
-<script id="report-data" type="application/json">{{data}}</script>
-<script>{{js}}</script>
-</body>
-</html>
-"""
-
-_CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:0 1.5em 3em;color:#222;background:#fafafa}
-h1{font-size:1.3em}h2{font-size:1.05em;margin:.6em 0 .3em}
-nav{position:sticky;top:0;background:#fafafa;padding:.5em 0;border-bottom:1px solid #ddd;z-index:1}
-nav label{margin-right:1em}
-.totals{display:flex;flex-wrap:wrap;gap:2em}
-table{border-collapse:collapse;font-size:.92em}
-th,td{border:1px solid #ccc;padding:.15em .5em;text-align:left;vertical-align:top}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
-.chunk{background:#fff;border:1px solid #ccc;border-radius:4px;margin:1em 0;padding:.6em 1em}
-.chunk h3{margin:.1em 0;font-size:1em}
-.badge{display:inline-block;padding:0 .45em;border-radius:3px;font-size:.85em;margin-left:.5em}
-.o-valid{background:#d8f0d8}.o-repaired{background:#d8e6fb}.o-failed{background:#f8d0d0}
-.o-needs-llm{background:#fbeccb}.o-retry{background:#eee}
-pre.content{white-space:pre-wrap;max-height:22em;overflow:auto;background:#f6f6f6;padding:.5em;border:1px solid #e3e3e3}
-mark{background:#fff08a}mark.principle{background:#c9f2d0}
-.attempt{border-left:3px solid #bbb;margin:.5em 0;padding-left:.7em}
-.diff{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:.9em;background:#f6f6f6;padding:.3em}
-.diff del{background:#fdd;color:#900}.diff ins{background:#dfd;color:#060;text-decoration:none}
-.muted{color:#777}
-li.fixed{color:#666}
-"""
-
-_JS = r"""
-(function () {
-  "use strict";
-  var data = JSON.parse(document.getElementById("report-data").textContent);
-  var rules = data.rules || {};
-  var chunks = data.chunks || [];
-
-  function el(tag, attrs, text) {
-    var node = document.createElement(tag);
-    if (attrs) { Object.keys(attrs).forEach(function (k) { node.setAttribute(k, attrs[k]); }); }
-    if (text !== undefined && text !== null) { node.textContent = String(text); }
-    return node;
-  }
-  function cell(row, text, numeric) {
-    var td = el("td", numeric ? {"class": "n"} : null, text);
-    row.appendChild(td);
-    return td;
-  }
-  function rulesOf(c) {
-    var seen = {};
-    c.attempts.forEach(function (a) { a.violations.forEach(function (v) { seen[v.code] = true; }); });
-    return Object.keys(seen).sort();
-  }
-  function tokens(c, key) {
-    return c.attempts.reduce(function (s, a) { return s + ((a.usage || {})[key] || 0); }, 0);
-  }
-  function modelCalls(c) {
-    return c.attempts.filter(function (a) { return a.kind === "enrich" || a.kind === "reask"; }).length;
-  }
-
-  // ---- totals, computed here from the embedded records
-  var byOutcome = {}, byLetter = {}, byRule = {};
-  var total = {chunks: 0, prompt: 0, completion: 0, calls: 0};
-  chunks.forEach(function (c) {
-    var o = c.outcome || "unknown";
-    byOutcome[o] = (byOutcome[o] || 0) + 1;
-    var L = byLetter[c.letter] || (byLetter[c.letter] = {chunks: 0, valid: 0, repaired: 0, failed: 0, calls: 0, prompt: 0, completion: 0});
-    L.chunks += 1;
-    if (o === "valid" || o === "repaired") { L[o] += 1; } else { L.failed += 1; }
-    L.calls += modelCalls(c);
-    L.prompt += tokens(c, "prompt_tokens");
-    L.completion += tokens(c, "completion_tokens");
-    total.chunks += 1; total.calls += modelCalls(c);
-    total.prompt += tokens(c, "prompt_tokens"); total.completion += tokens(c, "completion_tokens");
-    var counted = {};
-    c.attempts.forEach(function (a) {
-      a.violations.forEach(function (v) {
-        var R = byRule[v.code] || (byRule[v.code] = {violations: 0, chunks: 0, repaired: 0, failed: 0, kind: v.rule_kind});
-        R.violations += 1;
-        if (!counted[v.code]) {
-          counted[v.code] = true;
-          R.chunks += 1;
-          if (o === "repaired" || o === "valid") { R.repaired += 1; } else { R.failed += 1; }
-        }
-      });
-    });
-  });
-
-  var tb = document.querySelector("#totals-outcome tbody");
-  Object.keys(byOutcome).sort().forEach(function (o) {
-    var tr = el("tr", {"data-outcome": o});
-    cell(tr, o); cell(tr, byOutcome[o], true).setAttribute("data-count", byOutcome[o]);
-    tb.appendChild(tr);
-  });
-  tb = document.querySelector("#totals-letter tbody");
-  Object.keys(byLetter).sort().forEach(function (k) {
-    var L = byLetter[k], tr = el("tr", {"data-letter": k});
-    cell(tr, k);
-    [L.chunks, L.valid, L.repaired, L.failed, L.calls, L.prompt, L.completion].forEach(function (n) { cell(tr, n, true); });
-    tr.setAttribute("data-prompt-tokens", L.prompt);
-    tr.setAttribute("data-completion-tokens", L.completion);
-    tb.appendChild(tr);
-  });
-  tb = document.querySelector("#totals-rule tbody");
-  Object.keys(byRule).sort().forEach(function (k) {
-    var R = byRule[k], tr = el("tr", {"data-rule": k, "data-violations": R.violations, "data-chunks": R.chunks});
-    cell(tr, k); cell(tr, (rules[k] || {}).kind || R.kind || "");
-    [R.violations, R.chunks, R.repaired, R.failed].forEach(function (n) { cell(tr, n, true); });
-    cell(tr, (rules[k] || {}).description || "");
-    tb.appendChild(tr);
-  });
-  var summary = document.getElementById("summary");
-  summary.textContent = total.chunks + " chunks; " +
-    Object.keys(byOutcome).sort().map(function (o) { return byOutcome[o] + " " + o; }).join(", ") +
-    "; " + total.calls + " model calls; " + total.prompt + " prompt + " + total.completion + " completion tokens";
-  summary.setAttribute("data-chunks", total.chunks);
-  summary.setAttribute("data-prompt-tokens", total.prompt);
-  summary.setAttribute("data-completion-tokens", total.completion);
-
-  // ---- one card per chunk
-  function contentNode(c) {
-    var pre = el("pre", {"class": "content"});
-    var pos = 0;
-    (c.marks || []).forEach(function (m) {
-      if (m[0] > pos) { pre.appendChild(document.createTextNode(c.content.slice(pos, m[0]))); }
-      pre.appendChild(el("mark", {"class": m[2]}, c.content.slice(m[0], m[1])));
-      pos = m[1];
-    });
-    pre.appendChild(document.createTextNode(c.content.slice(pos)));
-    return pre;
-  }
-  function diffNode(change) {
-    var box = el("div", {"class": "change"});
-    box.appendChild(el("div", null, change.field + " (changed by " + (change.by || "?") + ")"));
-    var d = el("div", {"class": "diff"});
-    change.diff.forEach(function (seg) {
-      var tag = seg[0] === "del" ? "del" : seg[0] === "ins" ? "ins" : "span";
-      d.appendChild(el(tag, null, seg[1]));
-    });
-    box.appendChild(d);
-    return box;
-  }
-  var main = document.getElementById("chunks");
-  chunks.forEach(function (c) {
-    var card = el("section", {"class": "chunk", "data-letter": c.letter, "data-outcome": c.outcome || "unknown",
-                              "data-rules": " " + rulesOf(c).join(" ") + " ", "id": "chunk-" + c.chunk_id});
-    var h = el("h3", null, c.chunk_id);
-    h.appendChild(el("span", {"class": "badge o-" + (c.outcome || "unknown")}, c.outcome));
-    card.appendChild(h);
-    card.appendChild(el("div", {"class": "muted"}, (c.section_title || "") +
-      (c.written ? "" : " — not written to the output")));
-    card.appendChild(contentNode(c));
-    c.attempts.forEach(function (a) {
-      var box = el("div", {"class": "attempt"});
-      var u = a.usage || {};
-      box.appendChild(el("div", null, "attempt " + a.attempt + " · " + a.kind + " · " + (a.source || "") +
-        " · " + (u.prompt_tokens || 0) + "+" + (u.completion_tokens || 0) + " tokens · " +
-        (a.latency_s || 0) + " s · " + a.outcome +
-        (a.asked_fields && a.asked_fields.length ? " · asked: " + a.asked_fields.join(", ") : "")));
-      if (a.error) { box.appendChild(el("div", {"class": "muted"}, "error: " + a.error)); }
-      if (a.violations.length) {
-        var ul = el("ul", {"class": "violations"});
-        a.violations.forEach(function (v) {
-          ul.appendChild(el("li", {"data-rule": v.code, "class": v.fixed ? "fixed" : "open"},
-            v.code + " [" + (v.field || "-") + "] " + v.message + (v.fixed ? " (fixed by code)" : "")));
-        });
-        box.appendChild(ul);
-      }
-      a.changes.forEach(function (ch) { box.appendChild(diffNode(ch)); });
-      card.appendChild(box);
-    });
-    main.appendChild(card);
-  });
-
-  // ---- filters (also read from the URL fragment: #letter=1977&rule=x&outcome=failed)
-  function fill(id, values) {
-    var sel = document.getElementById(id);
-    values.forEach(function (v) { sel.appendChild(el("option", {"value": v}, v)); });
-    return sel;
-  }
-  var fl = fill("f-letter", Object.keys(byLetter).sort());
-  var fr = fill("f-rule", Object.keys(byRule).sort());
-  var fo = fill("f-outcome", Object.keys(byOutcome).sort());
-  function apply() {
-    var shown = 0;
-    Array.prototype.forEach.call(main.children, function (card) {
-      var ok = (!fl.value || card.getAttribute("data-letter") === fl.value) &&
-               (!fo.value || card.getAttribute("data-outcome") === fo.value) &&
-               (!fr.value || card.getAttribute("data-rules").indexOf(" " + fr.value + " ") >= 0);
-      card.hidden = !ok;
-      if (ok) { shown += 1; }
-    });
-    var s = document.getElementById("shown");
-    s.textContent = shown + " of " + chunks.length + " chunks shown";
-    s.setAttribute("data-shown", shown);
-  }
-  function fromHash() {
-    var params = {};
-    location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
-      var i = kv.indexOf("=");
-      if (i > 0) { params[decodeURIComponent(kv.slice(0, i))] = decodeURIComponent(kv.slice(i + 1)); }
-    });
-    [[fl, "letter"], [fr, "rule"], [fo, "outcome"]].forEach(function (p) {
-      if (params[p[1]] !== undefined) { p[0].value = params[p[1]]; }
-    });
-    apply();
-  }
-  [fl, fr, fo].forEach(function (s) { s.addEventListener("change", apply); });
-  window.addEventListener("hashchange", fromHash);
-  fromHash();
-  document.body.setAttribute("data-ready", "yes");
-})();
-"""

@@ -1,4 +1,4 @@
-"""`letterchunk report DIR`: one self-contained DIR/report.html from the repair reports in DIR."""
+"""`letterchunk report DIR`: one self-contained DIR/report.html of an output folder."""
 
 from __future__ import annotations
 
@@ -17,19 +17,23 @@ Examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
-        help="write DIR/report.html from DIR's repair reports (*.report.jsonl)",
+        help="write DIR/report.html: every chunk, what the LLM gave it, validation and repairs",
         description=(
-            "Read every DIR/*.report.jsonl (written by `letterchunk run` and `letterchunk "
-            "repair`) with the chunk files and evidence sidecars beside them, and write one "
-            "static page, DIR/report.html: totals by rule, letter and outcome, one card per "
-            "chunk (text with evidence quotes highlighted, violations, a before/after diff of "
-            "each repair) and filters by letter, rule and outcome. Inline CSS/JS, works "
-            "offline. Prints the page's path on stdout."
+            "Read DIR's chunk files (YYYY.jsonl, segmented or enriched) with the evidence "
+            "sidecars, cleaned letters and repair reports (*.report.jsonl, written by "
+            "`letterchunk run`, `enrich` and `repair`) beside them, and write one static page, "
+            "DIR/report.html: totals by outcome, content type, letter and rule; one card per "
+            "chunk (text with evidence quotes highlighted; summary, themes, concepts, content "
+            "type, principles, entities and cross references; tables; what the validator says "
+            "about the file now; every attempt of the latest run with tokens and latency, a "
+            "before/after diff of each repair, and the earlier runs) and filters by letter, "
+            "rule, outcome and content type. Inline CSS/JS, works offline. Prints the page's "
+            "path on stdout."
         ),
         epilog=EXAMPLES,
         formatter_class=HelpFormatter,
     )
-    p.add_argument("dir", metavar="DIR", help="output folder of `letterchunk run`")
+    p.add_argument("dir", metavar="DIR", help="output folder of `letterchunk run` or `segment`")
     p.add_argument("-o", "--output", metavar="FILE", default=None,
                    help="write the page here instead of DIR/report.html")
     p.set_defaults(func=run)
@@ -37,13 +41,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
-    from ..report import REPORT_SUFFIX, build_html
+    from ..report import build_html
 
     folder = Path(args.dir)
     if not folder.is_dir():
-        raise InputError(folder, "not a folder; pass the --out folder of `letterchunk run`")
-    if not any(folder.glob(f"*{REPORT_SUFFIX}")):
-        raise InputError(folder, f"holds no *{REPORT_SUFFIX}; run `letterchunk run ... --out "
-                                 f"{folder}` or `letterchunk repair FILE.jsonl` first")
+        raise InputError(folder, "not a folder; pass the --out folder of `letterchunk run` or "
+                                 "`letterchunk segment`")
+    if not any(folder.glob("*.jsonl")):
+        raise InputError(folder, f"holds no chunk files (*.jsonl) and no *.report.jsonl; run "
+                                 f"`letterchunk segment LETTER --out {folder}` or `letterchunk "
+                                 f"run LETTER --out {folder}` first")
     print(build_html(folder, args.output))
     return EXIT_OK
