@@ -339,11 +339,12 @@ def test_schema_invalid_field_is_salvaged_and_only_it_is_asked(good_letter, serv
 
 
 def test_exhausted_halts_with_the_records_and_skip_returns_nothing(good_letter, server, tmp_path):
-    ghost = {"companies": [], "people": ["Ben Graham"], "metrics": []}
-    bad = narrative_answer(entities=ghost)
+    # a tag without the quote behind it: no list item to drop, only the model can fix it
+    unquoted = {"content_type": "principle_statement", "content_type_evidence": []}
+    bad = narrative_answer(**unquoted)
     for on_failure in ("halt", "skip"):
         chunk, messages, model, first, client, ctx = start(good_letter, server, bad)
-        server.enqueue(answer({"entities": ghost}), answer({"entities": ghost}))
+        server.enqueue(answer(unquoted), answer(unquoted))
         report = RepairReport(tmp_path / f"{on_failure}.report.jsonl")
         kwargs = dict(messages=messages, first=first, context=ctx, client=client, model=model,
                       max_attempts=2, on_failure=on_failure, report=report)
@@ -351,7 +352,7 @@ def test_exhausted_halts_with_the_records_and_skip_returns_nothing(good_letter, 
             with pytest.raises(RepairExhausted) as err:
                 repair_enriched(chunk, **kwargs)
             assert err.value.chunk_id == S1 and err.value.attempts == 3
-            assert {v.code for v in err.value.violations} == {"entity.not_found"}
+            assert {v.code for v in err.value.violations} == {"evidence.missing"}
             assert [r["outcome"] for r in err.value.records] == ["retry", "retry", "failed"]
         else:
             result = repair_enriched(chunk, **kwargs)
