@@ -48,7 +48,7 @@ uses it to re-ask only the fields behind a violation).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args, get_origin
 
@@ -56,16 +56,6 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
 from . import prompts
-from .validate import (
-    RELATED_YEAR_RANGE,
-    concept_known,
-    entity_found,
-    entity_text,
-    normalise_ws,
-    quote_problem,
-    section_reference_problem,
-    years_in,
-)
 from .schema import (
     Chunk,
     CrossReferences,
@@ -75,6 +65,16 @@ from .schema import (
     PrincipleCategory,
     TableData,
     TemporalReferences,
+)
+from .validate import (
+    RELATED_YEAR_RANGE,
+    concept_known,
+    entity_found,
+    entity_text,
+    normalise_ws,
+    quote_problem,
+    section_reference_problem,
+    years_in,
 )
 
 __all__ = [
@@ -101,8 +101,6 @@ __all__ = [
     "CONFESSION_CUES",
     "load_vocabulary",
     "SUMMARY_PATTERN",
-    "SCHEMA_ENFORCED",
-    "SCHEMA_NOT_ENFORCED",
     "without_choices",
 ]
 
