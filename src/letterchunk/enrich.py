@@ -14,7 +14,11 @@ an enum over its sentences (these three only with ``PromptContext.grounded_choic
 ``related_sections_same_letter`` an enum over the letter's own section titles,
 ``comparison_years`` an enum over the years written in the chunk, list lengths are capped, and
 ``section_title`` is only asked for when the segmenter could not find one
-(:data:`letterchunk.segment.UNTITLED`).
+(:data:`letterchunk.segment.UNTITLED`).  Every candidate list passes the validator's own
+predicate (``validate.entity_found``, ``quote_problem``, ``years_in``,
+``section_reference_problem``, ``concept_known``) before it becomes an enum, so nothing the
+grammar offers can be rejected; ``related_years`` carries the validator's year range, and under
+a grammar ``contextual_summary`` a pattern of at most three sentences (:data:`SUMMARY_PATTERN`).
 
 Cues, computed by code (a 1.5B model left to itself tagged almost every chunk with the first
 three concepts of the alphabetical vocabulary, and never tagged a confession):
