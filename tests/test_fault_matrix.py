@@ -87,6 +87,8 @@ UNGROUNDED = with_(principles=[{"statement": "Buy cheap stocks.", "category": "v
                                 "evidence": "Buffett never wrote this sentence in 1977."}])
 OUT_OF_VOCABULARY = with_(buffett_concepts=["dividend magic"])
 WRONG_ENUM = with_(retrieval_priority="urgent")
+# a confession/principle tag without the quote behind it: no list item code could drop
+UNQUOTED_TAG = with_(content_type="principle_statement", content_type_evidence=[])
 
 
 def truncated_answer(req: dict) -> Reply:
@@ -141,8 +143,8 @@ MATRIX = [
      "response.schema", 0),
     ("refusal-persists-halt", JS, {2: refusal(), 3: refusal(), 4: refusal()}, "halt", 3,
      "failed", 3, None, "response.refused", 0),
-    ("ungrounded-persists-halt", TOOLS, {2: UNGROUNDED, 3: UNGROUNDED, 4: UNGROUNDED}, "halt", 3,
-     "failed", 3, ["principles"], "evidence.principle_not_found", 0),
+    ("unquoted-tag-persists-halt", TOOLS, {2: UNQUOTED_TAG, 3: UNQUOTED_TAG, 4: UNQUOTED_TAG},
+     "halt", 3, "failed", 3, ["content_type", "content_type_evidence"], "evidence.missing", 0),
     ("wrong-enum-persists-skip", JS, {2: WRONG_ENUM, 3: WRONG_ENUM, 4: WRONG_ENUM}, "skip", 1,
      "failed", 3, ["retrieval_priority"], "response.schema", 0),
 ]

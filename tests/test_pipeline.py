@@ -145,19 +145,20 @@ def test_enrich_dir_matches_run_and_writes_in_place(tmp_path):
 
 
 def _poisoned(bad_ids: set[str]):
-    """An answer naming a company the chunk never mentions, for chunks whose text matches."""
+    """An answer tagging a principle without quoting it, for chunks whose text matches (no
+    list item to drop: only the model could fix it)."""
 
     def respond(request: dict) -> dict:
         if any(marker in chunk_text(request) for marker in bad_ids):
-            return grounded_answer(request, entities={"companies": ["Enron"], "people": [],
-                                                      "metrics": []})
+            return grounded_answer(request, content_type="principle_statement",
+                                   content_type_evidence=[])
         return grounded_answer(request)
 
     return respond
 
 
 def test_a_chunk_that_stays_invalid_is_never_written(tmp_path):
-    # tool calling (hosted style): no grammar enums, so an ungrounded name can come back
+    # tool calling (hosted style): no grammar, so an unquoted tag can come back
     marker = "Textile Operations"  # the heading that opens one section of 1977
     with FakeOpenAI(default=_poisoned({marker})) as server, \
             client_for(server, mode="TOOLS") as client:
@@ -165,9 +166,9 @@ def test_a_chunk_that_stays_invalid_is_never_written(tmp_path):
                              RunOptions(on_failure="skip", max_attempts=1))
     [failed] = letter.failed
     assert failed.calls == 2  # the first answer and one re-ask
-    assert {v.code for v in failed.violations} == {"entity.not_found"}
+    assert {v.code for v in failed.violations} == {"evidence.missing"}
     written = (tmp_path / "skip" / "1977.jsonl").read_text()
-    assert failed.chunk_id not in written and "Enron" not in written
+    assert failed.chunk_id not in written
     assert len(written.splitlines()) == len(letter.outcomes) - 1
 
 

@@ -339,11 +339,12 @@ def test_schema_invalid_field_is_salvaged_and_only_it_is_asked(good_letter, serv
 
 
 def test_exhausted_halts_with_the_records_and_skip_returns_nothing(good_letter, server, tmp_path):
-    ghost = {"companies": [], "people": ["Ben Graham"], "metrics": []}
-    bad = narrative_answer(entities=ghost)
+    # a tag without the quote behind it: no list item to drop, only the model can fix it
+    unquoted = {"content_type": "principle_statement", "content_type_evidence": []}
+    bad = narrative_answer(**unquoted)
     for on_failure in ("halt", "skip"):
         chunk, messages, model, first, client, ctx = start(good_letter, server, bad)
-        server.enqueue(answer({"entities": ghost}), answer({"entities": ghost}))
+        server.enqueue(answer(unquoted), answer(unquoted))
         report = RepairReport(tmp_path / f"{on_failure}.report.jsonl")
         kwargs = dict(messages=messages, first=first, context=ctx, client=client, model=model,
                       max_attempts=2, on_failure=on_failure, report=report)
@@ -351,7 +352,7 @@ def test_exhausted_halts_with_the_records_and_skip_returns_nothing(good_letter, 
             with pytest.raises(RepairExhausted) as err:
                 repair_enriched(chunk, **kwargs)
             assert err.value.chunk_id == S1 and err.value.attempts == 3
-            assert {v.code for v in err.value.violations} == {"entity.not_found"}
+            assert {v.code for v in err.value.violations} == {"evidence.missing"}
             assert [r["outcome"] for r in err.value.records] == ["retry", "retry", "failed"]
         else:
             result = repair_enriched(chunk, **kwargs)
@@ -482,3 +483,90 @@ def test_mechanical_fixes_settle_in_one_pass(enriched_letter, chunk_id, char_cou
     md, gm = fixed.metadata, good.metadata
     for key in SEMANTIC_KEYS:  # code never touches what the model answered
         assert getattr(md, key) == getattr(gm, key)
+
+
+# ----------------------------------------------------------------- rejected values leave the grammar
+
+def _insisting(favourite: dict):
+    """A model under a grammar that insists on its favourite values: it answers a favourite
+    while the request's schema still offers it, else the first value the schema offers."""
+    from fake_openai import response_schema
+
+    def respond(request: dict) -> dict:
+        schema = response_schema(request)
+        out = {}
+        for name, prop in schema["properties"].items():
+            choices = prop.get("items", {}).get("enum") or (
+                [prop["items"]["const"]] if "const" in prop.get("items", {}) else [])
+            want = favourite.get(name, narrative_answer()[name])
+            out[name] = [v for v in want if v in choices] or choices[:1]
+        return out
+
+    return respond
+
+
+def test_reask_grammar_no_longer_offers_a_rejected_value(good_letter):
+    # the prompt offers a section the validator does not know (a stale title list): the model
+    # picks it, the validator rejects it, and the re-ask's enum must leave it out
+    chunk = good_letter.chunk(S1)
+    stale = "Textile Operations"
+    pctx = PromptContext.for_letter(1987, [*TITLES, stale], VOCAB)
+    model = response_model_for(chunk, pctx)
+    messages = build_messages(chunk, pctx)
+    favourite = {"related_sections_same_letter": [stale]}
+    with FakeOpenAI(default=_insisting(favourite)) as server:
+        server.enqueue(answer(narrative_answer(related_sections_same_letter=[stale])))
+        client = client_for(server)
+        first = client.complete(messages, model, chunk_id=S1)
+        ctx = LetterContext(cleaned_text=good_letter.text, section_titles=list(TITLES),
+                            vocabulary=VOCAB)
+        result = repair_enriched(chunk, messages=messages, first=first, context=ctx,
+                                 client=client, model=model)
+        first_schema = server.chat_requests[0].body["response_format"]["json_schema"]["schema"]
+        reask_schema = server.chat_requests[1].body["response_format"]["json_schema"]["schema"]
+    assert stale in json.dumps(first_schema)
+    assert set(reask_schema["properties"]) == {"related_sections_same_letter"}
+    assert stale not in json.dumps(reask_schema)
+    assert result.outcome == "repaired" and result.attempts == 2
+    assert result.chunk.metadata.cross_references.related_sections_same_letter == [
+        "Insurance Operations"]
+
+
+def test_partial_model_excludes_rejected_values_everywhere_in_a_field(good_letter):
+    chunk = good_letter.chunk(S1)
+    model = response_model_for(chunk, PromptContext.for_letter(1987, TITLES, VOCAB))
+    names = model.model_fields["entities"].annotation.model_fields["people"].annotation
+    offered = set(names.__args__[0].__args__)
+    assert "Charlie Munger" in offered
+    part = partial_model(["entities", "principles"], model,
+                         {"entities": {"Charlie Munger"}, "principles": {QUOTE}})
+    defs = part.model_json_schema()["$defs"]
+    assert "Charlie Munger" not in json.dumps(defs["EnrichedEntities"])  # companies and people
+    assert QUOTE in json.dumps(model.model_json_schema()["$defs"]["EnrichedPrinciple"])
+    assert QUOTE not in json.dumps(defs["EnrichedPrinciple"])
+    with pytest.raises(ValueError):
+        part.model_validate({"entities": {"companies": [], "people": ["Charlie Munger"],
+                                          "metrics": []}, "principles": []})
+
+
+def test_items_still_rejected_after_the_reasks_are_dropped_and_recorded(good_letter, server,
+                                                                        tmp_path):
+    ghost = {"companies": [], "people": ["Ben Graham", "Charlie Munger"], "metrics": []}
+    chunk, messages, model, first, client, ctx = start(
+        good_letter, server, narrative_answer(entities=ghost))
+    server.enqueue(answer({"entities": ghost}), answer({"entities": ghost}))
+    report = RepairReport(tmp_path / "1987.report.jsonl")
+    result = repair_enriched(chunk, messages=messages, first=first, context=ctx, client=client,
+                             model=model, max_attempts=2, on_failure="halt", report=report)
+    assert result.outcome == "repaired" and result.attempts == 3
+    assert result.chunk.metadata.entities.people == ["Charlie Munger"]  # only the bad one went
+    with_evidence = LetterContext(cleaned_text=good_letter.text, section_titles=list(TITLES),
+                                  vocabulary=VOCAB, evidence={S1: result.evidence})
+    assert not [v for v in validate_chunk(result.chunk, stage="enriched", context=with_evidence)
+                if v.severity == "error"]
+    last = [json.loads(x) for x in report.path.read_text().splitlines()][-1]
+    assert last["outcome"] == "repaired"
+    assert {"field": "metadata.entities.people", "before": ["Ben Graham", "Charlie Munger"],
+            "after": ["Charlie Munger"], "by": "code"} in last["changes"]
+    assert [v["code"] for v in last["violations"]] == ["entity.not_found"]
+    assert all(v["fixed"] for v in last["violations"])

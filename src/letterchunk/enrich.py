@@ -14,7 +14,11 @@ an enum over its sentences (these three only with ``PromptContext.grounded_choic
 ``related_sections_same_letter`` an enum over the letter's own section titles,
 ``comparison_years`` an enum over the years written in the chunk, list lengths are capped, and
 ``section_title`` is only asked for when the segmenter could not find one
-(:data:`letterchunk.segment.UNTITLED`).
+(:data:`letterchunk.segment.UNTITLED`).  Every candidate list passes the validator's own
+predicate (``validate.entity_found``, ``quote_problem``, ``years_in``,
+``section_reference_problem``, ``concept_known``) before it becomes an enum, so nothing the
+grammar offers can be rejected; ``related_years`` carries the validator's year range, and under
+a grammar ``contextual_summary`` a pattern of at most three sentences (:data:`SUMMARY_PATTERN`).
 
 Cues, computed by code (a 1.5B model left to itself tagged almost every chunk with the first
 three concepts of the alphabetical vocabulary, and never tagged a confession):
@@ -48,10 +52,12 @@ uses it to re-ask only the fields behind a violation).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.fields import FieldInfo
 
 from . import prompts
 from .schema import (
@@ -63,6 +69,16 @@ from .schema import (
     PrincipleCategory,
     TableData,
     TemporalReferences,
+)
+from .validate import (
+    RELATED_YEAR_RANGE,
+    concept_known,
+    entity_found,
+    entity_text,
+    normalise_ws,
+    quote_problem,
+    section_reference_problem,
+    years_in,
 )
 
 __all__ = [
@@ -88,6 +104,8 @@ __all__ = [
     "confession_sentences",
     "CONFESSION_CUES",
     "load_vocabulary",
+    "SUMMARY_PATTERN",
+    "without_choices",
 ]
 
 try:  # the segmenter owns the constant; keep a fallback so this module imports alone
@@ -105,6 +123,28 @@ MAX_RELATED_SECTIONS, MAX_RELATED_YEARS, MAX_COMPARISON_YEARS = 2, 2, 4
 # itself, seen at temperature 0 on a holdings table, is closed instead of running to max_tokens)
 MAX_NAME_CHARS, MAX_STATEMENT_CHARS, MAX_SUMMARY_CHARS, MAX_CONTEXT_CHARS = 80, 240, 320, 480
 
+# contextual_summary under a grammar: at most three sentences (rule summary.sentences), not
+# blank (summary.missing).  llama.cpp compiles ``pattern`` into the grammar but then ignores
+# maxLength (the two do not combine), so the pattern bounds the length itself: each sentence
+# holds at most MAX_CONTEXT_CHARS // 3 units.  The validator ends a sentence at [.!?]+ and
+# closing quotes followed by whitespace; here such an end may only be followed by one space and
+# the next of at most three sentences, and inside a sentence [.!?] must be followed by a
+# non-space (1.5, U.S., "e.g.,").  That is stricter than the validator (an abbreviation ends a
+# sentence here), never looser.  The pattern is matched on the raw JSON text by the grammar and
+# on the decoded string by pydantic: JSON's '"' and '\', control characters and whitespace
+# other than ' ' are left out so the two read the same characters (a summary uses curly quotes).
+# Only the syntax llama.cpp's converter reads: ^...$, [...] classes, groups, | and {m,n}.
+_NOT_TEXT = r'"\\\x00-\x1f\x7f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000'
+_CLOSERS = r"'\u2019\u201d)\]"
+_WORD_CHAR = rf"[^.!? {_NOT_TEXT}]"  # first character: not blank, not an end mark
+_PLAIN = rf"[^.!?{_NOT_TEXT}]"
+_MARK = rf"[.!?]{{1,3}}[{_CLOSERS}]{{0,2}}"
+_SENTENCE = rf"({_PLAIN}|{_MARK}[^.!? {_CLOSERS}{_NOT_TEXT}]){{0,{MAX_CONTEXT_CHARS // 3}}}"
+SUMMARY_PATTERN = (
+    rf"^{_WORD_CHAR}{_SENTENCE}({_MARK}( {_SENTENCE}({_MARK}( {_SENTENCE}({_MARK})?)?)?)?)?$"
+)
+RelatedYear = Annotated[int, Field(ge=RELATED_YEAR_RANGE[0], le=RELATED_YEAR_RANGE[1])]
+
 
 class _Answer(BaseModel):
     """Response models accept JSON from an LLM: no extra keys, no silent defaults."""
@@ -119,21 +159,21 @@ class EnrichedEntities(_Answer):
 
 
 class EnrichedPrinciple(_Answer):
-    statement: str = Field(max_length=MAX_STATEMENT_CHARS)
+    statement: str = Field(min_length=1, max_length=MAX_STATEMENT_CHARS)
     category: PrincipleCategory
     evidence: str = Field(description="one sentence copied verbatim")
 
 
 class EnrichedTable(_Answer):
-    table_name: str = Field(max_length=MAX_NAME_CHARS)
-    summary: str = Field(max_length=MAX_SUMMARY_CHARS)
+    table_name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    summary: str = Field(min_length=1, max_length=MAX_SUMMARY_CHARS)
 
 
 class Enrichment(_Answer):
     """Answer for a Tier-1 or Tier-2 (narrative) chunk; fields in the order the model writes them."""
 
     contextual_summary: str = Field(max_length=MAX_CONTEXT_CHARS)
-    themes: list[str] = Field(max_length=MAX_THEMES)
+    themes: list[str] = Field(min_length=1, max_length=MAX_THEMES)
     buffett_concepts: list[str] = Field(max_length=MAX_CONCEPTS)
     entities: EnrichedEntities
     principles: list[EnrichedPrinciple] = Field(max_length=MAX_PRINCIPLES)
@@ -145,7 +185,7 @@ class Enrichment(_Answer):
     comparison_years: list[int] = Field(max_length=MAX_COMPARISON_YEARS)
     future_outlook: bool
     related_sections_same_letter: list[str] = Field(max_length=MAX_RELATED_SECTIONS)
-    related_years: list[int] = Field(max_length=MAX_RELATED_YEARS)
+    related_years: list[RelatedYear] = Field(max_length=MAX_RELATED_YEARS)
 
 
 class TableEnrichment(_Answer):
@@ -153,7 +193,7 @@ class TableEnrichment(_Answer):
 
     tables: list[EnrichedTable]
     contextual_summary: str = Field(max_length=MAX_CONTEXT_CHARS)
-    themes: list[str] = Field(max_length=MAX_THEMES)
+    themes: list[str] = Field(min_length=1, max_length=MAX_THEMES)
     buffett_concepts: list[str] = Field(max_length=MAX_CONCEPTS)
     entities: EnrichedEntities
     has_financial_data: bool
@@ -162,7 +202,7 @@ class TableEnrichment(_Answer):
     comparison_years: list[int] = Field(max_length=MAX_COMPARISON_YEARS)
     future_outlook: bool
     related_sections_same_letter: list[str] = Field(max_length=MAX_RELATED_SECTIONS)
-    related_years: list[int] = Field(max_length=MAX_RELATED_YEARS)
+    related_years: list[RelatedYear] = Field(max_length=MAX_RELATED_YEARS)
 
 
 # response field -> the validator field path(s) it fills: a metadata path, or a key of the
@@ -283,9 +323,12 @@ def name_candidates(text: str) -> list[str]:
         run_at_start = False
         sentence_start = True
         for raw in para.split():
-            word = raw.strip("\"'\u201c\u201d\u2018([,;:!?)]")
+            word = _name_word(raw)
             if not word:
                 continue
+            if run and raw[:1] in _OPENERS:  # "Energy (“BHE”)": a bracket starts a new name
+                runs.append((run, run_at_start))
+                run = []
             capital = word[:1].isupper()
             if capital and not sentence_start:
                 mid_caps.add(word.rstrip(".").lower())
@@ -325,7 +368,23 @@ def name_candidates(text: str) -> list[str]:
             for part in name.split(" and "):
                 if len(part) > 1 and part.lower() not in _NOT_NAMES:
                     out.setdefault(part, None)
-    return list(out)[:MAX_NAME_CHOICES]
+    # only names the validator finds in the text (rule entity.not_found), by its own test
+    folded = entity_text(text)
+    return [name for name in out if entity_found(name, folded)][:MAX_NAME_CHOICES]
+
+
+_WORD_PUNCT = "\"'\u201c\u201d\u2018([,;:!?)]"
+_OPENERS = frozenset("(\"'\u201c\u2018[")
+
+
+def _name_word(raw: str) -> str:
+    """``raw`` without surrounding punctuation; a final '.' is kept (it may end a sentence),
+    and punctuation before it goes: ``(“BHE”).`` -> ``BHE.``."""
+    word = raw.strip(_WORD_PUNCT)
+    core = word.rstrip(".")
+    if core != word and core.rstrip(_WORD_PUNCT) != core:
+        word = core.rstrip(_WORD_PUNCT) + "."
+    return word
 
 
 def sentence_choices(text: str) -> list[str]:
@@ -333,7 +392,7 @@ def sentence_choices(text: str) -> list[str]:
 
     Evidence quotes are chosen from these, so each is verbatim chunk text by construction.
     """
-    flat = _WS.sub(" ", text).strip()
+    flat = normalise_ws(text)
     out: dict[str, None] = {}
     start = 0
     for match in _SENTENCE_END.finditer(flat):
@@ -344,7 +403,8 @@ def sentence_choices(text: str) -> list[str]:
     tail = flat[start:].strip()
     if len(tail.split()) >= MIN_QUOTE_WORDS:
         out.setdefault(tail, None)
-    return list(out)[:MAX_QUOTE_CHOICES]
+    # only quotes the validator accepts (rules evidence.too_short / evidence.not_found)
+    return [q for q in out if quote_problem(q, flat) is None][:MAX_QUOTE_CHOICES]
 
 
 def _cue_pattern(cue: str) -> re.Pattern[str]:
@@ -363,7 +423,7 @@ def cued_concepts(text: str, ctx: PromptContext) -> list[str]:
     for index, concept in enumerate(ctx.vocabulary):
         patterns = dict.fromkeys((concept, *cues.get(concept, ())))
         count = sum(len(_cue_pattern(c).findall(text)) for c in patterns)
-        if count:
+        if count and concept_known(concept, ctx.vocabulary):  # rule concept.unknown
             hits.append((-count, index, concept))
     return [concept for _, _, concept in sorted(hits)]
 
@@ -388,6 +448,47 @@ def _choice_list(values: list, cap: int) -> tuple[object, object]:
     return (list[Literal[tuple(values)]], Field(max_length=cap))  # type: ignore[valid-type]
 
 
+def without_choices(annotation: Any, info: FieldInfo,
+                    banned: Iterable[object]) -> tuple[Any, FieldInfo] | None:
+    """``(annotation, info)`` with every value of ``banned`` taken out of its enums.
+
+    Walks ``Literal`` enums, lists and nested response models (an entity name banned in
+    ``people`` leaves ``companies`` too: the validator's check is the same).  A list whose item
+    enum runs empty becomes an always-empty list; ``None`` means no valid value is left for a
+    required field (an enum, or a model with such a field).  Fields without an enum are kept.
+    """
+    banned = frozenset(banned)
+    if not banned:
+        return annotation, info
+    new = _without(annotation, banned)
+    if new is _EMPTY_LIST:
+        return list[str], Field(max_length=0)
+    return None if new is None else (new, info)
+
+
+_EMPTY_LIST = object()
+
+
+def _without(annotation: Any, banned: frozenset) -> Any:
+    origin = get_origin(annotation)
+    if origin is Literal:
+        keep = tuple(v for v in get_args(annotation) if v not in banned)
+        return Literal[keep] if keep else None
+    if origin is list:
+        (item,) = get_args(annotation)
+        new = _without(item, banned)
+        return _EMPTY_LIST if new is None else list[new]  # type: ignore[valid-type]
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        fields: dict[str, Any] = {}
+        for name, info in annotation.model_fields.items():
+            narrowed = without_choices(info.annotation, info, banned)
+            if narrowed is None:
+                return None
+            fields[name] = narrowed
+        return create_model(annotation.__name__, __base__=annotation, **fields)
+    return annotation
+
+
 def _is_table(chunk: Chunk) -> bool:
     return chunk.metadata.chunk_tier == 3
 
@@ -404,11 +505,14 @@ def response_model_for(chunk: Chunk, ctx: PromptContext) -> type[_Answer]:
             cued_concepts(chunk.content, ctx), MAX_CONCEPTS)
     elif ctx.vocabulary:
         narrowed["buffett_concepts"] = _choice_list(list(ctx.vocabulary), MAX_CONCEPTS)
-    titles = [t for t in ctx.section_titles if t != chunk.metadata.section_title]
+    titles = [t for t in ctx.section_titles if section_reference_problem(
+        t, chunk.metadata.section_title, ctx.section_titles) is None]
     narrowed["related_sections_same_letter"] = _choice_list(titles, MAX_RELATED_SECTIONS)
-    years = [y for y in years_in_text(chunk.content) if y != ctx.year]
+    found = years_in(chunk.content)  # rule year.comparison_not_found
+    years = [y for y in years_in_text(chunk.content) if y != ctx.year and y in found]
     narrowed["comparison_years"] = _choice_list(years, MAX_COMPARISON_YEARS)
     if ctx.grounded_choices:
+        narrowed["contextual_summary"] = (str, Field(pattern=SUMMARY_PATTERN))
         names = name_candidates(chunk.content)
         entities = create_model(
             "EnrichedEntities",
@@ -436,7 +540,7 @@ def response_model_for(chunk: Chunk, ctx: PromptContext) -> type[_Answer]:
 
     fields: dict[str, tuple[object, object]] = {}
     if chunk.metadata.section_title == UNTITLED:
-        fields["section_title"] = (str, Field(max_length=MAX_NAME_CHARS))
+        fields["section_title"] = (str, Field(min_length=1, max_length=MAX_NAME_CHARS))
     for name, info in base.model_fields.items():  # keep the base model's order
         fields[name] = narrowed.get(name, (info.annotation, info))
     # a subclass of the base (isinstance holds), but every field redefined in the wanted order

@@ -68,6 +68,7 @@ __all__ = [
     "FIXERS",
     "COUPLED",
     "RESPONSE_RULES",
+    "DROPPABLE",
 ]
 
 log = logging.getLogger(__name__)
@@ -423,6 +424,77 @@ def _field_map() -> dict[str, list[str]]:
     return out
 
 
+# Rules that reject one value the model chose for a list (an entity, a concept, a year, a
+# section, a quote).  The rejected value leaves the field's enums in every later re-ask
+# (partial_model's ``exclude``), so the grammar cannot offer it again; and when the re-asks are
+# spent and only such rules still fail, code drops the rejected items and records the change
+# (the last resort: losing one company name beats halting a corpus run).  rule -> what goes.
+DROPPABLE: dict[str, str] = {
+    "entity.not_found": "the entity name from entities.companies / entities.people",
+    "concept.unknown": "the concept from buffett_concepts",
+    "year.comparison_not_found": "the year from temporal_references.comparison_years",
+    "xref.year_range": "the year from cross_references.related_years",
+    "xref.unknown_section": "the title from cross_references.related_sections_same_letter",
+    "xref.self_section": "the title from cross_references.related_sections_same_letter",
+    "evidence.not_found": "the quote from the content_type_evidence sidecar list",
+    "evidence.too_short": "the quote (a principle's quote takes its principle along)",
+    "evidence.principle_not_found": "the principle and its quote",
+    "principle.empty": "the principle and its quote",
+}
+
+
+def _rejected_value(violation: Any, data: dict, evidence: dict | None) -> Any:
+    """The value a DROPPABLE violation rejected (``data`` is the chunk as JSON), or None."""
+    parts = (getattr(violation, "field", None) or "").split(".")
+    node: Any = data.get("metadata") if parts[0] == "metadata" else (
+        evidence if parts[0] == "evidence" else None)
+    for part in parts[1:]:
+        try:
+            node = node[int(part)] if part.isdigit() else node[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node if isinstance(node, (str, int)) else None
+
+
+def _drop_rejected(chunk: Chunk, evidence: dict | None, violations: list[Any],
+                   context: Any) -> tuple[Chunk, dict | None, list[Change]] | None:
+    """The last resort: ``chunk`` without the list items behind ``violations``, when every one
+    is DROPPABLE and the result is valid; None otherwise (the caller fails the chunk)."""
+    if not violations or any(v.code not in DROPPABLE for v in violations):
+        return None
+    data = chunk.model_dump(mode="json")
+    ev = copy.deepcopy(evidence) if evidence is not None else None
+    drops: dict[tuple[str, ...], set[int]] = {}
+    for v in violations:
+        parts = (v.field or "").split(".")
+        at = next((k for k, p in enumerate(parts) if p.isdigit()), None)
+        if at is None:
+            return None
+        where = tuple(parts[:at])
+        if where == ("evidence", "principle_evidence"):  # a principle goes with its quote
+            where = ("metadata", "principles")
+        drops.setdefault(where, set()).add(int(parts[at]))
+        if where == ("metadata", "principles"):
+            drops.setdefault(("evidence", "principle_evidence"), set()).add(int(parts[at]))
+    changes: list[Change] = []
+    for where, indexes in drops.items():
+        node: Any = data["metadata"] if where[0] == "metadata" else ev
+        for key in where[1:]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, list):
+            if where[0] == "evidence":
+                continue  # no sidecar list to drop from
+            return None
+        before = copy.deepcopy(node)
+        node[:] = [item for i, item in enumerate(node) if i not in indexes]
+        changes.append(Change(".".join(where), before, copy.deepcopy(node), "code"))
+    fixed = Chunk.model_validate(data)
+    fixed, fixes, errors, _found = check(fixed, ev, context)
+    if errors:
+        return None
+    return fixed, ev, changes + fixes
+
+
 # Rules whose fix needs two fields answered together (a tag and the quote behind it).
 COUPLED: dict[str, tuple[str, ...]] = {
     "evidence.missing": ("content_type", "content_type_evidence"),
@@ -456,13 +528,23 @@ def fields_for(violation: Any, model: type[BaseModel] | None = None) -> list[str
     return []
 
 
-def partial_model(fields: list[str], model: type[BaseModel] | None = None) -> type[BaseModel]:
-    """A response model with only ``fields`` of the Enrichment model, all required."""
+def partial_model(fields: list[str], model: type[BaseModel] | None = None,
+                  exclude: dict[str, set] | None = None) -> type[BaseModel]:
+    """A response model with only ``fields`` of the Enrichment model, all required.
+
+    ``exclude`` maps a field to values the validator rejected: they leave that field's enums
+    (``enrich.without_choices``), so a grammar cannot offer the same rejected answer again.
+    """
+    from .enrich import without_choices
+
     model = model or _enrichment_model()
     # (annotation, FieldInfo) keeps the per-chunk narrowing (enums over the vocabulary, the
     # letter's section titles, the chunk's years) and the length caps of the full model.
-    definitions = {name: (model.model_fields[name].annotation, model.model_fields[name])
-                   for name in fields}
+    definitions = {}
+    for name in fields:
+        info = model.model_fields[name]
+        narrowed = without_choices(info.annotation, info, (exclude or {}).get(name, ()))
+        definitions[name] = narrowed or (info.annotation, info)
     return create_model(  # type: ignore[call-overload]
         f"{model.__name__}Fix",
         __config__=ConfigDict(extra="forbid"),
@@ -607,6 +689,7 @@ def repair_enriched(
     completion = first
     asked = list(model.model_fields)
     attempt = 1
+    rejected: dict[str, set] = {}  # response field -> values the validator rejected so far
 
     while True:
         rec: dict[str, Any] = {
@@ -628,6 +711,7 @@ def repair_enriched(
         changes: list[Change] = []
         targets: list[str] = []
         found: list[Any] = []
+        checked: tuple[Chunk, dict] | None = None  # the validated chunk and its evidence
 
         # 1. what this answer contributes, field by field
         new, violations, raw_values = _answer_fields(completion, asked, model, chunk_id)
@@ -670,6 +754,7 @@ def repair_enriched(
                 # 2. apply to the segmented chunk, let code fix what is mechanical, validate
                 ev = evidence_record(chunk_id, merged)
                 fixed, fixes, violations, found = check(raw, ev, context)
+                checked = (fixed, ev)
                 changes += fixes
                 if not violations:
                     rec["violations"] = _violation_dicts(found, [])
@@ -691,7 +776,25 @@ def repair_enriched(
         if unfixable:
             log.warning("%s: %d violation(s) the model cannot fix: %s", chunk_id, len(unfixable),
                         ", ".join(sorted({v.code for v in unfixable})))
+        if checked is not None:  # values the validator rejected leave the re-ask's enums
+            data_now = checked[0].model_dump(mode="json")
+            for v in violations:
+                value = _rejected_value(v, data_now, checked[1]) if v.code in DROPPABLE else None
+                if value is not None:
+                    for name in fields_for(v, model):
+                        rejected.setdefault(name, set()).add(value)
         if unfixable or attempt > max_attempts:
+            dropped = (None if unfixable or checked is None
+                       else _drop_rejected(checked[0], checked[1], violations, context))
+            if dropped is not None:
+                fixed, ev, drop_changes = dropped
+                log.info("%s: dropped what the model could not ground after %d attempt(s): %s",
+                         chunk_id, attempt, ", ".join(sorted({v.code for v in violations})))
+                rec["violations"] = _violation_dicts(list(found) + list(violations), [])
+                rec["changes"] += [c.to_dict() for c in drop_changes]
+                rec["outcome"] = "repaired"
+                _emit(report, records)
+                return RepairResult(chunk_id, "repaired", fixed, ev, attempt, usage, records, [])
             rec["outcome"] = "failed"
             rec["content"] = chunk.content  # not in the output: the report shows it from here
             _emit(report, records)
@@ -706,7 +809,8 @@ def repair_enriched(
         asked = targets
         attempt += 1
         try:
-            completion = client.complete(convo, partial_model(targets, model), chunk_id=chunk_id)
+            completion = client.complete(convo, partial_model(targets, model, rejected),
+                                         chunk_id=chunk_id)
         except LetterchunkError as exc:  # backend gone, budget cap: let the caller report it
             exc.records = records  # type: ignore[attr-defined]
             exc.usage = usage  # type: ignore[attr-defined]

@@ -102,6 +102,14 @@ __all__ = [
     "read_evidence",
     "normalise_ws",
     "count_sentences",
+    "RELATED_YEAR_RANGE",
+    "entity_text",
+    "entity_found",
+    "years_in",
+    "related_year_ok",
+    "quote_problem",
+    "section_reference_problem",
+    "concept_known",
 ]
 
 Stage = Literal["segmented", "enriched"]
@@ -118,6 +126,9 @@ T1_MAX_TOKENS = 2000
 _EVIDENCE_TYPES = ("mistake_confession", "principle_statement")
 EVIDENCE_MIN_WORDS = 4
 _YEAR_RANGE = (1950, 2100)
+#: the years a ``related_years`` entry may name (rule xref.year_range); the response schema
+#: states the same bounds as ``minimum``/``maximum``
+RELATED_YEAR_RANGE = _YEAR_RANGE
 
 E, W = "error", "warning"
 
@@ -325,6 +336,51 @@ def _normalise_entity(text: str) -> str:
     return normalise_ws(unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold())
 
 
+# The predicates below are the validator's own checks, public so that code proposing values to
+# the model (enrich's candidate enums) filters through the very same test the validator applies.
+
+
+def entity_text(content: str) -> str:
+    """``content`` in the form :func:`entity_found` searches (fold it once per chunk)."""
+    return _normalise_entity(content)
+
+
+def entity_found(name: str, folded_content: str) -> bool:
+    """Rule entity.not_found: ``name`` occurs at word boundaries in ``entity_text(content)``."""
+    key = _normalise_entity(name)
+    return bool(key) and re.search(r"(?<!\w)" + re.escape(key) + r"(?!\w)", folded_content) is not None
+
+
+def related_year_ok(year: int) -> bool:
+    """Rule xref.year_range: ``year`` lies in :data:`RELATED_YEAR_RANGE`."""
+    return RELATED_YEAR_RANGE[0] <= year <= RELATED_YEAR_RANGE[1]
+
+
+def quote_problem(quote: Any, normalised_content: str) -> str | None:
+    """Evidence rules: "too_short", "not_found" or None for a quote against
+    ``normalise_ws(content)``."""
+    q = normalise_ws(quote) if isinstance(quote, str) else ""
+    if len(q.split()) < EVIDENCE_MIN_WORDS:
+        return "too_short"
+    return None if q in normalised_content else "not_found"
+
+
+def section_reference_problem(title: str, own_title: str, titles: Iterable[str]) -> str | None:
+    """Rules xref.self_section / xref.unknown_section: "self", "unknown" or None.
+
+    ``titles`` empty means the letter's sections are unknown: any other title passes.
+    """
+    if title == own_title:
+        return "self"
+    titles = titles if isinstance(titles, (set, frozenset)) else set(titles)
+    return "unknown" if titles and title not in titles else None
+
+
+def concept_known(concept: str, vocabulary: Iterable[str]) -> bool:
+    """Rules concept.unknown / concept.case: ``concept`` is spelled as in the vocabulary."""
+    return concept in vocabulary
+
+
 _ABBREV = re.compile(  # the word before a '.', searched in the last 12 characters
     r"(?:\b(?:Mr|Mrs|Ms|Dr|Jr|Sr|St|Inc|Co|Corp|Ltd|No|vs|etc|approx|Bros)|\b[A-Z]|\b(?:[A-Za-z]\.){1,3}[A-Za-z])$"
 )
@@ -353,6 +409,11 @@ def _years_in(text: str) -> set[int]:
     for yy in _YEAR2.findall(text):
         years.update((1900 + int(yy), 2000 + int(yy)))
     return years
+
+
+def years_in(text: str) -> set[int]:
+    """Rule year.comparison_not_found: the years ``text`` is found to hold."""
+    return _years_in(text)
 
 
 _FOOTNOTE = re.compile(r"^\s*(?:\(\w{1,2}\)|\*+|\d{1,2}\)|\d{1,2}\s)")
@@ -693,7 +754,7 @@ def _check_semantics(chunk: Chunk, stage: str, ctx: _Ctx) -> list[Violation]:
         add("themes.missing", "give at least one broad topic tag", "metadata.themes")
 
     for i, concept in enumerate(md.buffett_concepts):
-        if concept in ctx.vocab:
+        if concept_known(concept, ctx.vocab):
             continue
         canonical = ctx.vocab_folded.get(_concept_key(concept))
         if canonical is not None:
@@ -723,16 +784,12 @@ def _check_semantics(chunk: Chunk, stage: str, ctx: _Ctx) -> list[Violation]:
         ("people", n) for n in md.entities.people
     ]
     if names:
-        folded = _normalise_entity(chunk.content)
+        folded = entity_text(chunk.content)
         counters: dict[str, int] = defaultdict(int)
         for group, name in names:
             i = counters[group]
             counters[group] += 1
-            key = _normalise_entity(name)
-            found = bool(key) and re.search(
-                r"(?<!\w)" + re.escape(key) + r"(?!\w)", folded
-            ) is not None
-            if not found:
+            if not entity_found(name, folded):
                 add("entity.not_found", f"{name!r} does not appear in the chunk text; name "
                     "entities exactly as the text does", f"metadata.entities.{group}.{i}")
 
@@ -743,20 +800,21 @@ def _check_semantics(chunk: Chunk, stage: str, ctx: _Ctx) -> list[Violation]:
 
     comparison = md.temporal_references.comparison_years
     if comparison:
-        years = _years_in(chunk.content)
+        years = years_in(chunk.content)
         for i, year in enumerate(comparison):
             if year not in years:
                 add("year.comparison_not_found", f"{year} does not appear in the chunk text; list "
                     "only years the text compares", f"metadata.temporal_references.comparison_years.{i}")
     for i, year in enumerate(md.cross_references.related_years):
-        if not _YEAR_RANGE[0] <= year <= _YEAR_RANGE[1]:
+        if not related_year_ok(year):
             add("xref.year_range", f"{year} is not a letter year", f"metadata.cross_references.related_years.{i}")
 
     for i, title in enumerate(md.cross_references.related_sections_same_letter):
         fld = f"metadata.cross_references.related_sections_same_letter.{i}"
-        if title == md.section_title:
+        problem = section_reference_problem(title, md.section_title, ctx.titles)
+        if problem == "self":
             add("xref.self_section", f"{title!r} is this chunk's own section; name other sections", fld)
-        elif ctx.titles and title not in ctx.titles:
+        elif problem == "unknown":
             add("xref.unknown_section", f"{title!r} is not a section title of this letter; choose "
                 "from its section titles", fld)
 
@@ -779,12 +837,12 @@ def _check_evidence(chunk: Chunk, ctx: _Ctx) -> list[Violation]:
     text = normalise_ws(chunk.content)
 
     def check(quote: Any, fld: str, not_found_code: str, what: str) -> None:
-        q = normalise_ws(quote) if isinstance(quote, str) else ""
-        if len(q.split()) < EVIDENCE_MIN_WORDS:
+        problem = quote_problem(quote, text)
+        if problem == "too_short":
             out.append(_v("evidence.too_short", f"{what} {_short(quote)} is under "
                           f"{EVIDENCE_MIN_WORDS} words; quote the whole sentence", chunk_id=cid,
                           field=fld))
-        elif q not in text:
+        elif problem == "not_found":
             out.append(_v(not_found_code, f"{what} {_short(quote)} is not in the chunk text; "
                           "quote it verbatim", chunk_id=cid, field=fld))
 
