@@ -106,6 +106,10 @@ def accounting(args: argparse.Namespace, client: Any, hooks: Any) -> Iterator[An
 
     def on_letter(outcome: Any) -> None:
         ledger.letter_finished(outcome.year)
+        written = getattr(outcome, "written", None) or outcome.chunks
+        ledger.record_letter(outcome.year, total=len(written), enriched=len(outcome.chunks),
+                             pending=list(getattr(outcome, "pending", [])),
+                             written=bool(outcome.paths))
         if letter_done:
             letter_done(outcome)
         _write(ledger, args, out)
@@ -136,7 +140,7 @@ def accounting(args: argparse.Namespace, client: Any, hooks: Any) -> Iterator[An
         ledger.finish(status, reason)
         _write(ledger, args, out)
         if not getattr(args, "quiet", False):
-            for line in ledger.summary_lines():
+            for line in ledger.summary_lines(out):
                 print(f"letterchunk: {line}", file=sys.stderr)
 
 

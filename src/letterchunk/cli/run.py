@@ -185,7 +185,8 @@ def report_violations(outcomes: list) -> int:
         for f in o.failed:
             bad = True
             codes = ", ".join(sorted({getattr(v, "code", "?") for v in f.violations})) or "?"
-            print(f"letterchunk: {f.chunk_id}: failed, not written ({codes})", file=sys.stderr)
+            print(f"letterchunk: {f.chunk_id}: still invalid ({codes}); kept as segmented, "
+                  "not enriched", file=sys.stderr)
         for v in o.errors:
             bad = True
             where = getattr(v, "chunk_id", None) or o.year
