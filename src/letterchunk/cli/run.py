@@ -198,11 +198,18 @@ def execute(args: argparse.Namespace, job: Any) -> int:
     """Run ``job(client, options, hooks)`` with a client, a progress bar and the summary."""
     from ..pipeline import Hooks
 
+    from ..lock import folder_lock
+
     options = options_from(args)
     progress = Progress(args.quiet)
     hooks = Hooks(chunk_done=progress.chunk_done, letters_segmented=progress.segmented)
+    # one process per output folder, taken before any server starts or request is sent
+    folder = getattr(args, "out", None) or getattr(args, "dir", None)
+    locked = folder_lock(folder) if getattr(args, "out", None) or os.path.isdir(folder or "") \
+        else contextlib.nullcontext()  # enrich on a missing folder: its own error names it
     # HOOK (issue 5): accounting() -> ledger table on stderr and DIR/run.json, however it ends
-    with llm_client(args) as client, _limits.accounting(args, client, hooks) as hooks:
+    with locked, llm_client(args) as client, \
+            _limits.accounting(args, client, hooks) as hooks:
         try:
             outcomes = job(client, options, hooks)
         finally:

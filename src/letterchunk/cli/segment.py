@@ -55,6 +55,13 @@ def _letters(paths: list[str], quiet: bool) -> tuple[list[Path], list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..lock import folder_lock
+
+    with folder_lock(args.out):  # one letterchunk process per output folder
+        return _segment(args)
+
+
+def _segment(args: argparse.Namespace) -> int:
     files, problems = _letters(args.paths, args.quiet)
     out = Path(args.out)
     years: dict[int, Path] = {}
