@@ -196,9 +196,8 @@ def report_violations(outcomes: list) -> int:
 
 def execute(args: argparse.Namespace, job: Any) -> int:
     """Run ``job(client, options, hooks)`` with a client, a progress bar and the summary."""
-    from ..pipeline import Hooks
-
     from ..lock import folder_lock
+    from ..pipeline import Hooks
 
     options = options_from(args)
     progress = Progress(args.quiet)
