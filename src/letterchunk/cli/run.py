@@ -166,9 +166,9 @@ def summarize(args: argparse.Namespace, client: Any, progress: Progress, outcome
     usage = client.usage
     cache = client.cache
     hits, misses = (cache.hits, cache.misses) if cache is not None else (0, 0)
-    written = sum(len(o.chunks) for o in outcomes)
+    enriched = sum(c.ok for o in outcomes for c in o.outcomes)  # by this run
     print(
-        f"letterchunk: {len(outcomes)} letter(s), {written}/{progress.total} chunk(s) written, "
+        f"letterchunk: {len(outcomes)} letter(s), {enriched}/{progress.total} chunk(s) enriched, "
         f"{progress.failed} failed; {progress.calls} LLM call(s), {usage.requests} HTTP "
         f"request(s), {usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion "
         f"tokens, {time.monotonic() - progress.started:,.1f}s",
