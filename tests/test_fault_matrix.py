@@ -14,8 +14,9 @@ Asserted for every row:
   below the repair loop and never show up as repair attempts;
 * token usage in DIR/1977.report.jsonl equals what the server itself says it served, summed
   over every attempt, failed ones included;
-* no invalid chunk reached the output: every written chunk passes the validator, and a halted
-  or skipped chunk is not in the output.
+* no invalid enrichment reached the output and no chunk was lost: every enriched chunk passes
+  the validator, a halted or skipped chunk (and after a halt every later one) is written as
+  segmented, and the file validates at stage segmented.
 """
 
 from __future__ import annotations
@@ -223,13 +224,15 @@ def test_fault_matrix(tmp_path, monkeypatch, capsys, chunk_ids, mode, steps, on_
     page = (out / "report.html").read_text(encoding="utf-8")
     assert f'"chunk_id":"{target}"' in page and f'"outcome":"{outcome}"' in page
 
-    # ---- no invalid chunk reached the output
+    # ---- no invalid enrichment reached the output, and no chunk was lost
     written = _jsonl(out / "1977.jsonl")
     ids = [c["chunk_id"] for c in written]
-    if exit_code == 3:
-        assert ids == chunk_ids[:1]  # the valid chunk before the halt is kept
-    elif outcome == "failed":
-        assert ids == [c for c in chunk_ids if c != target]
+    assert ids == chunk_ids
+    if outcome == "failed":  # the target (and after a halt every later chunk) as segmented
+        bare = [c["chunk_id"] for c in written if not c["metadata"]["contextual_summary"]]
+        assert bare == (chunk_ids[1:] if exit_code == 3 else [target])
+        assert not [v for v in validate_path(out) if v.severity == "error"]
+        written = [c for c in written if c["chunk_id"] not in bare]
     else:
         assert ids == chunk_ids
         assert not [v for v in validate_path(out, stage="enriched") if v.severity == "error"]

@@ -15,6 +15,7 @@ import pytest
 
 from fake_openai import FakeOpenAI, response_schema
 from letterchunk.cache import ResponseCache
+from letterchunk.clean import load_letter
 from letterchunk.cli import main
 from letterchunk.enrich import sentence_choices
 from letterchunk.errors import RepairExhausted
@@ -22,7 +23,7 @@ from letterchunk.llm import LLMClient, LLMSettings
 from letterchunk.pipeline import RunOptions, enrich_dir, run_paths
 from letterchunk.prompts import prompt_hash
 from letterchunk.schema import Chunk, dump_chunk
-from letterchunk.segment import UNTITLED
+from letterchunk.segment import UNTITLED, segment_letter
 from letterchunk.validate import validate_path
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
@@ -157,9 +158,10 @@ def _poisoned(bad_ids: set[str]):
     return respond
 
 
-def test_a_chunk_that_stays_invalid_is_never_written(tmp_path):
+def test_a_chunk_that_stays_invalid_is_kept_as_segmented(tmp_path):
     # tool calling (hosted style): no grammar, so an unquoted tag can come back
     marker = "Textile Operations"  # the heading that opens one section of 1977
+    segmented = {c.chunk_id: dump_chunk(c) for c in segment_letter(load_letter(LETTER))}
     with FakeOpenAI(default=_poisoned({marker})) as server, \
             client_for(server, mode="TOOLS") as client:
         [letter] = run_paths([LETTER], tmp_path / "skip", client,
@@ -167,20 +169,28 @@ def test_a_chunk_that_stays_invalid_is_never_written(tmp_path):
     [failed] = letter.failed
     assert failed.calls == 2  # the first answer and one re-ask
     assert {v.code for v in failed.violations} == {"evidence.missing"}
-    written = (tmp_path / "skip" / "1977.jsonl").read_text()
-    assert failed.chunk_id not in written
-    assert len(written.splitlines()) == len(letter.outcomes) - 1
+    assert letter.pending == [failed.chunk_id] and not letter.complete
+    lines = (tmp_path / "skip" / "1977.jsonl").read_text().splitlines()
+    assert [json.loads(x)["chunk_id"] for x in lines] == list(segmented)  # no chunk lost
+    assert segmented[failed.chunk_id] in lines  # byte for byte as segmented: no invalid answer
+    assert not [v for v in validate_path(tmp_path / "skip") if v.severity == "error"]
 
 
-def test_halt_stops_with_the_chunk_named_and_keeps_valid_chunks(tmp_path):
+def test_halt_stops_with_the_chunk_named_and_keeps_every_chunk(tmp_path):
     marker = "Textile Operations"
+    segmented = [dump_chunk(c) for c in segment_letter(load_letter(LETTER))]
     with FakeOpenAI(default=_poisoned({marker})) as server, \
             client_for(server, mode="TOOLS") as client:
         with pytest.raises(RepairExhausted) as info:
             run_paths([LETTER], tmp_path / "halt", client, RunOptions(max_attempts=0))
     assert info.value.chunk_id.startswith("1977-S")
     lines = (tmp_path / "halt" / "1977.jsonl").read_text().splitlines()
-    assert lines and info.value.chunk_id not in "".join(lines)
+    ids = [json.loads(x)["chunk_id"] for x in lines]
+    assert ids == [json.loads(x)["chunk_id"] for x in segmented]
+    halted = ids.index(info.value.chunk_id)
+    assert all(json.loads(x)["metadata"]["contextual_summary"] for x in lines[:halted])
+    assert lines[halted:] == segmented[halted:]  # the halted chunk and the rest as segmented
+    assert not [v for v in validate_path(tmp_path / "halt") if v.severity == "error"]
 
 
 def test_cli_run_prints_cache_stats_and_exits_zero(tmp_path, monkeypatch, capsys):

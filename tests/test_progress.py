@@ -135,7 +135,7 @@ def test_run_off_a_terminal_prints_progress_while_it_runs_and_one_summary(tmp_pa
                         if PROGRESS.match(line) or LETTER_DONE.match(line))
     assert last_progress < heads[0] < tables[0]
     head = lines[heads[0]][0]
-    for figure in ("3/3 letter(s)", "11/11 chunk(s) written, 0 failed", "11 LLM call(s)",
+    for figure in ("3/3 letter(s)", "11/11 chunk(s) enriched, 0 failed", "11 LLM call(s)",
                    "11 HTTP request(s)", "cache 0 hit(s), 11 miss(es)", "0 repair(s)"):
         assert figure in head, head
     rows = [line.split()[1] for line, _ in lines[tables[0] + 1:]]
@@ -161,7 +161,7 @@ def test_summary_is_printed_once_when_a_cap_stops_the_run(tmp_path, monkeypatch,
     err = capsys.readouterr().err
     assert code == 4, err
     assert err.count(SUMMARY) == 1
-    assert "0/2 letter(s), 0/6 chunk(s) written" in err
+    assert "0/2 letter(s), 0/6 chunk(s) enriched" in err
     assert "run budget_exceeded" in err
 
 

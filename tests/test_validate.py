@@ -185,6 +185,7 @@ SEG, ENR = "segmented", "enriched"
 # (code, stage, mutation).  Chunk indexes: 0 = S1-T1-001, 1 = S2-T1-001, 2 = S2-T3-001.
 CHUNK_CASES = [
     ("id.tier_mismatch", SEG, md(0, chunk_tier=2)),
+    ("letter.incomplete", ENR, md(1, contextual_summary="")),
     ("id.year_mismatch", SEG, every(letter_year=1986, source_file="1986_cleaned.txt",
                                     temporal_references__primary_year=1986)),
     ("date.invalid", SEG, every(letter_date="1988-02-30")),

@@ -6,6 +6,8 @@
     ├── InputError                   a file we were given is unusable (empty, binary, not UTF-8,
     │                                no year, not JSONL); carries ``path``
     ├── ConfigError                  options / env vars / missing optional dependency
+│   └── FolderLocked             another letterchunk process is writing the same folder;
+│                                carries ``folder`` and the holder's ``pid``
     ├── BackendError                 the LLM backend could not be started or reached
     ├── CacheMiss                    offline-only cache mode and no cached answer; carries chunk_id
     ├── BudgetExceeded               --max-tokens-total / --max-cost would be passed
@@ -24,6 +26,7 @@ __all__ = [
     "LetterchunkError",
     "InputError",
     "ConfigError",
+    "FolderLocked",
     "BackendError",
     "CacheMiss",
     "BudgetExceeded",
@@ -43,6 +46,17 @@ class InputError(LetterchunkError):
 
 class ConfigError(LetterchunkError):
     pass
+
+
+class FolderLocked(ConfigError):
+    def __init__(self, folder: str | Path, pid: int | None) -> None:
+        self.folder, self.pid = str(folder), pid
+        holder = f"process {pid}" if pid else "another process"
+        super().__init__(
+            f"{self.folder}: {holder} is already writing this folder (letterchunk lock "
+            f"{self.folder}/.letterchunk.lock); wait for it to finish, stop it, or pass another "
+            "--out folder"
+        )
 
 
 class BackendError(LetterchunkError):

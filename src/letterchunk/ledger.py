@@ -1,7 +1,11 @@
 """Per-run accounting: requests, tokens, repairs, cache hits, wall time and cost.
 
 One :class:`Ledger` per run, shared by every worker (thread-safe).  The pipeline records each
-LLM completion and each repair against its letter; at the end the CLI prints
+LLM completion and each repair against its letter — every call, whatever became of its chunk
+(valid, skipped, halted on, stopped by a cap or Ctrl-C) — and, per letter, whether it was
+written complete or left *incomplete* (chunks kept as segmented: :meth:`Ledger.record_letter`,
+``"state"`` and ``"pending_chunk_ids"`` in ``run.json``, a line in the summary saying to rerun).
+At the end the CLI prints
 :meth:`Ledger.summary_lines` and the pipeline writes :meth:`Ledger.write` → ``DIR/run.json``
 (atomic).
 
@@ -105,6 +109,11 @@ class LetterTotals:
     chunks: int = 0
     failed_chunks: int = 0
     wall_s: float = 0.0
+    state: str | None = None  # complete | incomplete; None: the letter's end was not recorded
+    enriched_chunks: int | None = None
+    total_chunks: int | None = None
+    pending: list[str] = field(default_factory=list)  # chunk ids written as segmented
+    written: bool = True
     _started: float | None = field(default=None, repr=False)
 
     def add(self, other: LetterTotals) -> None:
@@ -206,6 +215,20 @@ class Ledger:
             t.chunks += 1
             t.failed_chunks += int(failed)
 
+    def record_letter(self, letter: str | int, *, total: int, enriched: int,
+                      pending: list[str], written: bool = True) -> None:
+        """How the letter ended: ``enriched`` of ``total`` chunks; ``pending`` ids are in the
+        file as segmented (``written=False``: this run left the letter's files unchanged)."""
+        with self._lock:
+            t = self._letter(letter)
+            t.total_chunks, t.enriched_chunks = total, enriched
+            t.pending, t.written = list(pending), written
+            t.state = "incomplete" if pending else "complete"
+
+    def incomplete(self) -> list[str]:
+        with self._lock:
+            return sorted(k for k, t in self._letters.items() if t.state == "incomplete")
+
     def finish(self, status: str = "complete", reason: str | None = None) -> None:
         """Close the run: ``status`` complete | budget_exceeded | halted | interrupted | failed."""
         with self._lock:
@@ -244,13 +267,20 @@ class Ledger:
             },
             "status": status,
             "stop_reason": reason,
+            "incomplete_letters": [k for k, v in letters.items() if v.get("state") == "incomplete"],
             "totals": out,
             "letters": letters,
             **({"limits": self.extra} if self.extra else {}),
         }
 
     def _letter_dict(self, t: LetterTotals) -> dict[str, Any]:
+        state = {} if t.state is None else {
+            "state": t.state, "enriched_chunks": t.enriched_chunks,
+            "total_chunks": t.total_chunks, "pending_chunk_ids": list(t.pending),
+            "written": t.written,
+        }
         return {
+            **state,
             "requests": t.requests,
             "prompt_tokens": t.prompt_tokens,
             "completion_tokens": t.completion_tokens,
@@ -270,8 +300,9 @@ class Ledger:
         atomic_write_text(path, json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
         return path
 
-    def summary_lines(self) -> list[str]:
-        """A human table (one row per letter and a total) for the CLI to print on stderr."""
+    def summary_lines(self, out_dir: str | Path | None = None) -> list[str]:
+        """A human table (one row per letter and a total) for the CLI to print on stderr, then
+        a line per incomplete letter saying how to finish it (``out_dir``: the run's folder)."""
         data = self.to_dict()
         head = ("letter", "chunks", "requests", "prompt", "completion", "repairs", "cache hits", "wall s", "cost $")
         rows = []
@@ -288,4 +319,15 @@ class Ledger:
             lines.append(f"cost unknown: model {self.model!r} is not in the price table (add it to prices.json)")
         if data["status"] != "complete":
             lines.append(f"run {data['status']}: {data['stop_reason'] or ''}".rstrip(": "))
+        folder = "DIR" if out_dir is None else str(out_dir)
+        for name in data["incomplete_letters"]:
+            d = data["letters"][name]
+            pending = len(d["pending_chunk_ids"])
+            where = (f"the other {pending} kept as segmented in {Path(folder) / f'{name}.jsonl'}"
+                     if d["written"] else "its files were left as they were")
+            lines.append(
+                f"letter {name} incomplete: {d['enriched_chunks']} of {d['total_chunks']} "
+                f"chunk(s) enriched, {where}; rerun `letterchunk enrich {folder}` (or the same "
+                "command) to finish it"
+            )
         return lines

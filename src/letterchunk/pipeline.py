@@ -23,9 +23,17 @@ Invariants:
 
 * Exactly one ``LLMClient.complete`` call per chunk when its first answer validates; the repair
   loop (:mod:`letterchunk.repair`) adds re-asks only for invalid answers.
-* An invalid chunk is never written.  ``on_failure="halt"`` stops with
-  :class:`~letterchunk.errors.RepairExhausted` after writing the letter's valid chunks;
-  ``"skip"`` leaves the chunk out and goes on.
+* An invalid enrichment is never written, and no chunk is ever dropped: a chunk that was not
+  (validly) enriched — skipped, halted on, cancelled by a halt / budget stop / Ctrl-C, or not
+  reached — stays in ``YYYY.jsonl`` exactly as segmented, so the file always validates at
+  stage ``segmented``.  ``on_failure="halt"`` stops with
+  :class:`~letterchunk.errors.RepairExhausted` after writing the letter that way; ``"skip"``
+  goes on.  Such a letter is *incomplete* (``LetterOutcome.pending``): ``enrich DIR`` (or the
+  same ``run``) asks only its chunks whose ``contextual_summary`` is still empty — every valid
+  enriched chunk has one, the segmenter never writes one.
+* Every model call is counted: each chunk runs against a per-chunk counting view of the
+  client, and ``Hooks.chunk_done`` gets the chunk's calls and usage whether it succeeded,
+  failed, or raised (halt, budget cap, backend error, Ctrl-C).
 * Output order is the segmenter's order whatever order the pool finishes in, so output is
   byte-identical between a serial run, a parallel run and a rerun from the cache.
 
@@ -53,7 +61,7 @@ from .enrich import (
     evidence_record,
     response_model_for,
 )
-from .errors import InputError, LetterchunkError, RepairExhausted
+from .errors import InputError
 from .io import atomic_write_lines, atomic_write_text
 from .repair import OnFailure
 from .report import RepairReport, new_run_id
@@ -117,10 +125,18 @@ class ChunkOutcome:
 @dataclass
 class LetterOutcome:
     year: int
-    chunks: list[Chunk]  # valid, written, in output order
-    outcomes: list[ChunkOutcome]  # one per segmented chunk, in output order
+    chunks: list[Chunk]  # valid enriched chunks (this run's and kept ones), in output order
+    outcomes: list[ChunkOutcome]  # one per chunk enriched in this run, in output order
     violations: list[Any]  # letter-level (validate_letter) violations of the written chunks
     paths: list[Path] = field(default_factory=list)
+    # every chunk of the letter as it is written: enriched where it is, else as segmented
+    written: list[Chunk] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)  # ids written as segmented (not enriched)
+    kept_evidence: dict[str, dict] = field(default_factory=dict)  # of chunks enriched earlier
+
+    @property
+    def complete(self) -> bool:
+        return not self.pending
 
     @property
     def failed(self) -> list[ChunkOutcome]:
@@ -140,6 +156,7 @@ class Hooks:
     """
 
     chunk_done: Callable[[ChunkOutcome], None] | None = None
+    # after the letter's files are written, complete or not (a halted letter included)
     letter_done: Callable[[LetterOutcome], None] | None = None
     letters_segmented: Callable[[int, int], None] | None = None  # (letters, chunks) of the run
 
@@ -165,6 +182,30 @@ def _usage_zero() -> Any:
 
 def _source_of(completion: Any) -> str:
     return getattr(completion, "source", "live") or "live"
+
+
+class _CountingClient:
+    """The run's client seen by one chunk: counts every answer it receives for the chunk.
+
+    The counts survive whatever ends the chunk (a halt, a budget stop in a re-ask, Ctrl-C), so
+    the ledger can count a chunk that never returned an outcome.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.calls = 0
+        self.hits = 0
+        self.usage = _usage_zero()
+
+    def complete(self, *args: Any, **kwargs: Any) -> Any:
+        completion = self._client.complete(*args, **kwargs)
+        self.calls += 1
+        self.hits += int(_source_of(completion) == "cache")
+        self.usage = self.usage + completion.usage
+        return completion
+
+    def __getattr__(self, name: str) -> Any:  # settings, cache, ... of the real client
+        return getattr(self._client, name)
 
 
 def enrich_one(chunk: Chunk, job: LetterJob, client: Any, options: RunOptions) -> ChunkOutcome:
@@ -320,28 +361,47 @@ def enrich_letter(
     client: Any,
     options: RunOptions = RunOptions(),
     hooks: Hooks | None = None,
+    *,
+    kept: dict[str, dict | None] | None = None,
 ) -> LetterOutcome:
     """Enrich every chunk of one letter through a pool of ``options.workers`` threads.
 
+    ``kept``: ids of chunks already enriched by an earlier run (``enrich DIR`` resuming), with
+    their evidence records; those chunks are taken as they are and not asked again.
     Results are placed by index, so the output order never depends on completion order.
-    On RepairExhausted (halt) or any other error, pending chunks are cancelled, the chunks
-    already valid are returned on the exception (``exc.partial``) and it propagates.
+    On RepairExhausted (halt) or any other error (Ctrl-C included), pending chunks are
+    cancelled, the letter as far as it got is put on the exception (``exc.partial``) and it
+    propagates.
     """
     from .validate import validate_letter
 
     hooks = hooks or Hooks()
+    kept = kept or {}
     job = letter_job(year, cleaned_text, chunks, grounded_choices=_grammar_backed(client))
     results: list[ChunkOutcome | None] = [None] * len(chunks)
+    todo = [i for i, c in enumerate(chunks) if c.chunk_id not in kept]
 
     def work(i: int) -> None:
-        outcome = enrich_one(chunks[i], job, client, options)
+        counted = _CountingClient(client)
+        try:
+            outcome = enrich_one(chunks[i], job, counted, options)
+        except BaseException as exc:
+            # the chunk raised (halt, budget cap, backend gone, Ctrl-C): its calls still count,
+            # and a halt's per-attempt records go to the report with them
+            if hooks.chunk_done and counted.calls:
+                hooks.chunk_done(ChunkOutcome(chunks[i].chunk_id, None, None, counted.usage,
+                                              counted.calls, counted.hits,
+                                              records=list(getattr(exc, "records", None) or [])))
+            raise
+        outcome = dataclasses.replace(outcome, usage=counted.usage, calls=counted.calls,
+                                      cache_hits=counted.hits)
         results[i] = outcome
         if hooks.chunk_done:  # progress bar, ledger, budget check
             hooks.chunk_done(outcome)
 
     failure: BaseException | None = None
     if options.workers == 1:
-        for i in range(len(chunks)):
+        for i in todo:
             try:
                 work(i)
             except BaseException as exc:  # noqa: BLE001 - re-raised below after bookkeeping
@@ -350,27 +410,52 @@ def enrich_letter(
     else:
         with ThreadPoolExecutor(max_workers=options.workers,
                                 thread_name_prefix=f"enrich-{year}") as pool:
-            futures = [pool.submit(work, i) for i in range(len(chunks))]
-            done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+            futures = [pool.submit(work, i) for i in todo]
+            try:
+                _, pending = wait(futures, return_when=FIRST_EXCEPTION)
+            except BaseException as exc:  # noqa: BLE001 - Ctrl-C while waiting: stop queued chunks, re-raised below
+                failure = exc
+                pending = set(futures)
             for fut in pending:
                 fut.cancel()
+        if failure is None:
             for fut in futures:  # the first error in output order, for a stable message
                 if fut.done() and not fut.cancelled() and fut.exception() is not None:
                     failure = fut.exception()
                     break
 
-    enriched = unify_titles(chunks, [r.chunk if r else None for r in results])
+    # chunks enriched earlier keep their title choice: seen as the segmenter's placeholder when
+    # their section still has untitled chunks, so the whole section ends with one title
+    untitled = {_section_key(c.chunk_id) for c in chunks
+                if c.chunk_id not in kept and c.metadata.section_title == UNTITLED}
+    originals = [
+        c.model_copy(update={"metadata": c.metadata.model_copy(update={
+            "section_title": UNTITLED})})
+        if c.chunk_id in kept and _section_key(c.chunk_id) in untitled else c
+        for c in chunks
+    ]
+    enriched = unify_titles(originals, [
+        c if c.chunk_id in kept else (r.chunk if r else None) for c, r in zip(chunks, results)
+    ])
     outcomes = [
         dataclasses.replace(r, chunk=c) if r is not None else None
         for r, c in zip(results, enriched)
     ]
     finished = [o for o in outcomes if o is not None]
-    valid = [o.chunk for o in finished if o.chunk is not None]
-    evidence = {o.chunk_id: o.evidence for o in finished if o.chunk is not None and o.evidence}
+    written = [e if e is not None else c for c, e in zip(chunks, enriched)]
+    pending_ids = [c.chunk_id for c, e in zip(chunks, enriched) if e is None]
+    valid = [e for e in enriched if e is not None]
+    evidence = {k: v for k, v in kept.items() if v}
+    evidence.update({o.chunk_id: o.evidence for o in finished
+                     if o.chunk is not None and o.evidence})
     ctx = dataclasses.replace(job.context, evidence=evidence)
-    letter_violations = validate_letter(valid, stage="enriched", context=ctx) if valid else []
+    if not pending_ids:
+        letter_violations = validate_letter(valid, stage="enriched", context=ctx) if valid else []
+    else:  # an incomplete letter: the file as written must hold at stage "segmented"
+        letter_violations = validate_letter(written, stage="segmented", context=ctx)
     result = LetterOutcome(year=year, chunks=valid, outcomes=finished,
-                           violations=letter_violations)
+                           violations=letter_violations, written=written, pending=pending_ids,
+                           kept_evidence={k: v for k, v in kept.items() if v})
     if failure is not None:
         failure.partial = result  # type: ignore[attr-defined]
         raise failure
@@ -395,16 +480,26 @@ def dump_evidence(record: dict) -> str:
 
 def write_letter(out_dir: str | Path, year: int, cleaned_text: str | None,
                  outcome: LetterOutcome) -> list[Path]:
-    """Write one letter's files atomically (each file is whole or absent, never half-written)."""
+    """Write one letter's files atomically (each file is whole or absent, never half-written).
+
+    ``YYYY.jsonl`` holds every chunk of ``outcome.written``: enriched where it is, else as
+    segmented.  For an incomplete letter a chunk not enriched now keeps the enriched version an
+    earlier run left in the file (same id, content and span), so a failed rerun never undoes
+    finished work.
+    """
     paths = output_paths(out_dir, year)
+    chunks = list(outcome.written or outcome.chunks)
+    evidence = dict(outcome.kept_evidence)
+    evidence.update({o.chunk_id: o.evidence for o in outcome.outcomes if o.ok and o.evidence})
+    if outcome.pending:
+        chunks, evidence = _keep_earlier(paths, chunks, evidence, set(outcome.pending))
     written: list[Path] = []
     if cleaned_text is not None:
         atomic_write_text(paths["cleaned"], cleaned_text)
         written.append(paths["cleaned"])
-    atomic_write_lines(paths["chunks"], [dump_chunk(c) for c in outcome.chunks])
-    evidence = {o.chunk_id: o.evidence for o in outcome.outcomes if o.ok and o.evidence}
+    atomic_write_lines(paths["chunks"], [dump_chunk(c) for c in chunks])
     atomic_write_lines(
-        paths["evidence"], [dump_evidence(evidence[c.chunk_id]) for c in outcome.chunks
+        paths["evidence"], [dump_evidence(evidence[c.chunk_id]) for c in chunks
                             if c.chunk_id in evidence]
     )
     written += [paths["chunks"], paths["evidence"]]
@@ -412,24 +507,57 @@ def write_letter(out_dir: str | Path, year: int, cleaned_text: str | None,
     return written
 
 
+def _enriched(chunk: Chunk) -> bool:
+    """Whether ``chunk`` was enriched: a valid enriched chunk always has a contextual summary
+    (``summary.missing`` is an error at stage enriched) and the segmenter never writes one."""
+    return bool(chunk.metadata.contextual_summary.strip())
+
+
+def _keep_earlier(paths: dict[str, Path], chunks: list[Chunk], evidence: dict[str, dict],
+                  pending: set[str]) -> tuple[list[Chunk], dict[str, dict]]:
+    """``chunks`` with each pending one replaced by its enriched twin already on disk."""
+    if not paths["chunks"].is_file():
+        return chunks, evidence
+    from .validate import read_evidence
+
+    try:
+        earlier = {c.chunk_id: c for c in _read_chunks(paths["chunks"]) if _enriched(c)}
+    except (InputError, OSError, UnicodeDecodeError):
+        return chunks, evidence  # not our file: nothing to keep
+    old_evidence = read_evidence(paths["evidence"])[0] if paths["evidence"].is_file() else {}
+    out = []
+    for c in chunks:
+        twin = earlier.get(c.chunk_id)
+        if (c.chunk_id in pending and twin is not None and twin.content == c.content
+                and twin.metadata.source_span == c.metadata.source_span):
+            out.append(twin)
+            if c.chunk_id in old_evidence:
+                evidence[c.chunk_id] = old_evidence[c.chunk_id]
+        else:
+            out.append(c)
+    return out, evidence
+
+
 def _run_one(year: int, text: str, chunks: list[Chunk], out_dir: Path, client: Any,
-             options: RunOptions, hooks: Hooks, write_cleaned: bool) -> LetterOutcome:
+             options: RunOptions, hooks: Hooks, write_cleaned: bool,
+             kept: dict[str, dict | None] | None = None) -> LetterOutcome:
     report = None
     if options.report:  # appended chunk by chunk, so a killed run keeps what it paid for
         report = RepairReport.for_letter(out_dir, year, run_id=options.run_id,
                                          source=options.source_label)
         hooks = dataclasses.replace(hooks, chunk_done=report.chunk_hook(hooks.chunk_done))
     try:
-        outcome = enrich_letter(year, text, chunks, client, options, hooks)
-    except LetterchunkError as exc:
+        outcome = enrich_letter(year, text, chunks, client, options, hooks, kept=kept)
+    except BaseException as exc:
+        # halt, budget cap, backend gone, Ctrl-C: keep what this run enriched (every other
+        # chunk as segmented) unless it enriched nothing, then leave the files as they are
         partial = getattr(exc, "partial", None)
-        if isinstance(exc, RepairExhausted) and partial is not None:
-            # keep every chunk already valid on disk, then halt
+        if isinstance(partial, LetterOutcome) and any(o.ok for o in partial.outcomes):
             write_letter(out_dir, year, text if write_cleaned else None, partial)
-        if report is not None:
-            report.add_failure(exc)
-            if partial is not None:
-                partial.paths.append(report.path)
+        if report is not None and partial is not None:
+            partial.paths.append(report.path)  # the halting chunk's records came via chunk_done
+        if isinstance(partial, LetterOutcome) and hooks.letter_done:
+            hooks.letter_done(partial)
         raise
     write_letter(out_dir, year, text if write_cleaned else None, outcome)
     if report is not None:
@@ -491,8 +619,12 @@ def enrich_dir(
     """``letterchunk enrich DIR``: enrich the segmented ``DIR/YYYY.jsonl`` files in place.
 
     Each letter needs its ``DIR/YYYY_cleaned.txt`` (the ``source_file`` of its chunks), which
-    ``letterchunk segment`` writes beside it.
+    ``letterchunk segment`` writes beside it.  Only chunks not yet enriched (empty
+    ``contextual_summary``) are asked, so a rerun finishes a letter a halted, skipped, capped or
+    interrupted run left incomplete; a letter with nothing left to ask is skipped.
     """
+    from .validate import read_evidence
+
     hooks = hooks or Hooks()
     folder = Path(out_dir)
     if not folder.is_dir():
@@ -505,20 +637,23 @@ def enrich_dir(
     for path in files:
         chunks = _read_chunks(path)
         year = int(_JSONL.match(path.name).group(1))  # type: ignore[union-attr]
-        # resume: a letter an earlier run (finished, capped or killed) already
-        # enriched in place is not asked again; segment it again to enrich it afresh
-        if chunks and all(c.metadata.contextual_summary for c in chunks):
+        # resume: chunks an earlier run (finished, capped, halted or killed) already
+        # enriched in place are not asked again; segment again to enrich afresh
+        if all(_enriched(c) for c in chunks):
             log.info("%s: already enriched, skipped", path)
             continue
+        sidecar = output_paths(folder, year)["evidence"]
+        evidence = read_evidence(sidecar)[0] if sidecar.is_file() else {}
+        kept = {c.chunk_id: evidence.get(c.chunk_id) for c in chunks if _enriched(c)}
         source = chunks[0].metadata.source_file if chunks else f"{year}_cleaned.txt"
         cleaned = folder / source
         if not cleaned.is_file():
             raise InputError(cleaned, f"missing: {path.name} was cut from it; run `letterchunk "
                                       f"segment` again so both files are in {folder}")
-        jobs.append((year, cleaned.read_text(encoding="utf-8"), chunks))
+        jobs.append((year, cleaned.read_text(encoding="utf-8"), chunks, kept))
     if hooks.letters_segmented:
-        hooks.letters_segmented(len(jobs), sum(len(c) for _, _, c in jobs))
+        hooks.letters_segmented(len(jobs), sum(len(c) - len(k) for _, _, c, k in jobs))
     return [
-        _run_one(year, text, chunks, folder, client, options, hooks, False)
-        for year, text, chunks in jobs
+        _run_one(year, text, chunks, folder, client, options, hooks, False, kept)
+        for year, text, chunks, kept in jobs
     ]

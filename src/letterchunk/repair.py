@@ -57,6 +57,7 @@ __all__ = [
     "repair_enriched",
     "enrich_chunk",
     "repair_file",
+    "refuse_unusable",
     "FileRepair",
     "reask_messages",
     "partial_model",
@@ -939,10 +940,30 @@ class FileRepair:
     usage: Any = None
     rewritten: bool = False
     needs_llm: dict[str, list[str]] = field(default_factory=dict)  # chunk id -> fields to ask
+    # error-level violations `letterchunk validate --stage enriched` finds in the file as
+    # written (letter- and file-level rules included: duplicate ids, a missing cleaned text...)
+    remaining: list[Any] = field(default_factory=list)
 
     @property
     def failed(self) -> list[str]:
         return [k for k, v in self.outcomes.items() if v in ("failed", "needs-llm")]
+
+    @property
+    def valid(self) -> bool:
+        """What ``letterchunk validate --stage enriched FILE`` would say: no error left."""
+        return not self.failed and not self.remaining
+
+
+def refuse_unusable(path: str | Path) -> None:
+    """Raise InputError when ``validate`` would call ``path`` unusable (missing, empty, binary,
+    not a chunk JSONL file): the same verdict, from the same checks, before anything is done."""
+    from .errors import InputError
+    from .validate import validate_paths
+
+    fatal = validate_paths([path], stage="segmented").fatal
+    if fatal:
+        message = fatal[0].message
+        raise InputError(path, message.removeprefix(f"{path} ").removeprefix(f"{path}: "))
 
 
 def _answer_from_chunk(chunk: Chunk, evidence: dict | None, model: type[BaseModel]) -> dict:
@@ -1006,10 +1027,11 @@ def repair_file(
     from .io import atomic_write_lines
     from .llm import Usage
     from .report import RepairReport, report_path
-    from .validate import LetterContext, read_evidence, validate_chunk
+    from .validate import LetterContext, read_evidence, validate_chunk, validate_paths
     from .vocabulary import load_concepts
 
     path = Path(path)
+    refuse_unusable(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
@@ -1122,7 +1144,10 @@ def repair_file(
     except RepairExhausted as exc:
         report.records.extend(getattr(exc, "records", []))
         report.flush()
-        raise
+        # the loop's first "attempt" is the file's own values (no request): count model calls
+        calls = RepairExhausted(exc.chunk_id, max(0, exc.attempts - 1), exc.violations, exc.usage)
+        calls.records = getattr(exc, "records", [])  # type: ignore[attr-defined]
+        raise calls from None
     report.flush()
     if out_lines != [line for _, line, _, _ in parsed]:
         atomic_write_lines(path, out_lines)
@@ -1132,6 +1157,9 @@ def repair_file(
         atomic_write_lines(evidence_path, [json.dumps(new_evidence[k], ensure_ascii=False)
                                            for k in sorted(new_evidence, key=lambda k: (
                                                order.index(k) if k in order else len(order), k))])
+    # the verdict `letterchunk validate --stage enriched` gives the file as it now stands
+    result.remaining = [v for v in validate_paths([path], stage="enriched").errors
+                        if v.chunk_id not in result.failed]
     return result
 
 

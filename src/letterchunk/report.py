@@ -123,10 +123,6 @@ class RepairReport:
         """The records of one finished pipeline ``ChunkOutcome``."""
         self.add(chunk_records(outcome, source=self.source))
 
-    def add_failure(self, failure: BaseException | None) -> None:
-        """The records a halting exception carries (the chunk that stopped the letter)."""
-        self.add(_relabel(r, self.source) for r in getattr(failure, "records", None) or [])
-
     def chunk_hook(self, then: Callable[[Any], None] | None = None) -> Callable[[Any], None]:
         """A ``Hooks.chunk_done`` that appends each finished chunk's records, then calls ``then``."""
         def done(outcome: Any) -> None:

@@ -228,6 +228,7 @@ RULES: dict[str, tuple[Severity, str, RuleKind]] = {
     "boundary.list_split":    (W, "a numbered list continues from one Tier-1 chunk into the next", "corpus"),
     "corpus.order":           (W, "chunks are not in reading order (start_char, tier, chunk_id)", "mechanical"),
     "letter.inconsistent":    (E, "chunks of one letter disagree on letter_year / letter_date / source_file", "mechanical"),
+    "letter.incomplete":      (E, "at stage enriched, some chunks are still as segmented (a halted, skipped or stopped run): rerun enrich", "semantic"),
     "id.sequence":            (E, "section indices / sequences are not 1, 2, 3... in reading order", "corpus"),
     "id.section_mismatch":    (E, "a child's section index differs from its parent's", "corpus"),
     "link.parent_missing":    (E, "parent_chunk_id names no chunk of the letter", "corpus"),
@@ -910,6 +911,16 @@ def _validate_letter(
             if getattr(md, fld) != getattr(first, fld):
                 add(i, "letter.inconsistent", f"{fld} is {getattr(md, fld)!r} but the letter's "
                     f"first chunk has {getattr(first, fld)!r}", f"metadata.{fld}")
+
+    # an incomplete letter (a stopped run kept chunks as segmented): one clear message on top
+    # of the per-chunk summary.missing errors
+    if stage == "enriched":
+        bare = [i for i, c in enumerate(chunks) if not c.metadata.contextual_summary.strip()]
+        if bare:
+            add(bare[0], "letter.incomplete", f"{len(bare)} of {len(chunks)} chunk(s) are not "
+                "enriched yet (empty contextual_summary), first this one: a halted, skipped, "
+                "budget-capped or interrupted run keeps them as segmented; run `letterchunk "
+                "enrich DIR` on this folder to finish the letter", "metadata.contextual_summary")
 
     # unique ids
     index: dict[str, int] = {}

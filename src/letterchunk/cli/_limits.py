@@ -107,6 +107,10 @@ def accounting(args: argparse.Namespace, client: Any, hooks: Any,
 
     def on_letter(outcome: Any) -> None:
         ledger.letter_finished(outcome.year)
+        written = getattr(outcome, "written", None) or outcome.chunks
+        ledger.record_letter(outcome.year, total=len(written), enriched=len(outcome.chunks),
+                             pending=list(getattr(outcome, "pending", [])),
+                             written=bool(outcome.paths))
         if letter_done:
             letter_done(outcome)
         _write(ledger, args, out)

@@ -65,7 +65,7 @@ class Stats:
         self.created = clock()  # the whole command, backend start included
         self.started = self.created  # enrichment start: the rate counts from here
         self.letters_total = self.letters_done = 0
-        self.total = self.done = self.failed = self.written = 0
+        self.total = self.done = self.failed = self.enriched = 0
         self.calls = self.cache_hits = self.repairs = 0
         self.prompt_tokens = self.completion_tokens = 0
         self.last_letter: int | None = None
@@ -90,8 +90,10 @@ class Stats:
 
     def letter_done(self, outcome: Any) -> None:
         with self._lock:
-            self.letters_done += 1
-            self.written += len(outcome.chunks)
+            # a halted, capped or interrupted letter also reaches here (its files are written
+            # with the unfinished chunks as segmented); only a complete letter counts as done
+            self.letters_done += 1 if getattr(outcome, "complete", True) else 0
+            self.enriched += len(outcome.chunks)  # valid enriched chunks on disk
             self.last_letter = outcome.year
 
     @property
@@ -183,7 +185,8 @@ class PlainReporter(Reporter):
         with self._write_lock:
             self._last = self._clock()
             stats = self.stats
-            self._emit(f"letterchunk: letter {outcome.year} done "
+            state = "done" if getattr(outcome, "complete", True) else "incomplete"
+            self._emit(f"letterchunk: letter {outcome.year} {state} "
                        f"({stats.letters_done}/{stats.letters_total}): "
                        f"{stats.done}/{stats.total} chunks, {stats.figures()}")
 
@@ -290,30 +293,25 @@ def make_reporter(quiet: bool, stream: Any = None) -> Reporter:
     return PlainReporter(stream, interval)
 
 
-def summary_lines(stats: Stats, client: Any, ledger: Any, failure: BaseException | None) -> list[str]:
+def summary_lines(stats: Stats, client: Any, ledger: Any, failure: BaseException | None,
+                  out_dir: Any = None) -> list[str]:
     """The end summary, printed once however the run ends (done, halted, capped, Ctrl-C).
 
     The first line holds the run's totals as the client saw them (every HTTP request and token,
     a halted chunk's included; the cache's own hit/miss counts); then the ledger's table, one
-    row per letter and a total, with repairs, wall time and cost.
+    row per letter and a total, with repairs, wall time and cost, and a line for each letter
+    left incomplete.  A halted letter reaches ``letter_done`` and its halting chunk
+    ``chunk_done``, so the counts need no correction for ``failure``.
     """
-    from ..errors import RepairExhausted
-
     usage = client.usage
     cache = client.cache
     hits, misses = (cache.hits, cache.misses) if cache is not None else (0, 0)
-    written, failed = stats.written, stats.failed
-    if isinstance(failure, RepairExhausted):
-        failed += 1  # the chunk that halted the run never reached chunk_done
-        partial = getattr(failure, "partial", None)
-        if partial is not None and partial.paths:
-            written += len(partial.chunks)  # a halted letter keeps its valid chunks on disk
     head = (
         f"summary: {stats.letters_done}/{stats.letters_total} letter(s), "
-        f"{written}/{stats.total} chunk(s) written, {failed} failed; "
+        f"{stats.enriched}/{stats.total} chunk(s) enriched, {stats.failed} failed; "
         f"{stats.calls} LLM call(s), {usage.requests} HTTP request(s), "
         f"{usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion tokens; "
         f"cache {hits} hit(s), {misses} miss(es)" + ("" if cache is not None else " (cache off)")
         + f"; {stats.repairs} repair(s); {stats.wall():,.1f}s"
     )
-    return [head, *ledger.summary_lines()]
+    return [head, *ledger.summary_lines(out_dir)]

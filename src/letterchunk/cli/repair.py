@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import os
 import sys
+from pathlib import Path
 
 from . import EXIT_INVALID, EXIT_OK, HelpFormatter
 
@@ -37,9 +38,11 @@ def register(sub: argparse._SubParsersAction) -> None:
             "fix what code can fix (counts, flags, defaults, links, spellings), and re-ask the "
             "LLM for only the failing fields when OPENAI_API_KEY / OPENAI_BASE_URL is set. "
             "FILE (and its X.evidence.jsonl) is rewritten atomically, every chunk kept; the "
-            "per-attempt report is written to X.report.jsonl beside it. Exit 0 when every "
-            "chunk is valid, 1 when some still fail (listed on stderr), 3 when --on-failure "
-            "halt stopped on a chunk (FILE then untouched)."
+            "per-attempt report is written to X.report.jsonl beside it. The file as written is "
+            "then checked like `letterchunk validate --stage enriched` (letter- and file-level "
+            "rules too). Exit 0 when it is valid, 1 when errors remain (listed on stderr), 2 "
+            "when FILE is not a chunk JSONL file, 3 when --on-failure halt stopped on a chunk "
+            "(FILE then untouched)."
         ),
         epilog=EXAMPLES,
         formatter_class=HelpFormatter,
@@ -56,11 +59,14 @@ def _backend_configured() -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..repair import repair_file
+    from ..lock import folder_lock
+    from ..repair import refuse_unusable, repair_file
     from .run import llm_client
 
+    refuse_unusable(args.file)  # exit 2 as `validate` would, before any server starts
     use_llm = not args.no_llm and (_backend_configured() or args.cache == "offline")
     with contextlib.ExitStack() as stack:
+        stack.enter_context(folder_lock(Path(args.file).parent))  # one process per folder
         client = stack.enter_context(llm_client(args)) if use_llm else None
         result = repair_file(args.file, client, max_attempts=args.max_attempts,
                              on_failure=args.on_failure)
@@ -71,8 +77,10 @@ def run(args: argparse.Namespace) -> int:
         summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no chunks"
         tokens = ""
         if result.usage is not None and (result.usage.prompt_tokens or result.usage.completion_tokens):
-            tokens = (f"; {result.usage.prompt_tokens:,} prompt + "
-                      f"{result.usage.completion_tokens:,} completion tokens")
+            tokens = (f"; {result.usage.requests} request(s), {result.usage.prompt_tokens:,} "
+                      f"prompt + {result.usage.completion_tokens:,} completion tokens")
+        if result.remaining:
+            summary += f"; {len(result.remaining)} letter/file-level error(s) left"
         print(f"letterchunk: {result.path}: {summary}{tokens}; report {result.report_path}"
               + ("" if result.rewritten else " (file unchanged)"), file=sys.stderr)
         for cid, fields in result.needs_llm.items():
@@ -82,4 +90,9 @@ def run(args: argparse.Namespace) -> int:
             if cid not in result.needs_llm:
                 print(f"letterchunk: {cid}: still invalid, see {result.report_path}",
                       file=sys.stderr)
-    return EXIT_INVALID if result.failed else EXIT_OK
+        for v in result.remaining:  # what `validate --stage enriched` reports; code can't fix
+            print(f"letterchunk: {v}", file=sys.stderr)
+        if result.remaining:
+            print(f"letterchunk: {result.path}: repair does not fix these; see `letterchunk "
+                  f"validate --stage enriched {result.path}`", file=sys.stderr)
+    return EXIT_OK if result.valid else EXIT_INVALID

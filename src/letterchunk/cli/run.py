@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -108,7 +109,8 @@ def report_violations(outcomes: list) -> int:
         for f in o.failed:
             bad = True
             codes = ", ".join(sorted({getattr(v, "code", "?") for v in f.violations})) or "?"
-            print(f"letterchunk: {f.chunk_id}: failed, not written ({codes})", file=sys.stderr)
+            print(f"letterchunk: {f.chunk_id}: still invalid ({codes}); kept as segmented, "
+                  "not enriched", file=sys.stderr)
         for v in o.errors:
             bad = True
             where = getattr(v, "chunk_id", None) or o.year
@@ -118,6 +120,7 @@ def report_violations(outcomes: list) -> int:
 
 def execute(args: argparse.Namespace, job: Any) -> int:
     """Run ``job(client, options, hooks)`` with a client, progress on stderr and one summary."""
+    from ..lock import folder_lock
     from ..pipeline import Hooks
     from .progress import make_reporter, summary_lines
 
@@ -125,14 +128,19 @@ def execute(args: argparse.Namespace, job: Any) -> int:
     progress = make_reporter(args.quiet)  # a rich bar on a terminal, plain lines off one
     hooks = Hooks(chunk_done=progress.chunk_done, letter_done=progress.letter_done,
                   letters_segmented=progress.segmented)
+    # one process per output folder, taken before any server starts or request is sent
+    folder = getattr(args, "out", None) or getattr(args, "dir", None)
+    locked = folder_lock(folder) if getattr(args, "out", None) or os.path.isdir(folder or "") \
+        else contextlib.nullcontext()  # enrich on a missing folder: its own error names it
 
     # accounting(): DIR/run.json and the summary on stderr, however the run ends
-    with llm_client(args) as client:
+    with locked, llm_client(args) as client:
 
         def summary(ledger: Any, failure: BaseException | None) -> None:
             # a run that failed before any letter was segmented (bad input) has only its error
             if not args.quiet and (failure is None or progress.stats.began):
-                for line in summary_lines(progress.stats, client, ledger, failure):
+                for line in summary_lines(progress.stats, client, ledger, failure,
+                                          _limits._out_dir(args)):
                     print(f"letterchunk: {line}", file=sys.stderr)
 
         with _limits.accounting(args, client, hooks, summary=summary) as hooks:

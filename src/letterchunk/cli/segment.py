@@ -56,7 +56,14 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"letterchunk: skipping {path}: not a letter (*.txt)", file=sys.stderr)
 
-    files = find_letters(args.paths, on_skip=skipped)
+    files = find_letters(args.paths, on_skip=skipped)  # a bad path fails before DIR is touched
+    from ..lock import folder_lock
+
+    with folder_lock(args.out):  # one letterchunk process per output folder
+        return _segment(args, files)
+
+
+def _segment(args: argparse.Namespace, files: list[Path]) -> int:
     problems: list[str] = []
     out = Path(args.out)
     years: dict[int, Path] = {}
