@@ -41,6 +41,7 @@ from pydantic import BaseModel
 
 from .cache import CachedAnswer, ResponseCache
 from .errors import BackendError, ConfigError, LetterchunkError
+from .redact import redact
 from .tokens import count_tokens
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -224,6 +225,7 @@ class LLMSettings:
 
     def __repr__(self) -> str:  # never print the key
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "api_key"}
+        shown["base_url"] = redact(self.base_url)
         return f"LLMSettings({', '.join(f'{k}={v!r}' for k, v in shown.items())}, api_key='***')"
 
 
@@ -315,7 +317,7 @@ def _classify(exc: BaseException, settings: LLMSettings) -> _Transient | Backend
     """Map an openai exception to a retryable fault, a final BackendError, or None (not ours)."""
     import openai
 
-    where = settings.base_url
+    where = redact(settings.base_url)
     if isinstance(exc, openai.APITimeoutError):
         return _Transient(f"no answer within {settings.timeout_s:g} s", None, exc)
     if isinstance(exc, openai.APIConnectionError):
@@ -340,7 +342,8 @@ def _classify(exc: BaseException, settings: LLMSettings) -> _Transient | Backend
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:
-    text = str(exc).replace("\n", " ")
+    """One line of an error for a message; keys and URL passwords masked (``redact``)."""
+    text = redact(exc).replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -442,7 +445,7 @@ class LLMClient:
         except RetryError as exc:
             last = exc.last_attempt.exception()
             raise BackendError(
-                f"{call.chunk_id}: LLM backend at {s.base_url} still failing after "
+                f"{call.chunk_id}: LLM backend at {redact(s.base_url)} still failing after "
                 f"{call.http_attempts} attempt(s) (last: {getattr(last, 'description', last)}); "
                 "check that the server is up and reachable, lower the concurrency or the "
                 "TPM/RPM limits, or raise LETTERCHUNK_TRANSPORT_RETRIES / LETTERCHUNK_TIMEOUT_S, "
