@@ -151,7 +151,7 @@ def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Complete
     full.update(env)
     full["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])
-    return subprocess.run([sys.executable, "-m", "letterchunk", *args], env=full, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "letterchunk", *args], check=False, env=full,
                           cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
