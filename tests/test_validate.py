@@ -284,6 +284,7 @@ CHUNK_CASES = [
         md(0, themes=["you are now an assistant"]))),
     ("injection.repeated_value", ENR, md(1, contextual_summary="Insurance.", themes=["insurance"],
                                          entities={"companies": [], "people": [], "metrics": ["Insurance"]})),
+    ("size.context", SEG, content(1, lambda c: c + " word" * 6000)),
     ("corpus.duplicate_id", SEG, chunks_fn(lambda cs: cs + [cs[2]])),
     ("corpus.no_t1", SEG, chunks_fn(lambda cs: [_rebuild(cs[2], parent_chunk_id=None)])),
     ("corpus.overlap", SEG, span_to(1, lambda L: S1_END(L) - 30, S2_END)),

@@ -137,8 +137,9 @@ class LLMSettings:
     temperature: float = 0.0
     seed: int = 42
     max_tokens: int = 1024
-    timeout_s: float = 600.0  # one request (the openai client default); a loaded 2-core CPU needs minutes
-    transport_retries: int = 5  # extra HTTP attempts after the first, for transport faults only
+    # one request: a hung server costs at most timeout_s x (transport_retries + 1) per chunk
+    timeout_s: float = 120.0
+    transport_retries: int = 3  # extra HTTP attempts after the first, for transport faults only
     backoff_base_s: float = 1.0
     backoff_cap_s: float = 30.0
     retry_after_max_s: float = 120.0  # a Retry-After longer than this is clipped
@@ -448,7 +449,7 @@ class LLMClient:
                 f"{call.chunk_id}: LLM backend at {redact(s.base_url)} still failing after "
                 f"{call.http_attempts} attempt(s) (last: {getattr(last, 'description', last)}); "
                 "check that the server is up and reachable, lower the concurrency or the "
-                "TPM/RPM limits, or raise LETTERCHUNK_TRANSPORT_RETRIES / LETTERCHUNK_TIMEOUT_S, "
+                "TPM/RPM limits, or raise --retries / --timeout, "
                 "then rerun (answers already received are cached)"
             ) from getattr(last, "cause", last)
         call.response = response

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import re
 import unicodedata
 from collections import Counter, defaultdict
@@ -118,6 +119,16 @@ T1_MAX_TOKENS = 2000
 _EVIDENCE_TYPES = ("mistake_confession", "principle_statement")
 EVIDENCE_MIN_WORDS = 4
 _YEAR_RANGE = (1950, 2100)
+DEFAULT_CONTEXT_TOKENS = 8192  # the embedded server's context (backend.EmbeddedServer.ctx_size)
+PROMPT_RESERVE_TOKENS = 2560  # instructions + section list (~1,200) + the answer (max_tokens 1,024)
+
+
+def max_chunk_tokens() -> int:
+    """Largest chunk a model can be asked about: ``LETTERCHUNK_CONTEXT_TOKENS`` (read at call
+    time) or :data:`DEFAULT_CONTEXT_TOKENS`, less :data:`PROMPT_RESERVE_TOKENS`."""
+    raw = os.environ.get("LETTERCHUNK_CONTEXT_TOKENS", "").strip()
+    context = int(raw) if raw.isdigit() else DEFAULT_CONTEXT_TOKENS
+    return max(context - PROMPT_RESERVE_TOKENS, 1)
 
 E, W = "error", "warning"
 
@@ -187,6 +198,7 @@ RULES: dict[str, tuple[Severity, str, RuleKind]] = {
     "size.t1_whole_letter":   (W, "the whole letter is one Tier-1 chunk under 250 tokens (nothing to merge with)", "corpus"),
     "size.t2_min":            (E, "Tier-2 chunk under 120 tokens without standalone_exception", "corpus"),
     "size.t1_max":            (W, "Tier-1 chunk over the 2000-token target", "corpus"),
+    "size.context":           (E, "a chunk too large for the model's context (LETTERCHUNK_CONTEXT_TOKENS, default 8192, less 2560 for instructions and answer): it cannot be enriched as is", "corpus"),
     "boundary.mid_sentence":  (W, "a Tier-1/2 chunk ends mid-sentence", "corpus"),
     "boundary.header_only":   (E, "a Tier-1/2 chunk is a header alone or a header + one line", "corpus"),
     "table.no_context":       (W, "a Tier-3 chunk has no prose lead-in or interpretation (§2.3, Rule 3)", "corpus"),
@@ -640,6 +652,13 @@ def _check_chunk(chunk: Chunk, stage: str, ctx: _Ctx, ntokens: int) -> list[Viol
         value = getattr(md, fld)
         if value is not None and not value.strip():
             add("note.blank", f"{fld} is an empty string; use null", f"metadata.{fld}")
+    limit = max_chunk_tokens()
+    if ntokens > limit:
+        add("size.context", f"chunk has {ntokens:,} tokens, more than a model with a "
+            f"{limit + PROMPT_RESERVE_TOKENS:,}-token context can be asked about ({limit:,}); "
+            "the letter cannot be enriched as is: split it into paragraphs and sections "
+            "(blank lines, headers), or set LETTERCHUNK_CONTEXT_TOKENS for a larger model",
+            "content")
     minimum = {1: T1_MIN_TOKENS, 2: T2_MIN_TOKENS}.get(tier)
     if minimum is not None:
         if ntokens < minimum and not md.standalone_exception and tier == 1 and ctx.single_t1:

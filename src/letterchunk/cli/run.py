@@ -21,6 +21,10 @@ from typing import Any
 from . import EXIT_INVALID, EXIT_OK, _limits
 
 ENV_CACHE_DIR = "LETTERCHUNK_CACHE_DIR"
+ENV_TIMEOUT, ENV_RETRIES = "LETTERCHUNK_TIMEOUT_S", "LETTERCHUNK_TRANSPORT_RETRIES"
+ENV_CONTEXT = "LETTERCHUNK_CONTEXT_TOKENS"
+DEFAULT_TIMEOUT_S, EMBEDDED_TIMEOUT_S, DEFAULT_RETRIES = 120.0, 600.0, 3
+HOSTED_CONTEXT = 128_000  # gpt-4o-mini and most hosted models; set --context-tokens for others
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,6 +65,17 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--on-failure", choices=["halt", "skip"], default="halt",
                    help="halt (default, exit 3) or skip a chunk that stays invalid")
     g.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    g.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help=f"seconds to wait for one answer (env {ENV_TIMEOUT}; default "
+                        f"{DEFAULT_TIMEOUT_S:g}, {EMBEDDED_TIMEOUT_S:g} for the embedded model "
+                        "on a CPU)")
+    g.add_argument("--retries", type=int, default=None, metavar="N",
+                   help=f"extra attempts of a request after a timeout, 429, 5xx or reset (env "
+                        f"{ENV_RETRIES}; default {DEFAULT_RETRIES}: {DEFAULT_RETRIES + 1} attempts)")
+    g.add_argument("--context-tokens", type=int, default=None, metavar="N",
+                   help=f"the model's context window; a chunk whose prompt + answer would not "
+                        f"fit is refused before any request (env {ENV_CONTEXT}; default: the "
+                        f"embedded server's, {HOSTED_CONTEXT:,} for an API)")
     _limits.add_limit_options(p)  # HOOK (issue 5): --concurrency --tpm --rpm --max-tokens-total --max-cost
 
 
@@ -70,8 +85,36 @@ def options_from(args: argparse.Namespace) -> Any:
 
     if args.workers < 1 or args.max_attempts < 0:
         raise ConfigError("--workers must be >= 1 and --max-attempts >= 0")
+    for flag, value, low in (("--timeout", getattr(args, "timeout", None), 0),
+                             ("--retries", getattr(args, "retries", None), -1),
+                             ("--context-tokens", getattr(args, "context_tokens", None), 0)):
+        if value is not None and value <= low:
+            raise ConfigError(f"{flag} must be {'>= 0' if low < 0 else 'positive'}, got {value}")
     return RunOptions(tier2=getattr(args, "tier2", False), workers=args.workers,
-                      max_attempts=args.max_attempts, on_failure=args.on_failure)
+                      max_attempts=args.max_attempts, on_failure=args.on_failure,
+                      context_tokens=context_tokens(args))
+
+
+def check_out_dir(folder: str | None) -> None:
+    """Create the output folder and prove it writable now, before any request is paid for."""
+    import tempfile
+    from pathlib import Path
+
+    from ..errors import ConfigError
+
+    if not folder:
+        return
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"output folder {path} is a file; pass a folder to --out (it is "
+                          "created if missing) or move the file away")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path, prefix=".letterchunk-write-test-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"output folder {path} is not writable ({exc.strerror or exc}); pass "
+                          "another --out or fix the folder's permissions") from exc
 
 
 # ------------------------------------------------------------------------------ backend
@@ -79,6 +122,37 @@ def options_from(args: argparse.Namespace) -> Any:
 
 def _backend_configured() -> bool:
     return bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
+
+
+def _transport(args: argparse.Namespace, embedded: bool) -> dict[str, Any]:
+    """Timeout and transport retries: flag, then env, then the default for this backend."""
+    from ..llm import _env_number
+
+    timeout = getattr(args, "timeout", None)
+    if timeout is None:
+        timeout = _env_number(ENV_TIMEOUT, float, dict(os.environ))
+    retries = getattr(args, "retries", None)
+    if retries is None:
+        retries = _env_number(ENV_RETRIES, int, dict(os.environ))
+    return {"timeout_s": timeout if timeout is not None else (
+                EMBEDDED_TIMEOUT_S if embedded else DEFAULT_TIMEOUT_S),
+            "transport_retries": retries if retries is not None else DEFAULT_RETRIES}
+
+
+def context_tokens(args: argparse.Namespace) -> int:
+    """The model's context window: --context-tokens, env, the embedded server's, or an API's."""
+    from ..llm import _env_number
+
+    value = getattr(args, "context_tokens", None)
+    if value is None:
+        value = _env_number(ENV_CONTEXT, int, dict(os.environ))
+    if value is None:
+        if _backend_configured():
+            return HOSTED_CONTEXT
+        from .. import backend
+
+        value = backend._server_from_env(dict(os.environ)).ctx_size
+    return int(value)
 
 
 @contextlib.contextmanager
@@ -92,9 +166,11 @@ def llm_client(args: argparse.Namespace) -> Iterator[Any]:
     with contextlib.ExitStack() as stack:
         cache = None
         if args.cache != "off":
-            cache = stack.enter_context(ResponseCache(cache_dir, args.cache))
-        if _backend_configured():
-            settings = LLMSettings.from_env(model=args.model, mode=args.mode)
+            cache = stack.enter_context(ResponseCache(cache_dir, args.cache)).open()
+        embedded = not _backend_configured()
+        transport = _transport(args, embedded)
+        if not embedded:
+            settings = LLMSettings.from_env(model=args.model, mode=args.mode, **transport)
         else:
             from .. import backend
 
@@ -104,7 +180,7 @@ def llm_client(args: argparse.Namespace) -> Iterator[Any]:
             else:
                 base_url = stack.enter_context(backend.embedded_server())
             settings = LLMSettings.from_env(
-                env={}, base_url=base_url, model=model, mode=args.mode or "JSON_SCHEMA"
+                env={}, base_url=base_url, model=model, mode=args.mode or "JSON_SCHEMA", **transport
             )
         limiter = _limits.make_limiter(args, settings)  # HOOK (issue 5): TPM/RPM + budget caps
         client = stack.enter_context(LLMClient(settings, cache=cache, prompt_hash=prompt_hash(),
@@ -198,6 +274,9 @@ def execute(args: argparse.Namespace, job: Any) -> int:
     from ..pipeline import Hooks
 
     options = options_from(args)
+    # `run --out` is created; `enrich DIR` is written in place (a missing DIR is its own error)
+    check_out_dir(getattr(args, "out", None) or (
+        args.dir if os.path.isdir(getattr(args, "dir", None) or "") else None))
     progress = Progress(args.quiet)
     hooks = Hooks(chunk_done=progress.chunk_done, letters_segmented=progress.segmented)
     # HOOK (issue 5): accounting() -> ledger table on stderr and DIR/run.json, however it ends
