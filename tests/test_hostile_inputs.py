@@ -208,3 +208,202 @@ def test_redact_masks_the_configured_key_whatever_its_shape(monkeypatch):
 
     monkeypatch.setenv("OPENAI_API_KEY", OPAQUE_KEY)
     assert redact(f"key={OPAQUE_KEY}!") == "key=***!"
+
+
+# ----------------------------------------------------------------- refused before any request
+
+
+def _counting_backend(backend):
+    return backend(lambda req: answer(valid_for(req)))
+
+
+def _kept(out: Path) -> Path:
+    """A letter an earlier run finished in ``out``: it must survive every refusal untouched."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "1996.jsonl"
+    path.write_text('{"chunk_id": "1996-S1-T1-001"}\n', encoding="utf-8")
+    return path
+
+
+def test_out_naming_a_file_is_refused_before_any_request(tmp_path, backend, capsys):
+    server = _counting_backend(backend)
+    out = tmp_path / "out.txt"
+    out.write_text("not a folder", encoding="utf-8")
+    code = main(["run", str(LETTERS / "1977.txt"), "--out", str(out), "--cache", "off", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"output folder {out} is a file" in err and "--out" in err
+    assert server.chat_count == 0
+    assert out.read_text(encoding="utf-8") == "not a folder"
+
+
+def test_out_below_a_file_is_refused_before_any_request(tmp_path, backend, capsys):
+    server = _counting_backend(backend)
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    out = tmp_path / "file" / "out"
+    code = main(["run", str(LETTERS / "1977.txt"), "--out", str(out), "--cache", "off", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"output folder {out} is not writable" in err and "another --out" in err
+    assert server.chat_count == 0
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
+                    reason="root writes into read-only folders")
+def test_read_only_out_is_refused_before_any_request(tmp_path, backend, capsys):
+    server = _counting_backend(backend)
+    out = tmp_path / "out"
+    kept = _kept(out)
+    out.chmod(0o555)
+    try:
+        code = main(["run", str(LETTERS / "1977.txt"), "--out", str(out), "--cache", "off",
+                     "--quiet"])
+    finally:
+        out.chmod(0o755)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"output folder {out} is not writable" in err
+    assert server.chat_count == 0
+    assert kept.read_text(encoding="utf-8") == '{"chunk_id": "1996-S1-T1-001"}\n'
+
+
+def _corrupt_cache(folder: Path) -> None:
+    folder.mkdir()
+    (folder / "cache.db").write_bytes(b"this is not an SQLite database" * 100)
+
+
+def test_corrupt_cache_is_reported_with_the_fix(tmp_path, backend, capsys):
+    server = _counting_backend(backend)
+    cache = tmp_path / "cache"
+    _corrupt_cache(cache)
+    out = tmp_path / "out"
+    kept = _kept(out)
+    code = main(["run", str(LETTERS / "1977.txt"), "--out", str(out), "--cache-dir", str(cache),
+                 "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"{cache / 'cache.db'} is damaged" in err
+    assert "--cache refresh" in err and f"delete the folder {cache}" in err
+    assert "Traceback" not in err
+    assert server.chat_count == 0
+    assert kept.read_text(encoding="utf-8") == '{"chunk_id": "1996-S1-T1-001"}\n'
+
+
+def test_cache_refresh_rebuilds_a_corrupt_cache(tmp_path, backend, capsys):
+    server = _counting_backend(backend)
+    cache = tmp_path / "cache"
+    _corrupt_cache(cache)
+    out = tmp_path / "out"
+    code = main(["run", str(LETTERS / "1977.txt"), "--out", str(out), "--cache-dir", str(cache),
+                 "--cache", "refresh", "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    assert (cache / "cache.db.corrupt").is_file()  # set aside, not destroyed
+    asked = server.chat_count
+    assert asked > 0
+    # the rebuilt cache answers the rerun: zero requests
+    assert main(["run", str(LETTERS / "1977.txt"), "--out", str(out), "--cache-dir", str(cache),
+                 "--quiet"]) == 0
+    assert server.chat_count == asked
+
+
+def _one_line_letter(folder: Path, words: int = 12_000) -> Path:
+    path = folder / "1985.txt"
+    sentence = "Berkshire earned more from its insurance float than anyone expected this year. "
+    path.write_text("To the Shareholders of Berkshire Hathaway Inc.: "
+                    + sentence * (words // 12), encoding="utf-8")
+    return path
+
+
+def test_a_letter_larger_than_the_context_is_refused_unsent(tmp_path, backend, capsys):
+    server = _counting_backend(backend)
+    letter = _one_line_letter(tmp_path)
+    out = tmp_path / "out"
+    kept = _kept(out)
+    code = main(["run", str(letter), "--out", str(out), "--cache", "off", "--quiet",
+                 "--context-tokens", "8192"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert str(letter) in err and "cannot be enriched as is" in err and "nothing was sent" in err
+    assert "8,192-token context" in err
+    assert server.chat_count == 0
+    assert not (out / "1985.jsonl").exists()
+    assert kept.read_text(encoding="utf-8") == '{"chunk_id": "1996-S1-T1-001"}\n'
+
+
+def test_segment_and_validate_refuse_a_chunk_larger_than_the_context(tmp_path, capsys,
+                                                                    monkeypatch):
+    letter = _one_line_letter(tmp_path)
+    out = tmp_path / "out"
+    code = main(["segment", str(letter), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert str(letter) in err and "cannot be enriched as is" in err and "not written" in err
+    assert not (out / "1985.jsonl").exists()
+    # a larger context lets it through; validate then flags it for the default context
+    monkeypatch.setenv("LETTERCHUNK_CONTEXT_TOKENS", "200000")
+    assert main(["segment", str(letter), "--out", str(out), "--quiet"]) == 0
+    monkeypatch.delenv("LETTERCHUNK_CONTEXT_TOKENS")
+    assert main(["validate", str(out / "1985.jsonl")]) == 1
+    captured = capsys.readouterr()
+    assert "size.context" in captured.out + captured.err
+
+
+@pytest.mark.parametrize("name", ["1850.txt", "2999.txt"])
+@pytest.mark.parametrize("command", ["segment", "run"])
+def test_impossible_year_in_the_file_name_is_refused(tmp_path, backend, capsys, name, command):
+    server = _counting_backend(backend)
+    letter = tmp_path / name
+    letter.write_text((LETTERS / "1977.txt").read_text(encoding="utf-8"), encoding="utf-8")
+    out = tmp_path / "out"
+    kept = _kept(out)
+    args = [command, str(letter), "--out", str(out), "--quiet"]
+    code = main(args + (["--cache", "off"] if command == "run" else []))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"{letter}: the file name says year {name[:4]}" in err and "rename the file" in err
+    assert server.chat_count == 0
+    assert {p.name for p in out.iterdir()} - {"run.json"} == {"1996.jsonl"}  # no letter written
+    assert kept.read_text(encoding="utf-8") == '{"chunk_id": "1996-S1-T1-001"}\n'
+
+
+# ----------------------------------------------------------------- timeout and retries
+
+
+def test_timeout_and_retries_are_flags_in_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for flag in ("--timeout S", "LETTERCHUNK_TIMEOUT_S", "default 120", "--retries N",
+                 "LETTERCHUNK_TRANSPORT_RETRIES", "default 3: 4 attempts", "--context-tokens N",
+                 "LETTERCHUNK_CONTEXT_TOKENS"):
+        assert flag in text
+
+
+def test_a_hung_server_costs_timeout_times_attempts(tmp_path, backend, capsys):
+    from fake_openai import hang
+
+    server = backend(lambda req: hang(5.0))
+    code = main(["run", str(LETTERS / "1977.txt"), "--out", str(tmp_path / "out"), "--cache",
+                 "off", "--quiet", "--timeout", "0.3", "--retries", "1"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert server.chat_count == 2  # the first attempt + 1 retry, then a message
+    assert "no answer within 0.3 s" in err and "--retries / --timeout" in err
+
+
+def test_bad_timeout_is_a_usage_error(tmp_path, capsys):
+    code = main(["run", str(LETTERS / "1977.txt"), "--out", str(tmp_path / "out"),
+                 "--timeout", "0"])
+    assert code == 2
+    assert "--timeout must be positive" in capsys.readouterr().err
+
+
+def test_halt_on_a_rule_the_model_cannot_fix_does_not_suggest_more_attempts():
+    from letterchunk.errors import RepairExhausted
+    from letterchunk.validate import Violation
+
+    semantic = RepairExhausted("1977-S1-T1-001", 3, [Violation("evidence.not_found", "error", "m")], None)
+    assert "raise --max-attempts" in str(semantic)
+    corpus = RepairExhausted("1977-S1-T1-001", 1, [Violation("size.t1_min", "error", "m")], None)
+    assert "raise --max-attempts" not in str(corpus)
+    assert "cannot fix size.t1_min" in str(corpus) and "fix the letter file" in str(corpus)
