@@ -449,7 +449,8 @@ class LLMClient:
                 f"{call.chunk_id}: LLM backend at {redact(s.base_url)} still failing after "
                 f"{call.http_attempts} attempt(s) (last: {getattr(last, 'description', last)}); "
                 "check that the server is up and reachable, lower the concurrency or the "
-                "TPM/RPM limits, or raise --retries / --timeout, "
+                "TPM/RPM limits, or raise --retries / --timeout (env "
+                "LETTERCHUNK_TRANSPORT_RETRIES / LETTERCHUNK_TIMEOUT_S), "
                 "then rerun (answers already received are cached)"
             ) from getattr(last, "cause", last)
         call.response = response
