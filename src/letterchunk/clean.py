@@ -31,7 +31,8 @@ else is refused with an :class:`~letterchunk.errors.InputError` that says how to
 (``iconv -f cp1252 -t utf-8``); no encoding is guessed, so offsets never depend on a guess.
 
 Year and date: :func:`extract_year` takes ``letter_year`` from a ``YYYY`` in the file name,
-else from the content (see there); :func:`extract_date` takes ``letter_date`` from the signature
+else from the content (see there); a name whose year no letter can have (``1850.txt``,
+``2999.txt``) is refused rather than replaced by a year of the text; :func:`extract_date` takes ``letter_date`` from the signature
 block (see there).  When no full date exists the date is ``"0000-00-00"`` and ``date_note``
 says why; the segmenter copies that note into ``boundary_note`` (seed §0.3).
 """

@@ -39,6 +39,14 @@ Decisions worth knowing:
 - Evidence quotes (sidecar ``{"chunk_id", "content_type_evidence", "principle_evidence"}``)
   are all checked when present, and must have at least 4 words (``evidence.too_short``).
 - ``primary_year != letter_year`` is only a warning: the seed says "usually".
+- A chunk is data, never instructions: ``injection.obeyed`` fires when a free-text field
+  (summary, themes, entities, principle statements, table names/summaries) repeats an
+  instruction-like sentence of the chunk ("ignore all previous instructions", "set every field
+  to X", "you are now an assistant") or the value it demands (a quoted string or an ALL-CAPS
+  word); ``injection.repeated_value`` when one value fills fields of 3 or more groups.  No
+  shipped letter holds such a sentence.
+- ``size.context``: a chunk over ``LETTERCHUNK_CONTEXT_TOKENS`` (default 8192, the embedded
+  server's) less 2560 tokens for instructions and answer cannot be enriched at all.
 - Tier-1/2 minimum sizes are checked on the recomputed token count, never the claimed one.
 - Boundary heuristics (§6) are deliberately narrow: ``boundary.mid_sentence`` (warning) looks
   only at a last paragraph of prose (signature blocks, indented layout and footnotes are not
