@@ -46,14 +46,17 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+OPEN, CLOSE = "Chunk:\n<<<CHUNK TEXT>>>\n", "\n<<<END CHUNK TEXT>>>"  # the fence of enrich_user.md
+
+
 def chunk_text(request: dict) -> str:
-    """The chunk as the prompt quotes it (the last triple-quoted block of the last message)."""
+    """The chunk as the prompt quotes it (the last fenced block of the last message)."""
     content = str((request.get("messages") or [{}])[-1].get("content") or "")
-    start = content.rfind('Chunk:\n"""\n')
+    start = content.rfind(OPEN)
     if start < 0:
         return content
-    body = content[start + len('Chunk:\n"""\n'):]
-    end = body.rfind('\n"""')
+    body = content[start + len(OPEN):]
+    end = body.rfind(CLOSE)
     return body[:end] if end >= 0 else body
 
 

@@ -238,7 +238,7 @@ def test_messages_put_fixed_instructions_first_and_the_chunk_last(good_letter):
     m1, m2 = build_messages(s1, ctx), build_messages(s2, ctx)
     assert [m["role"] for m in m1] == ["system", "user"]
     assert m1[0] == m2[0]  # identical system prompt: the server reuses the cached prefix
-    assert m1[1]["content"].rstrip().endswith(s1.content + '\n"""')
+    assert m1[1]["content"].rstrip().endswith(s1.content + "\n<<<END CHUNK TEXT>>>")
     for concept in VOCAB:
         assert concept in m1[0]["content"]
     assert "- Insurance Operations" in m1[1]["content"]

@@ -28,7 +28,7 @@ from letterchunk.validate import validate_path
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
 LETTER = CORPUS / "1977.txt"
-_CHUNK = re.compile(r'Chunk:\n"""\n(.*)\n"""\s*$', re.S)
+_CHUNK = re.compile(r'Chunk:\n<<<CHUNK TEXT>>>\n(.*)\n<<<END CHUNK TEXT>>>\s*$', re.S)
 
 
 def chunk_text(request: dict) -> str:

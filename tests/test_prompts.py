@@ -26,7 +26,7 @@ def test_render_fills_every_placeholder():
                           section_title="A", hints="", content="Body {{not_a_var}} stays.")
     assert "Letter year: 1977" in text
     assert "{{" in text and "Body {{not_a_var}} stays." in text  # inserted text is not re-scanned
-    assert text.rstrip().endswith('"""')  # the chunk is the last thing in the prompt
+    assert text.rstrip().endswith("<<<END CHUNK TEXT>>>")  # the chunk is the last thing
 
 
 @pytest.mark.parametrize(

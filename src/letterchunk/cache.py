@@ -26,6 +26,7 @@ import hashlib
 import json
 import logging
 import os
+import sqlite3
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -123,13 +124,40 @@ class ResponseCache:
                     import diskcache
 
                     try:
-                        self._cache = diskcache.Cache(str(self.directory))
+                        self._cache = self._open_or_rebuild(diskcache)
                     except OSError as exc:
                         raise ConfigError(
                             f"cannot open the answer cache in {self.directory}: {exc}; "
                             "pass another --cache-dir (or LETTERCHUNK_CACHE_DIR) or --cache off"
                         ) from exc
         return self._cache
+
+    def _open_or_rebuild(self, diskcache: Any) -> Any:
+        """Open the cache; a damaged ``cache.db`` is set aside and rebuilt in mode ``refresh``
+        (every answer is asked again anyway), else reported with the fix."""
+        try:
+            return diskcache.Cache(str(self.directory))
+        except sqlite3.DatabaseError as exc:
+            if self.mode != "refresh":
+                raise self._corrupt(exc) from exc
+        db = self.directory / "cache.db"
+        aside = db.with_name("cache.db.corrupt")
+        log.warning("answer cache %s is damaged; moved to %s and rebuilt", db, aside.name)
+        db.replace(aside)
+        for suffix in ("-wal", "-shm"):
+            db.with_name(db.name + suffix).unlink(missing_ok=True)
+        return diskcache.Cache(str(self.directory))
+
+    def _corrupt(self, exc: BaseException) -> ConfigError:
+        return ConfigError(
+            f"the answer cache {self.directory / 'cache.db'} is damaged ({exc}); rerun with "
+            f"--cache refresh to rebuild it, or delete the folder {self.directory}"
+        )
+
+    def open(self) -> ResponseCache:
+        """Open (and create) the cache now, so a bad cache fails before the first request."""
+        self._open()
+        return self
 
     def close(self) -> None:
         if self._cache is not None:
@@ -153,7 +181,10 @@ class ResponseCache:
         """
         found: CachedAnswer | None = None
         if self.mode in ("use", "offline"):
-            raw = self._open().get(key)
+            try:
+                raw = self._open().get(key)
+            except sqlite3.DatabaseError as exc:
+                raise self._corrupt(exc) from exc
             if isinstance(raw, str):
                 found = CachedAnswer.from_json(raw)
                 if found is None:
@@ -170,7 +201,10 @@ class ResponseCache:
     def store(self, key: str, answer: CachedAnswer) -> None:
         """Save an answer (modes ``use`` and ``refresh``; ``off`` and ``offline`` write nothing)."""
         if self.mode in ("use", "refresh"):
-            self._open().set(key, answer.to_json())
+            try:
+                self._open().set(key, answer.to_json())
+            except sqlite3.DatabaseError as exc:
+                raise self._corrupt(exc) from exc
 
     def __len__(self) -> int:
         return 0 if self.mode == "off" and self._cache is None else len(self._open())

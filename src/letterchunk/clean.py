@@ -31,13 +31,15 @@ else is refused with an :class:`~letterchunk.errors.InputError` that says how to
 (``iconv -f cp1252 -t utf-8``); no encoding is guessed, so offsets never depend on a guess.
 
 Year and date: :func:`extract_year` takes ``letter_year`` from a ``YYYY`` in the file name,
-else from the content (see there); :func:`extract_date` takes ``letter_date`` from the signature
+else from the content (see there); a name whose year no letter can have (``1850.txt``,
+``2999.txt``) is refused rather than replaced by a year of the text; :func:`extract_date` takes ``letter_date`` from the signature
 block (see there).  When no full date exists the date is ``"0000-00-00"`` and ``date_note``
 says why; the segmenter copies that note into ``boundary_note`` (seed §0.3).
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import logging
 import re
 from collections import Counter
@@ -216,6 +218,8 @@ _NAME_LINE = re.compile(
     r"^\s*[A-Z][a-z]+(?: [A-Z]\.)?(?: [A-Z][a-z]+){1,2}(?:, [A-Z][a-z]+(?: [A-Z][a-z]+)?)?$"
 )
 _YEAR_IN_NAME = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
+_NUMBER_IN_NAME = re.compile(r"(?<!\d)([12]\d{3})(?!\d)")  # what a user meant as a year
+FIRST_LETTER_YEAR = 1950  # before any Buffett letter (the validator's related_years bound)
 _YEAR_IN_TEXT = re.compile(r"(?<![\d,.$])((?:19|20)\d\d)(?![\d,])")
 
 
@@ -335,6 +339,17 @@ def extract_year(path: str | Path, text: str, date: str = UNKNOWN_DATE) -> int |
 # loading
 
 
+def _check_name_year(path: Path) -> None:
+    """A year in the file name that no letter can have (``1850.txt``, ``2999.txt``) is refused,
+    not silently replaced by a year found in the text."""
+    m = _NUMBER_IN_NAME.search(path.stem)
+    last = _dt.date.today().year + 1
+    if m and not FIRST_LETTER_YEAR <= int(m.group(1)) <= last:
+        raise InputError(path, f"the file name says year {m.group(1)}, which no letter can have "
+                         f"({FIRST_LETTER_YEAR}-{last}); rename the file to the letter's year, "
+                         "e.g. 1986.txt")
+
+
 def load_letter(path: str | Path) -> CleanedLetter:
     """Read, check and clean one letter file.
 
@@ -364,6 +379,7 @@ def load_letter(path: str | Path) -> CleanedLetter:
     text = clean_text(raw)
     if not text.strip():
         raise InputError(p, "the file holds no text after cleaning; pass a letter text file")
+    _check_name_year(p)
     date, note = extract_date(text)
     year = extract_year(p, text, date)
     if year is None:

@@ -27,6 +27,10 @@ from .prompts import prompt_hash
 __all__ = ["ENV_CACHE_DIR", "CacheMode", "backend_configured", "cache_dir_from", "open_client"]
 
 ENV_CACHE_DIR = "LETTERCHUNK_CACHE_DIR"
+ENV_TIMEOUT, ENV_RETRIES = "LETTERCHUNK_TIMEOUT_S", "LETTERCHUNK_TRANSPORT_RETRIES"
+# one request: two minutes on an API; the embedded model on a loaded 2-core CPU needs minutes
+DEFAULT_TIMEOUT_S, EMBEDDED_TIMEOUT_S = 120.0, 600.0
+DEFAULT_RETRIES = 3  # extra attempts after a timeout, 429, 5xx or reset: 4 in all
 
 CacheMode = Literal["use", "refresh", "off", "offline"]
 
@@ -35,6 +39,25 @@ def backend_configured(env: dict[str, str] | None = None) -> bool:
     """True when the environment names an API (hosted OpenAI or a compatible server)."""
     env = os.environ if env is None else env
     return bool(env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"))
+
+
+def transport_settings(timeout_s: float | None, transport_retries: int | None, *,
+                       embedded: bool) -> dict[str, Any]:
+    """Timeout and transport retries: the argument, then the environment, then the default for
+    this backend (the embedded model on a CPU gets a longer timeout)."""
+    from .llm import _env_number
+
+    env = dict(os.environ)
+    if timeout_s is None:
+        timeout_s = _env_number(ENV_TIMEOUT, float, env)
+    if transport_retries is None:
+        transport_retries = _env_number(ENV_RETRIES, int, env)
+    return {
+        "timeout_s": timeout_s if timeout_s is not None
+        else (EMBEDDED_TIMEOUT_S if embedded else DEFAULT_TIMEOUT_S),
+        "transport_retries": transport_retries if transport_retries is not None
+        else DEFAULT_RETRIES,
+    }
 
 
 def cache_dir_from(cache_dir: str | Path | None) -> Path:
@@ -50,18 +73,23 @@ def open_client(
     cache: CacheMode = "use",
     cache_dir: str | Path | None = None,
     limiter: Callable[[LLMSettings], Any] | None = None,
+    timeout_s: float | None = None,
+    transport_retries: int | None = None,
     **settings: Any,
 ) -> Iterator[LLMClient]:
     """An :class:`LLMClient` with its answer cache, on the configured API or the embedded server.
 
     ``limiter`` builds the rate limiter (or ``None``) once the settings are known; ``settings``
-    are further :class:`LLMSettings` overrides (``None`` values are ignored).
+    are further :class:`LLMSettings` overrides (``None`` values are ignored).  The cache is
+    opened at once, so a damaged cache fails before a server starts or a request is sent.
     """
     with contextlib.ExitStack() as stack:
         answers = None
         if cache != "off":
-            answers = stack.enter_context(ResponseCache(cache_dir_from(cache_dir), cache))
-        if backend_configured():
+            answers = stack.enter_context(ResponseCache(cache_dir_from(cache_dir), cache)).open()
+        embedded = not backend_configured()
+        settings.update(transport_settings(timeout_s, transport_retries, embedded=embedded))
+        if not embedded:
             llm_settings = LLMSettings.from_env(model=model, mode=mode, **settings)
         else:
             from . import backend

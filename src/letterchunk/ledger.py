@@ -30,6 +30,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .io import atomic_write_text
+from .redact import redact
 
 __all__ = [
     "ModelPrice",
@@ -238,7 +239,8 @@ class Ledger:
                     t.wall_s += now - t._started
                     t._started = None
             self._ended = now
-            self.status, self.stop_reason = status, reason
+            # an error text can echo the API key or a password of the base URL
+            self.status, self.stop_reason = status, None if reason is None else redact(reason)
 
     # ------------------------------------------------------------------ reading
     def cost(self, t: LetterTotals) -> float | None:

@@ -41,6 +41,7 @@ from pydantic import BaseModel
 
 from .cache import CachedAnswer, ResponseCache
 from .errors import BackendError, ConfigError, LetterchunkError
+from .redact import redact
 from .tokens import count_tokens
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -136,8 +137,9 @@ class LLMSettings:
     temperature: float = 0.0
     seed: int = 42
     max_tokens: int = 1024
-    timeout_s: float = 600.0  # one request (the openai client default); a loaded 2-core CPU needs minutes
-    transport_retries: int = 5  # extra HTTP attempts after the first, for transport faults only
+    # one request: a hung server costs at most timeout_s x (transport_retries + 1) per chunk
+    timeout_s: float = 120.0
+    transport_retries: int = 3  # extra HTTP attempts after the first, for transport faults only
     backoff_base_s: float = 1.0
     backoff_cap_s: float = 30.0
     retry_after_max_s: float = 120.0  # a Retry-After longer than this is clipped
@@ -226,6 +228,7 @@ class LLMSettings:
 
     def __repr__(self) -> str:  # never print the key
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "api_key"}
+        shown["base_url"] = redact(self.base_url)
         return f"LLMSettings({', '.join(f'{k}={v!r}' for k, v in shown.items())}, api_key='***')"
 
 
@@ -317,7 +320,7 @@ def _classify(exc: BaseException, settings: LLMSettings) -> _Transient | Backend
     """Map an openai exception to a retryable fault, a final BackendError, or None (not ours)."""
     import openai
 
-    where = settings.base_url
+    where = redact(settings.base_url)
     if isinstance(exc, openai.APITimeoutError):
         return _Transient(f"no answer within {settings.timeout_s:g} s", None, exc)
     if isinstance(exc, openai.APIConnectionError):
@@ -342,7 +345,8 @@ def _classify(exc: BaseException, settings: LLMSettings) -> _Transient | Backend
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:
-    text = str(exc).replace("\n", " ")
+    """One line of an error for a message; keys and URL passwords masked (``redact``)."""
+    text = redact(exc).replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -444,10 +448,11 @@ class LLMClient:
         except RetryError as exc:
             last = exc.last_attempt.exception()
             raise BackendError(
-                f"{call.chunk_id}: LLM backend at {s.base_url} still failing after "
+                f"{call.chunk_id}: LLM backend at {redact(s.base_url)} still failing after "
                 f"{call.http_attempts} attempt(s) (last: {getattr(last, 'description', last)}); "
                 "check that the server is up and reachable, lower the concurrency or the "
-                "TPM/RPM limits, or raise LETTERCHUNK_TRANSPORT_RETRIES / LETTERCHUNK_TIMEOUT_S, "
+                "TPM/RPM limits, or raise --retries / --timeout (env "
+                "LETTERCHUNK_TRANSPORT_RETRIES / LETTERCHUNK_TIMEOUT_S), "
                 "then rerun (answers already received are cached)"
             ) from getattr(last, "cause", last)
         call.response = response

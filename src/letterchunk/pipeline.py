@@ -95,6 +95,7 @@ class RunOptions:
     report: bool = True  # write DIR/YYYY.report.jsonl (the repair report)
     source_label: str | None = None  # e.g. "cassette": what served answers the client calls live
     run_id: str = field(default_factory=new_run_id)  # tags this run's report records
+    context_tokens: int | None = None  # the model's context: bigger requests are refused unsent
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -582,8 +583,12 @@ def run_paths(
     from .segment import segment_letter
 
     hooks = hooks or Hooks()
-    letters = [load_letter(p) for p in find_letters(paths)]
+    files = find_letters(paths)
+    letters = [load_letter(p) for p in files]
     segmented = [segment_letter(letter, tier2=options.tier2) for letter in letters]
+    if options.context_tokens:  # before the first request: a chunk that cannot fit never goes
+        for path, letter, chunks in zip(files, letters, segmented):
+            check_prompt_sizes(path, letter.year, letter.text, chunks, client, options.context_tokens)
     if hooks.letters_segmented:
         hooks.letters_segmented(len(letters), sum(len(c) for c in segmented))
     out = Path(out_dir)
@@ -591,6 +596,25 @@ def run_paths(
         _run_one(letter.year, letter.text, chunks, out, client, options, hooks, True)
         for letter, chunks in zip(letters, segmented)
     ]
+
+
+def check_prompt_sizes(path: str | Path, year: int, text: str, chunks: Sequence[Chunk],
+                       client: Any, context_tokens: int) -> None:
+    """Raise InputError naming the letter when a chunk's request (prompt + answer allowance,
+    counted as :func:`~letterchunk.llm.estimate_tokens` does) exceeds ``context_tokens``."""
+    from .llm import estimate_tokens
+
+    job = letter_job(year, text, chunks, grounded_choices=_grammar_backed(client))
+    max_tokens = int(getattr(getattr(client, "settings", None), "max_tokens", 0) or 0)
+    for chunk in chunks:
+        need = estimate_tokens({"messages": build_messages(chunk, job.prompt), "max_tokens": max_tokens})
+        if need > context_tokens:
+            raise InputError(path, (
+                f"chunk {chunk.chunk_id} ({chunk.metadata.token_count:,} tokens) needs a "
+                f"{need:,}-token request, more than the model's {context_tokens:,}-token context, "
+                "so the letter cannot be enriched as is and nothing was sent; split the letter "
+                "into paragraphs and sections (blank lines, headers), or pass --context-tokens "
+                "if the model has a larger context"))
 
 
 _JSONL = re.compile(r"^(\d{4})\.jsonl$")

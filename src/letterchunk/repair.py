@@ -45,6 +45,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from .errors import LetterchunkError, RepairExhausted
+from .redact import redact_obj
 from .schema import Chunk
 from .tokens import count_tokens
 
@@ -899,7 +900,7 @@ def _source(completion: Any, override: str | None) -> str:
 
 def _emit(report: Any, records: list[dict]) -> None:
     if report is not None:
-        report.add(records)
+        report.add(redact_obj(records))  # error texts can echo the API key
 
 
 def enrich_chunk(

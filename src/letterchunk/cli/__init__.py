@@ -109,7 +109,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def err(message: str) -> None:
-    print(f"letterchunk: {message}", file=sys.stderr)
+    from ..redact import redact
+
+    print(f"letterchunk: {redact(message)}", file=sys.stderr)
+
+
+class _RedactSecrets(logging.Filter):
+    """Log lines pass through the same redaction as error messages (keys, URL passwords)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from ..redact import redact
+
+        text = record.getMessage()
+        if record.exc_info:  # a traceback can name the URL with its password
+            text += "\n" + logging.Formatter().formatException(record.exc_info)
+        if record.stack_info:
+            text += "\n" + record.stack_info
+        record.msg, record.args = redact(text), None
+        record.exc_info = record.exc_text = record.stack_info = None
+        return True
+
+
+_REDACT = _RedactSecrets()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.ERROR if args.quiet else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_REDACT)  # idempotent: a filter is added once per handler
     try:
         return int(args.func(args) or 0)
     except RepairExhausted as exc:

@@ -32,6 +32,11 @@ Examples:
   # answers from the cache only: no backend needed, a missing answer is an error
   letterchunk run corpus/letters/1977.txt --out out/ --cache offline
 """
+ENV_TIMEOUT, ENV_RETRIES = "LETTERCHUNK_TIMEOUT_S", "LETTERCHUNK_TRANSPORT_RETRIES"  # for --help
+ENV_CONTEXT = "LETTERCHUNK_CONTEXT_TOKENS"
+# the defaults letterchunk.client applies, named here for --help
+DEFAULT_TIMEOUT_S, EMBEDDED_TIMEOUT_S, DEFAULT_RETRIES = 120.0, 600.0, 3
+HOSTED_CONTEXT = 128_000  # gpt-4o-mini and most hosted models; set --context-tokens for others
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -75,6 +80,17 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
                    help="re-asks of an invalid answer before giving up (default 2)")
     g.add_argument("--on-failure", choices=["halt", "skip"], default="halt",
                    help="halt (default, exit 3) or skip a chunk that stays invalid")
+    g.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help=f"seconds to wait for one answer (env {ENV_TIMEOUT}; default "
+                        f"{DEFAULT_TIMEOUT_S:g}, {EMBEDDED_TIMEOUT_S:g} for the embedded model "
+                        "on a CPU)")
+    g.add_argument("--retries", type=int, default=None, metavar="N",
+                   help=f"extra attempts of a request after a timeout, 429, 5xx or reset (env "
+                        f"{ENV_RETRIES}; default {DEFAULT_RETRIES}: {DEFAULT_RETRIES + 1} attempts)")
+    g.add_argument("--context-tokens", type=int, default=None, metavar="N",
+                   help=f"the model's context window; a chunk whose prompt + answer would not "
+                        f"fit is refused before any request (env {ENV_CONTEXT}; default: the "
+                        f"embedded server's, {HOSTED_CONTEXT:,} for an API)")
     _limits.add_limit_options(p)  # --concurrency --tpm --rpm --max-tokens-total --max-cost --prices
 
 
@@ -84,11 +100,56 @@ def options_from(args: argparse.Namespace) -> Any:
 
     if args.workers < 1 or args.max_attempts < 0:
         raise ConfigError("--workers must be >= 1 and --max-attempts >= 0")
+    for flag, value, low in (("--timeout", getattr(args, "timeout", None), 0),
+                             ("--retries", getattr(args, "retries", None), -1),
+                             ("--context-tokens", getattr(args, "context_tokens", None), 0)):
+        if value is not None and value <= low:
+            raise ConfigError(f"{flag} must be {'>= 0' if low < 0 else 'positive'}, got {value}")
     return RunOptions(tier2=getattr(args, "tier2", False), workers=args.workers,
-                      max_attempts=args.max_attempts, on_failure=args.on_failure)
+                      max_attempts=args.max_attempts, on_failure=args.on_failure,
+                      context_tokens=context_tokens(args))
+
+
+def check_out_dir(folder: str | None) -> None:
+    """Create the output folder and prove it writable now, before any request is paid for."""
+    import tempfile
+    from pathlib import Path
+
+    from ..errors import ConfigError
+
+    if not folder:
+        return
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"output folder {path} is a file; pass a folder to --out (it is "
+                          "created if missing) or move the file away")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path, prefix=".letterchunk-write-test-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"output folder {path} is not writable ({exc.strerror or exc}); pass "
+                          "another --out or fix the folder's permissions") from exc
 
 
 # ------------------------------------------------------------------------------ backend
+
+
+def context_tokens(args: argparse.Namespace) -> int:
+    """The model's context window: --context-tokens, env, the embedded server's, or an API's."""
+    from ..client import backend_configured
+    from ..llm import _env_number
+
+    value = getattr(args, "context_tokens", None)
+    if value is None:
+        value = _env_number(ENV_CONTEXT, int, dict(os.environ))
+    if value is None:
+        if backend_configured():
+            return HOSTED_CONTEXT
+        from .. import backend
+
+        value = backend._server_from_env(dict(os.environ)).ctx_size
+    return int(value)
 
 
 @contextlib.contextmanager
@@ -97,7 +158,8 @@ def llm_client(args: argparse.Namespace) -> Iterator[Any]:
     from ..client import open_client
 
     with open_client(model=args.model, mode=args.mode, cache=args.cache,
-                     cache_dir=args.cache_dir,
+                     cache_dir=args.cache_dir, timeout_s=getattr(args, "timeout", None),
+                     transport_retries=getattr(args, "retries", None),
                      limiter=lambda settings: _limits.make_limiter(args, settings)) as client:
         yield client
 
@@ -125,6 +187,9 @@ def execute(args: argparse.Namespace, job: Any) -> int:
     from .progress import make_reporter, summary_lines
 
     options = options_from(args)
+    # `run --out` is created; `enrich DIR` is written in place (a missing DIR is its own error)
+    check_out_dir(getattr(args, "out", None) or (
+        args.dir if os.path.isdir(getattr(args, "dir", None) or "") else None))
     progress = make_reporter(args.quiet)  # a rich bar on a terminal, plain lines off one
     hooks = Hooks(chunk_done=progress.chunk_done, letter_done=progress.letter_done,
                   letters_segmented=progress.segmented)

@@ -22,6 +22,7 @@ from ..letters import find_letters
 from ..schema import dump_chunk
 from ..segment import load_letters, segment_letter
 from . import HelpFormatter
+from ..validate import max_chunk_tokens
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -80,6 +81,15 @@ def _segment(args: argparse.Namespace, files: list[Path]) -> int:
             continue
         years[letter.year] = f
         chunks = segment_letter(letter, tier2=args.tier2)
+        too_big = [c for c in chunks if c.metadata.token_count > max_chunk_tokens()]
+        if too_big:  # it could be written, but no model could enrich it: refuse it now
+            c = too_big[0]
+            problems.append(
+                f"{f}: chunk {c.chunk_id} has {c.metadata.token_count:,} tokens, more than a model "
+                f"can be asked about ({max_chunk_tokens():,}; set LETTERCHUNK_CONTEXT_TOKENS for "
+                "a larger context); the letter cannot be enriched as is: split it into paragraphs "
+                "and sections (blank lines, headers); not written")
+            continue
         atomic_write_text(out / letter.cleaned_name, letter.text)
         atomic_write_lines(out / f"{letter.year}.jsonl", [dump_chunk(c) for c in chunks])
         written += 1
