@@ -24,7 +24,6 @@ figures measure how well each chunker respects the structure we detect, not dete
 from __future__ import annotations
 
 import logging
-
 import re
 import sys
 from pathlib import Path

@@ -34,9 +34,8 @@ ratio ours/chonkie (target <= 1.0).
 
 from __future__ import annotations
 
-import logging
-
 import argparse
+import logging
 import sys
 import time
 from pathlib import Path

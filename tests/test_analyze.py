@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fake_openai import FakeOpenAI
 from letterchunk.analyze import analyze_dir, distribution, render_text
 from letterchunk.clean import load_letter
 from letterchunk.cli import main
@@ -18,7 +19,6 @@ from letterchunk.report import RepairReport
 from letterchunk.schema import Chunk
 from letterchunk.segment import segment_letter
 from letterchunk.vocabulary import load_concepts
-from fake_openai import FakeOpenAI
 from rich_answers import rich_answer
 
 ROOT = Path(__file__).resolve().parents[1]

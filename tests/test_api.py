@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI
-from test_pipeline import grounded_answer
 
 import letterchunk
+from fake_openai import FakeOpenAI
+from test_pipeline import grounded_answer
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
 

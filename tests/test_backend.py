@@ -278,10 +278,9 @@ def test_start_waits_for_health_and_stop_leaves_no_process(stand_in, tmp_path):
 @pytest.mark.parametrize("raised", [RuntimeError("boom"), KeyboardInterrupt()], ids=["exception", "ctrl-c"])
 def test_server_is_stopped_on_exception_and_ctrl_c(stand_in, raised):
     server = stand_in()
-    with pytest.raises(type(raised)):
-        with server:
-            pid = server.pid
-            raise raised
+    with pytest.raises(type(raised)), server:
+        pid = server.pid
+        raise raised
     assert not _alive(pid) and server.process is None
 
 

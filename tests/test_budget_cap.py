@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from fake_openai import FakeOpenAI, answer
 from letterchunk.cli import EXIT_BUDGET, EXIT_USAGE, main
 from letterchunk.llm import estimate_tokens
 from letterchunk.validate import validate_path
-from fake_openai import FakeOpenAI, answer
 from test_fault_matrix import valid_for
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -27,8 +27,6 @@ from pathlib import Path
 
 import pytest
 
-from letterchunk.cli import main
-from letterchunk.validate import LetterContext, read_evidence, validate_chunk, validate_path
 from fake_openai import (
     FakeOpenAI,
     Reply,
@@ -42,6 +40,8 @@ from fake_openai import (
     server_error,
     truncated,
 )
+from letterchunk.cli import main
+from letterchunk.validate import LetterContext, read_evidence, validate_chunk, validate_path
 
 LETTER = Path(__file__).resolve().parents[1] / "corpus" / "letters" / "1977.txt"
 TIMEOUT_S = 1.0  # LETTERCHUNK_TIMEOUT_S for the run: the "hang" row waits past it

@@ -13,11 +13,11 @@ import stat
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI
-from test_pipeline import grounded_answer
 
+from fake_openai import FakeOpenAI
 from letterchunk.cli import main
 from letterchunk.io import atomic_write_text
+from test_pipeline import grounded_answer
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
 

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_segment_properties import damaged_excerpts
 
 from letterchunk.clean import CleanedLetter, clean_text, extract_date
 from letterchunk.enrich import (
@@ -37,6 +36,7 @@ from letterchunk.validate import (
     validate_chunk,
 )
 from letterchunk.vocabulary import load_concepts
+from test_segment_properties import damaged_excerpts
 
 LETTERS = sorted((Path(__file__).resolve().parents[1] / "corpus" / "letters").glob("*.txt"))
 

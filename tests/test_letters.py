@@ -11,13 +11,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI
-from test_pipeline import grounded_answer
 
+from fake_openai import FakeOpenAI
 from letterchunk import backend
 from letterchunk.cli import main
 from letterchunk.errors import ConfigError, InputError
 from letterchunk.letters import find_letters
+from test_pipeline import grounded_answer
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
 

@@ -29,11 +29,11 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI, answer, refusal
-from test_fault_matrix import Script, valid_for
 
+from fake_openai import FakeOpenAI, answer, refusal
 from letterchunk.cli import main
 from letterchunk.lock import LOCK_NAME
+from test_fault_matrix import Script, valid_for
 
 ROOT = Path(__file__).resolve().parents[1]
 LETTER = ROOT / "corpus" / "letters" / "1977.txt"

@@ -180,9 +180,8 @@ def test_halt_stops_with_the_chunk_named_and_keeps_every_chunk(tmp_path):
     marker = "Textile Operations"
     segmented = [dump_chunk(c) for c in segment_letter(load_letter(LETTER))]
     with FakeOpenAI(default=_poisoned({marker})) as server, \
-            client_for(server, mode="TOOLS") as client:
-        with pytest.raises(RepairExhausted) as info:
-            run_paths([LETTER], tmp_path / "halt", client, RunOptions(max_attempts=0))
+            client_for(server, mode="TOOLS") as client, pytest.raises(RepairExhausted) as info:
+        run_paths([LETTER], tmp_path / "halt", client, RunOptions(max_attempts=0))
     assert info.value.chunk_id.startswith("1977-S")
     lines = (tmp_path / "halt" / "1977.jsonl").read_text().splitlines()
     ids = [json.loads(x)["chunk_id"] for x in lines]

@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI, answer
-from test_fault_matrix import valid_for
 
+from fake_openai import FakeOpenAI, answer
 from letterchunk.cli import main
 from letterchunk.cli.progress import (
     ENV_INTERVAL,
@@ -36,6 +35,7 @@ from letterchunk.cli.progress import (
     progress_interval,
 )
 from letterchunk.errors import ConfigError
+from test_fault_matrix import valid_for
 
 ROOT = Path(__file__).resolve().parents[1]
 LETTERS = [ROOT / "corpus" / "letters" / f"{y}.txt" for y in (1971, 1972, 1973)]  # 3+3+5 chunks

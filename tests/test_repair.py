@@ -11,6 +11,8 @@ import json
 
 import pytest
 
+from answers import QUOTE, narrative_answer
+from fake_openai import FakeOpenAI, answer
 from letterchunk.enrich import PromptContext, build_messages, response_model_for
 from letterchunk.errors import RepairExhausted
 from letterchunk.llm import LLMClient, LLMSettings
@@ -25,8 +27,6 @@ from letterchunk.repair import (
 from letterchunk.report import RepairReport
 from letterchunk.schema import Chunk
 from letterchunk.validate import LetterContext, Violation, validate_chunk
-from answers import QUOTE, narrative_answer
-from fake_openai import FakeOpenAI, answer
 
 VOCAB = frozenset({"float economics", "circle of competence", "intrinsic value",
                    "underwriting discipline"})

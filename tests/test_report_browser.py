@@ -20,12 +20,19 @@ from pathlib import Path
 
 import pytest
 
+from fake_openai import FakeOpenAI, answer
 from letterchunk.analyze import analyze_dir
 from letterchunk.cli import main
 from letterchunk.io import append_lines
-from letterchunk.report import RepairReport, build_html, collect, evidence_marks, runs_by_chunk, word_diff
+from letterchunk.report import (
+    RepairReport,
+    build_html,
+    collect,
+    evidence_marks,
+    runs_by_chunk,
+    word_diff,
+)
 from letterchunk.schema import Chunk
-from fake_openai import FakeOpenAI, answer
 from rich_answers import rich_answer
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"

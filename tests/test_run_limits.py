@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from letterchunk.cli import main
 from fake_openai import FakeOpenAI
+from letterchunk.cli import main
 from rich_answers import rich_answer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from letterchunk.schema import Chunk
-from letterchunk.validate import RULES, LetterContext, Violation, validate_chunk, validate_letter, validate_path
+from letterchunk.validate import (
+    RULES,
+    LetterContext,
+    Violation,
+    validate_chunk,
+    validate_letter,
+    validate_path,
+)
 
 SETTINGS = settings(
     max_examples=60,

@@ -136,7 +136,7 @@ def _ends_sentence(t: str) -> bool:
     return bool(r) and r[-1] in ".?!:;"
 
 
-def _is_bullet(ln: "Line") -> bool:
+def _is_bullet(ln: Line) -> bool:
     c = ln.text[:1]
     return (
         bool(c)
@@ -145,11 +145,11 @@ def _is_bullet(ln: "Line") -> bool:
     )
 
 
-def _is_salutation(ln: "Line") -> bool:
+def _is_salutation(ln: Line) -> bool:
     return ln.text.startswith(("To the ", "Dear ")) and _SALUTATION.match(ln.raw) is not None
 
 
-def _is_separator(ln: "Line") -> bool:
+def _is_separator(ln: Line) -> bool:
     return ln.text[:1] in _SEPARATOR_FIRST and _SEPARATOR.match(ln.raw) is not None
 
 

@@ -51,8 +51,9 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import BudgetExceeded, ConfigError
 from .tokens import count_tokens

@@ -1022,8 +1022,13 @@ def repair_file(
     ``X.report.jsonl`` beside ``X.jsonl``.  With ``on_failure="halt"`` an exhausted chunk raises
     RepairExhausted before anything is rewritten (the report is still written).
     """
-    from .enrich import PromptContext, Enrichment, TableEnrichment, build_messages, \
-        response_model_for
+    from .enrich import (
+        Enrichment,
+        PromptContext,
+        TableEnrichment,
+        build_messages,
+        response_model_for,
+    )
     from .errors import InputError
     from .io import atomic_write_lines
     from .llm import Usage

@@ -235,7 +235,7 @@ def _is_transition(s: _Section, text: str, header_follows: bool) -> bool:
     return len(_SENT_END.findall(" ".join(text[b.start : b.end] for b in body) + " ")) <= 2
 
 
-def _merge_short(sections: list[_Section], text: str, counter: "_SpanCounter") -> list[_Section]:
+def _merge_short(sections: list[_Section], text: str, counter: _SpanCounter) -> list[_Section]:
     secs = list(sections)
     while len(secs) > 1:
         idx = next((i for i, s in enumerate(secs) if s.tokens < T1_MIN), None)
@@ -313,9 +313,7 @@ def _units(s: _Section, text: str, tok: dict[int, int]) -> list[_Unit]:
     for i, b in enumerate(bl[:-1]):
         nxt = bl[i + 1]
         body = text[b.start : b.end]
-        if b.kind in ("header", "separator", "salutation"):
-            glue_next[i] = True
-        elif nxt.kind == "signature":
+        if b.kind in ("header", "separator", "salutation") or nxt.kind == "signature":
             glue_next[i] = True
         elif b.kind == "table" and nxt.kind == "paragraph":
             glue_next[i] = True  # interpretation
@@ -375,7 +373,7 @@ def _split(units: list[_Unit]) -> list[list[_Unit]]:
     return parts[::-1]
 
 
-def _fix_short_parts(parts: list[list[_Unit]], counter: "_SpanCounter") -> list[list[_Unit]]:
+def _fix_short_parts(parts: list[list[_Unit]], counter: _SpanCounter) -> list[list[_Unit]]:
     """The split works on block sums, which leave out the whitespace between blocks; recount
     each part exactly and join a part under :data:`T1_MIN` to its smaller neighbour."""
     def exact(part: list[_Unit]) -> int:

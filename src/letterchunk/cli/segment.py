@@ -21,8 +21,8 @@ from ..io import atomic_write_lines, atomic_write_text
 from ..letters import find_letters
 from ..schema import dump_chunk
 from ..segment import load_letters, segment_letter
-from . import HelpFormatter
 from ..validate import max_chunk_tokens
+from . import HelpFormatter
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
