@@ -43,6 +43,7 @@ default; shorten it for fast tests) answers 429 with ``Retry-After`` when a requ
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import struct
@@ -410,15 +411,11 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
         def _reset(self) -> None:
             # SO_LINGER(on, 0) makes close() send a TCP RST instead of FIN
-            try:
+            with contextlib.suppress(OSError):
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            except OSError:
-                pass
             self.close_connection = True
-            try:
+            with contextlib.suppress(OSError):
                 self.connection.close()
-            except OSError:
-                pass
 
         def do_GET(self) -> None:
             self._record(None)
@@ -469,10 +466,8 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     server._charge(self._slot, 0)
                     self._reset()
                     return
-                try:
+                with contextlib.suppress(OSError):  # the client gave up long ago
                     self._play(reply.then, body)
-                except OSError:  # the client gave up long ago
-                    pass
                 return
             if reply.kind == "reset":
                 server._charge(self._slot, 0)

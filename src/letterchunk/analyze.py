@@ -222,7 +222,7 @@ def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
 def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
     cells = [[str(c) for c in r] for r in [head, *rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
-    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=False)))  # noqa: E731
     return [fmt(cells[0]), *(fmt(r) for r in cells[1:])]
 
 

@@ -218,8 +218,8 @@ def is_table_row(raw: str) -> bool:
         return False
     m = None
     if "." in s or "…" in s:  # a leader needs one
-        for m in _LEADER.finditer(s):
-            pass
+        leaders = list(_LEADER.finditer(s))
+        m = leaders[-1] if leaders else None  # the last leader on the line
     if m is not None:
         after = s[m.end() :].strip()
         before = s[: m.start()].strip()
@@ -398,7 +398,7 @@ def _find_tables(
         for ln in lines
         for t in (ln.text,)
     ]
-    strong = [r or u for r, u in zip(row, rule)]
+    strong = [r or u for r, u in zip(row, rule, strict=True)]
     spans: list[tuple[int, int]] = []
     i = 0
     while i < n:

@@ -153,11 +153,11 @@ def clean_text(raw: str) -> str:
         for i, ln in enumerate(lines)
         for s in (ln.strip(),)
     ]
-    boundary = [p or ln == _FORMFEED_MARK for p, ln in zip(page, lines)]
+    boundary = [p or ln == _FORMFEED_MARK for p, ln in zip(page, lines, strict=True)]
     running = _running_lines(lines, boundary)
     kept: list[str] = []
     after_gap = False  # a page artifact was just removed with blank lines above it
-    for ln, is_page in zip(lines, page):
+    for ln, is_page in zip(lines, page, strict=True):
         if is_page or ln == _FORMFEED_MARK or (running and ln.strip() in running):
             after_gap = after_gap or (bool(kept) and not kept[-1].strip())
             continue
@@ -298,10 +298,7 @@ def extract_date(text: str) -> tuple[str, str | None]:
     partial = None
     for want_head in (False, True):
         for i, m, full in candidates:
-            if want_head:
-                near = i in head
-            else:
-                near = any(abs(i - j) <= 3 for j in sig)
+            near = i in head if want_head else any(abs(i - j) <= 3 for j in sig)
             if not near:
                 continue
             if not full:

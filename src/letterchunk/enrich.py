@@ -687,7 +687,7 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
                 rows=[list(r) for r in old.rows],
                 row_count=old.row_count,
             )
-            for old, t in zip(meta.table_data, tables)
+            for old, t in zip(meta.table_data, tables, strict=False)
         ] + [old for old in meta.table_data[len(tables):]]
     new_meta = meta.model_copy(update=update)
     # re-validate so an answer can never smuggle a wrong type into a canonical chunk

@@ -315,7 +315,7 @@ class Ledger:
                 f"{d['wall_s']:.1f}", "unknown" if d["cost_usd"] is None else f"{d['cost_usd']:.4f}",
             ))
         widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-        fmt = lambda r: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+        fmt = lambda r: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=False)))  # noqa: E731
         lines = [fmt(head), *(fmt(r) for r in rows)]
         if data["price"] is None:
             lines.append(f"cost unknown: model {self.model!r} is not in the price table (add it to prices.json)")

@@ -45,6 +45,7 @@ Env vars (read by :meth:`RateLimiter.from_env`, never at import): ``OPENAI_TPM_L
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -325,10 +326,8 @@ class RateLimiter:
         self._spent_tokens += actual
         self._spent_cost += cost
         self._n_settled += 1
-        try:
+        with contextlib.suppress(ValueError):  # it may have left the in-flight list already
             self._unsettled.remove(charge)
-        except ValueError:
-            pass
 
     def _find_charge_locked(self, est: int) -> _Charge | None:
         pending = self._pending()

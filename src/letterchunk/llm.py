@@ -607,10 +607,7 @@ def _answer_parts(response: Any) -> tuple[str, str | None, str | None]:
     message = choice.message
     refusal = getattr(message, "refusal", None)
     tool_calls = getattr(message, "tool_calls", None) or []
-    if tool_calls:
-        raw = tool_calls[0].function.arguments or ""
-    else:
-        raw = message.content or ""
+    raw = (tool_calls[0].function.arguments or "") if tool_calls else (message.content or "")
     if not raw and refusal:
         raw = refusal
     return raw, choice.finish_reason, refusal

@@ -318,7 +318,7 @@ def unify_titles(original: Sequence[Chunk], enriched: Sequence[Chunk | None]) ->
     the title of the section's first chunk.  Deterministic whatever order the pool finished in.
     """
     chosen: dict[str, str] = {}
-    for before, after in zip(original, enriched):
+    for before, after in zip(original, enriched, strict=True):
         if after is not None and before.metadata.section_title == UNTITLED:
             chosen.setdefault(_section_key(before.chunk_id), after.metadata.section_title)
     # A model title may repeat another section's title (a small model names the opening after
@@ -331,7 +331,7 @@ def unify_titles(original: Sequence[Chunk], enriched: Sequence[Chunk | None]) ->
             chosen[key] = f"{chosen[key]} (section {key[1:]})"
         taken.add(chosen[key].casefold())
     out: list[Chunk | None] = []
-    for before, after in zip(original, enriched):
+    for before, after in zip(original, enriched, strict=True):
         title = chosen.get(_section_key(before.chunk_id))
         if after is None or title is None or before.metadata.section_title != UNTITLED:
             out.append(after)
@@ -436,15 +436,15 @@ def enrich_letter(
         for c in chunks
     ]
     enriched = unify_titles(originals, [
-        c if c.chunk_id in kept else (r.chunk if r else None) for c, r in zip(chunks, results)
+        c if c.chunk_id in kept else (r.chunk if r else None) for c, r in zip(chunks, results, strict=True)
     ])
     outcomes = [
         dataclasses.replace(r, chunk=c) if r is not None else None
-        for r, c in zip(results, enriched)
+        for r, c in zip(results, enriched, strict=True)
     ]
     finished = [o for o in outcomes if o is not None]
-    written = [e if e is not None else c for c, e in zip(chunks, enriched)]
-    pending_ids = [c.chunk_id for c, e in zip(chunks, enriched) if e is None]
+    written = [e if e is not None else c for c, e in zip(chunks, enriched, strict=True)]
+    pending_ids = [c.chunk_id for c, e in zip(chunks, enriched, strict=True) if e is None]
     valid = [e for e in enriched if e is not None]
     evidence = {k: v for k, v in kept.items() if v}
     evidence.update({o.chunk_id: o.evidence for o in finished
@@ -587,14 +587,14 @@ def run_paths(
     letters = [load_letter(p) for p in files]
     segmented = [segment_letter(letter, tier2=options.tier2) for letter in letters]
     if options.context_tokens:  # before the first request: a chunk that cannot fit never goes
-        for path, letter, chunks in zip(files, letters, segmented):
+        for path, letter, chunks in zip(files, letters, segmented, strict=True):
             check_prompt_sizes(path, letter.year, letter.text, chunks, client, options.context_tokens)
     if hooks.letters_segmented:
         hooks.letters_segmented(len(letters), sum(len(c) for c in segmented))
     out = Path(out_dir)
     return [
         _run_one(letter.year, letter.text, chunks, out, client, options, hooks, True)
-        for letter, chunks in zip(letters, segmented)
+        for letter, chunks in zip(letters, segmented, strict=True)
     ]
 
 

@@ -1088,7 +1088,7 @@ def repair_file(
     from .schema import dump_chunk
 
     try:
-        for n, line, chunk, shape_changes in parsed:
+        for _n, line, chunk, shape_changes in parsed:
             if chunk is None:
                 out_lines.append(line)
                 continue

@@ -159,19 +159,18 @@ def _sections(text: str, blocks: list[Block]) -> list[_Section]:
         return s
 
     for b in blocks:
-        if b.kind == "salutation":
-            if part == "Front Matter":
-                part = "Letter Body"
-                if cur is not None and cur.blocks:
-                    # a letterhead (short lines directly above the salutation) opens the body
-                    head: list[Block] = []
-                    while cur.blocks and _letterhead(cur.blocks[-1], text):
-                        head.insert(0, cur.blocks.pop())
-                    if not cur.blocks:
-                        sections.remove(cur)
-                    cur = open_(UNTITLED, False, None)
-                    cur.blocks.extend(head)
-                    last_header = None
+        if b.kind == "salutation" and part == "Front Matter":
+            part = "Letter Body"
+            if cur is not None and cur.blocks:
+                # a letterhead (short lines directly above the salutation) opens the body
+                head: list[Block] = []
+                while cur.blocks and _letterhead(cur.blocks[-1], text):
+                    head.insert(0, cur.blocks.pop())
+                if not cur.blocks:
+                    sections.remove(cur)
+                cur = open_(UNTITLED, False, None)
+                cur.blocks.extend(head)
+                last_header = None
         if signed and b.kind not in ("signature",) and part != "Appendix":
             part = "Appendix"
             cur = None

@@ -286,7 +286,7 @@ def _parse(
         ends.pop(0)
         if _YEARLIKE.match(head[0]) and len(head) > 1 and not head[1]:
             head = ["", head[0], *head[2:]]  # the first year sat left of its column
-        names = [f"{nm} {h}".strip() for nm, h in zip(names, head[1:])]
+        names = [f"{nm} {h}".strip() for nm, h in zip(names, head[1:], strict=False)]
         label_name = label_name or head[0]
     columns = [label_name or "Item"] + [nm or f"Column {k + 1}" for k, nm in enumerate(names)]
     return columns, rows, ends
@@ -335,7 +335,7 @@ def _half_rows(half: list[str], is_row: list[bool]) -> list[bool]:
     (a totals line "$48,799 ... $48,799" is a row only as a whole)."""
     return [
         is_table_row(h) or (full and any(numeric_cell(t) for _, _, t in _split_row(h)[1]))
-        for h, full in zip(half, is_row)
+        for h, full in zip(half, is_row, strict=False)
     ]
 
 
@@ -351,9 +351,9 @@ def _side_by_side_parse(
     if not lrows or not rrows:
         return None
     by_line: dict[int, list[str]] = {}
-    for end, row in zip(lends, lrows):
+    for end, row in zip(lends, lrows, strict=False):
         by_line[end] = row + [""] * len(rcols)
-    for end, row in zip(rends, rrows):
+    for end, row in zip(rends, rrows, strict=False):
         by_line.setdefault(end, [""] * len(lcols))[len(lcols) :] = row
     columns = [
         f"Column {k}" if re.fullmatch(r"Column \d+", name) else name

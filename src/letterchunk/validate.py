@@ -73,6 +73,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
@@ -933,7 +934,7 @@ def _check_injection(chunk: Chunk) -> list[Violation]:
         if key:
             groups[key].add(group)
     repeated = {key for key, gs in groups.items() if len(gs) >= 3}
-    for group, fld, value in values:
+    for _group, fld, value in values:
         if re.sub(r"[\W_]+", " ", _fold(value)).strip() in repeated:
             out.append(_v("injection.repeated_value", f"{value!r} also fills other, unrelated fields; "
                           "give each field its own value from the chunk", chunk_id=cid, field=fld))
@@ -1014,7 +1015,7 @@ def _validate_letter(
     def add(i: int, code: str, message: str, fld: str | None = None) -> None:
         place(i, [_v(code, message, chunk_id=chunks[i].chunk_id, field=fld)])
 
-    for i, (chunk, ntokens) in enumerate(zip(chunks, _token_counts(chunks, ctx.cleaned))):
+    for i, (chunk, ntokens) in enumerate(zip(chunks, _token_counts(chunks, ctx.cleaned), strict=True)):
         place(i, _check_chunk(chunk, stage, ctx, ntokens))
     if not chunks:
         return out
@@ -1123,7 +1124,7 @@ def _validate_letter(
             f"{prev_end} is in no Tier-1 chunk: {_short(cleaned[prev_end:].strip(), 50)}",
             "metadata.source_span")
     # numbered lists must stay together (§6): the next Tier-1 chunk must not continue a list
-    for a, b in zip(t1, t1[1:]):
+    for a, b in pairwise(t1):
         m = _ENUM.match(chunks[b].content)
         if m and _enum_value(m[1]) >= 2:
             previous = {_enum_value(x) for x in _ENUM.findall(chunks[a].content)}
@@ -1139,7 +1140,7 @@ def _validate_letter(
             siblings[(md.parent_chunk_id, md.chunk_tier)].append(i)
     for group in siblings.values():
         group.sort(key=span)
-        for a, b in zip(group, group[1:]):
+        for a, b in pairwise(group):
             if span(b)[0] < span(a)[1]:
                 add(b, "corpus.overlap", f"overlaps sibling {chunks[a].chunk_id}", "metadata.source_span")
 
@@ -1199,7 +1200,7 @@ def _token_counts(chunks: Sequence[Chunk], cleaned: str | None) -> list[int]:
         counter = span_counter(cleaned)
     return [
         counter.count(*sp) if sp and counter is not None else count_tokens(chunk.content)
-        for chunk, sp in zip(chunks, spans)
+        for chunk, sp in zip(chunks, spans, strict=True)
     ]
 
 
