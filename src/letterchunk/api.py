@@ -49,7 +49,8 @@ def run(
     invalid; :class:`~letterchunk.errors.ConfigError` for a backend that cannot be used).
     """
     letters = find_letters(paths)
-    options = RunOptions(tier2=tier2, workers=workers, max_attempts=max_attempts,
-                         on_failure=on_failure)
+    options = RunOptions(
+        tier2=tier2, workers=workers, max_attempts=max_attempts, on_failure=on_failure
+    )
     with open_client(model=model, mode=mode, cache=cache, cache_dir=cache_dir) as client:
         return run_paths(letters, out_dir, client, options, hooks)

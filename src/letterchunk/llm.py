@@ -123,7 +123,9 @@ def _env_number(name: str, kind: type, env: dict[str, str]) -> Any:
     try:
         return kind(raw)
     except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a valid {kind.__name__}; fix or unset it") from None
+        raise ConfigError(
+            f"{name}={raw!r} is not a valid {kind.__name__}; fix or unset it"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -197,7 +199,9 @@ class LLMSettings:
         base_url = (base_url or HOSTED_OPENAI_URL).rstrip("/")
         hosted = base_url == HOSTED_OPENAI_URL
         if hosted and not api_key:
-            raise ConfigError("OPENAI_BASE_URL points at api.openai.com but OPENAI_API_KEY is not set")
+            raise ConfigError(
+                "OPENAI_BASE_URL points at api.openai.com but OPENAI_API_KEY is not set"
+            )
 
         model = overrides.pop("model", None) or env.get("LETTERCHUNK_MODEL") or None
         if model is None:
@@ -330,7 +334,9 @@ def _classify(exc: BaseException, settings: LLMSettings) -> _Transient | Backend
     if isinstance(exc, openai.APIStatusError):
         code = exc.status_code
         if code >= 500 or code in (408, 409):
-            return _Transient(f"HTTP {code} from the server", _retry_after_seconds(exc.response), exc)
+            return _Transient(
+                f"HTTP {code} from the server", _retry_after_seconds(exc.response), exc
+            )
         hint = {
             401: "check OPENAI_API_KEY",
             403: "check the key's permissions for this model",
@@ -517,7 +523,9 @@ class LLMClient:
             if hit is not None:
                 call.cached = _rebuild_completion(hit, s.mode)
 
-        create = instructor.patch(create=lambda **kw: self._send(call, **kw), mode=instructor.Mode[s.mode])
+        create = instructor.patch(
+            create=lambda **kw: self._send(call, **kw), mode=instructor.Mode[s.mode]
+        )
         value: BaseModel | None = None
         error: str | None = None
         try:
@@ -537,7 +545,9 @@ class LLMClient:
             if isinstance(cause, LetterchunkError):
                 raise cause from cause.__cause__
             if call.response is None:
-                raise BackendError(f"{chunk_id}: the LLM call failed before any answer: {_short(exc)}") from exc
+                raise BackendError(
+                    f"{chunk_id}: the LLM call failed before any answer: {_short(exc)}"
+                ) from exc
             error = _describe_parse_error(exc)
 
         if value is not None and type(value) is not response_model:
@@ -631,7 +641,8 @@ def _describe_parse_error(exc: BaseException) -> str:
         if any(e.get("type") == "json_invalid" for e in errors):
             return f"malformed JSON: {_short(errors[0].get('msg', ''), 200)}"
         parts = [
-            f"{'.'.join(str(p) for p in e.get('loc', ())) or '<root>'}: {e.get('msg')}" for e in errors[:10]
+            f"{'.'.join(str(p) for p in e.get('loc', ())) or '<root>'}: {e.get('msg')}"
+            for e in errors[:10]
         ]
         more = f" (+{len(errors) - 10} more)" if len(errors) > 10 else ""
         return "schema-invalid: " + "; ".join(parts) + more
@@ -648,7 +659,11 @@ def _rebuild_completion(hit: CachedAnswer, mode: str) -> Any:
     if hit.refusal is None or hit.raw_text != hit.refusal:
         if mode == "TOOLS":
             message["tool_calls"] = [
-                {"id": "call_cached", "type": "function", "function": {"name": "cached", "arguments": hit.raw_text}}
+                {
+                    "id": "call_cached",
+                    "type": "function",
+                    "function": {"name": "cached", "arguments": hit.raw_text},
+                }
             ]
         else:
             message["content"] = hit.raw_text
@@ -658,7 +673,9 @@ def _rebuild_completion(hit: CachedAnswer, mode: str) -> Any:
             "object": "chat.completion",
             "created": 0,
             "model": hit.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": hit.finish_reason or "stop"}],
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": hit.finish_reason or "stop"}
+            ],
             "usage": {
                 "prompt_tokens": hit.prompt_tokens,
                 "completion_tokens": hit.completion_tokens,

@@ -68,7 +68,13 @@ from .tables import parse_table
 from .tokens import SpanCounter, span_counter
 
 __all__ = [
-    "UNTITLED", "T1_MIN", "T1_MAX", "T2_MIN", "segment_letter", "section_titles", "load_letters"
+    "UNTITLED",
+    "T1_MIN",
+    "T1_MAX",
+    "T2_MIN",
+    "segment_letter",
+    "section_titles",
+    "load_letters",
 ]
 
 UNTITLED = "Untitled section"
@@ -375,6 +381,7 @@ def _split(units: list[_Unit]) -> list[list[_Unit]]:
 def _fix_short_parts(parts: list[list[_Unit]], counter: _SpanCounter) -> list[list[_Unit]]:
     """The split works on block sums, which leave out the whitespace between blocks; recount
     each part exactly and join a part under :data:`T1_MIN` to its smaller neighbour."""
+
     def exact(part: list[_Unit]) -> int:
         return counter.count(part[0].blocks[0].start, part[-1].blocks[-1].end)
 
@@ -454,7 +461,9 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
                 )
             short_note = None
             if len(sections) == 1 and len(parts) == 1 and counter.count(start, end) < T1_MIN:
-                short_note = "The whole letter is shorter than the Tier-1 minimum; kept as one chunk."
+                short_note = (
+                    "The whole letter is shorter than the Tier-1 minimum; kept as one chunk."
+                )
                 notes.append(short_note)
             children: list[Chunk] = []
             tables: list[TableData] = []

@@ -250,9 +250,15 @@ def _parse(
             if ncols == 0:
                 break
             label_lo = min((lab[0] for lab in label_cells), default=10**6)
-            if label_cells and s < label_hi and e > label_lo and not any(
-                min(e, edges[k] + 1) - max(s, lefts[k] - 2) > min(label_hi, e) - max(label_lo, s)
-                for k in range(ncols)
+            if (
+                label_cells
+                and s < label_hi
+                and e > label_lo
+                and not any(
+                    min(e, edges[k] + 1) - max(s, lefts[k] - 2)
+                    > min(label_hi, e) - max(label_lo, s)
+                    for k in range(ncols)
+                )
             ):
                 label_name = f"{label_name} {t}".strip()
                 continue
@@ -366,9 +372,7 @@ def _text_table(lines: list[str], caption: str) -> tuple[list[str], list[list[st
     """A table of words laid out in columns under a rule line (no numeric rows)."""
     rules = [i for i, ln in enumerate(lines) if _is_rule(ln)]
     body_from = rules[0] + 1 if rules else 0
-    head = [
-        ln for ln in lines[: rules[0]] if ln.strip() and ln.strip() != caption
-    ] if rules else []
+    head = [ln for ln in lines[: rules[0]] if ln.strip() and ln.strip() != caption] if rules else []
     columns = [c for c in _GAP2.split(head[-1].strip()) if c] if head else []
     rows = [
         [c for c in _GAP2.split(ln.strip()) if c]

@@ -20,9 +20,7 @@ import tiktoken
 from .errors import ConfigError
 from .install import pip_install
 
-__all__ = [
-    "encoding", "count_tokens", "SpanCounter", "span_counter", "clear_memos", "O200K_SHA256"
-]
+__all__ = ["encoding", "count_tokens", "SpanCounter", "span_counter", "clear_memos", "O200K_SHA256"]
 
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 # Same special tokens and split pattern as tiktoken_ext.openai_public.o200k_base.

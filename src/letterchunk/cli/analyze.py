@@ -31,7 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("dir", metavar="DIR", help="output folder of `letterchunk run` or `segment`")
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="entries per top list (default 10)")
+    p.add_argument(
+        "--top", type=int, default=10, metavar="N", help="entries per top list (default 10)"
+    )
     p.set_defaults(func=run)
 
 
@@ -46,6 +48,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(result))
     if result["skipped"] and not args.quiet:
-        print(f"letterchunk: {len(result['skipped'])} line(s) skipped; run `letterchunk validate "
-              f"{args.dir}` to see why", file=sys.stderr)
+        print(
+            f"letterchunk: {len(result['skipped'])} line(s) skipped; run `letterchunk validate "
+            f"{args.dir}` to see why",
+            file=sys.stderr,
+        )
     return 0
