@@ -142,7 +142,8 @@ def main() -> int:
         f"ours    ({what}): cpu {min(a['cpu']):.3f} s, wall {min(a['wall']):.3f} s, {a['n']} chunks"
     )
     print(
-        f"chonkie (RecursiveChunker 800): cpu {min(b['cpu']):.3f} s, wall {min(b['wall']):.3f} s, {b['n']} chunks"
+        f"chonkie (RecursiveChunker 800): cpu {min(b['cpu']):.3f} s, "
+        f"wall {min(b['wall']):.3f} s, {b['n']} chunks"
     )
     texts = [load_letter(p).text for p in paths]
     floor = []

@@ -163,7 +163,8 @@ def main() -> int:
     if failed is None or proc.returncode not in (0, 1):
         failed = "unknown"
     print(
-        f"server: {args.limit} tokens per {args.window_s:g} s window (= {int(args.limit * 60 / args.window_s):,} "
+        f"server: {args.limit} tokens per {args.window_s:g} s window "
+        f"(= {int(args.limit * 60 / args.window_s):,} "
         f"TPM at {60 / args.window_s:g}x speed), latency {args.latency_s} s; client: --concurrency "
         f"{args.concurrency}" + ("" if args.no_limiter else f" --tpm {args.limit}")
     )
@@ -200,7 +201,8 @@ def main() -> int:
             )
         )
     print(
-        f"tpm_utilisation={util['mean']:.3f} failed_chunks={failed} http_429={server.rate_limited_count}"
+        f"tpm_utilisation={util['mean']:.3f} failed_chunks={failed} "
+        f"http_429={server.rate_limited_count}"
     )
     return 0 if proc.returncode == 0 else 1
 

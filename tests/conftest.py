@@ -286,7 +286,9 @@ def _enrich(letter: Letter) -> Letter:
     )
     t3 = fill(
         t3,
-        contextual_summary="Table of insurance results by operation for 1987 and 1986, with comment.",
+        contextual_summary=(
+            "Table of insurance results by operation for 1987 and 1986, with comment."
+        ),
         themes=["insurance"],
         entities={"companies": ["GEICO"], "people": [], "metrics": []},
         table_data=t3_data,

@@ -8,7 +8,8 @@ what was sent and on token counts without trusting the client under test.
 
 ::
 
-    from fake_openai import FakeOpenAI, answer, rate_limited, hang, reset   # tests/ is on sys.path under pytest
+    # tests/ is on sys.path under pytest
+    from fake_openai import FakeOpenAI, answer, rate_limited, hang, reset
 
     with FakeOpenAI(default=lambda req: '{"ok": true}') as server:
         server.enqueue(rate_limited(retry_after=0.05), answer('{"ok": true}'))

@@ -251,7 +251,8 @@ FAKE_SERVER = textwrap.dedent(
         def log_message(self, *a): pass
         def do_GET(self):
             loading = mode == "never" or time.monotonic() - started < 0.3
-            body = json.dumps({"error": {"message": "Loading model"}} if loading else {"status": "ok"}).encode()
+            reply = {"error": {"message": "Loading model"}} if loading else {"status": "ok"}
+            body = json.dumps(reply).encode()
             self.send_response(503 if loading else 200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -325,7 +326,8 @@ def test_server_dies_with_its_parent(stand_in, tmp_path):
         import os, sys, time
         from pathlib import Path
         from letterchunk.backend import EmbeddedServer
-        s = EmbeddedServer(model_path=Path({str(server.model_path)!r}), binary=Path({str(server.binary)!r}),
+        s = EmbeddedServer(model_path=Path({str(server.model_path)!r}),
+                           binary=Path({str(server.binary)!r}),
                            log_path=Path({str(tmp_path / "child.log")!r})).start()
         print(s.pid, flush=True)
         time.sleep(60)

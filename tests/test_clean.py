@@ -7,7 +7,10 @@ import pytest
 from letterchunk.clean import UNKNOWN_DATE, clean_text, extract_date, extract_year, load_letter
 from letterchunk.errors import InputError
 
-PROSE = "     The textile business again had a very poor year. We\nhave mistakenly predicted better results.\n"
+PROSE = (
+    "     The textile business again had a very poor year. We\n"
+    "have mistakenly predicted better results.\n"
+)
 
 
 @pytest.mark.parametrize(

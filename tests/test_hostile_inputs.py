@@ -54,7 +54,10 @@ def backend(monkeypatch):
 
 def _injected_letter(folder: Path) -> Path:
     text = (LETTERS / "1977.txt").read_text(encoding="utf-8")
-    marker = "over the longer term the record regarding aggregate\ncapital gains or losses obviously is of significance."
+    marker = (
+        "over the longer term the record regarding aggregate\n"
+        "capital gains or losses obviously is of significance."
+    )
     assert marker in text
     path = folder / "1977.txt"
     path.write_text(text.replace(marker, f"{marker} {INJECTION}"), encoding="utf-8")

@@ -1,4 +1,5 @@
-"""LLMClient against the scripted local server: transport retries vs. answers for the repair loop."""
+"""LLMClient against the scripted local server: transport retries vs. answers for the repair
+loop."""
 
 from __future__ import annotations
 
@@ -342,7 +343,8 @@ def test_settings_env_numbers_and_key_never_shown():
 
 
 def test_importing_llm_and_cache_reads_no_env():
-    """Env is read lazily: importing llm, cache or backend never reads an OPENAI_* / LETTERCHUNK_* variable."""
+    """Env is read lazily: importing llm, cache or backend never reads an OPENAI_* /
+    LETTERCHUNK_* variable."""
     import subprocess
     import sys
 

@@ -41,7 +41,8 @@ LETTER = ROOT / "corpus" / "letters" / "1977.txt"
 
 @pytest.fixture
 def backend(monkeypatch):
-    """``backend(steps)`` -> a started FakeOpenAI scripted by ``Script(steps)``, env pointed at it."""
+    """``backend(steps)`` -> a started FakeOpenAI scripted by ``Script(steps)``, env pointed at
+    it."""
     servers: list[FakeOpenAI] = []
 
     def start(steps: dict | None = None) -> FakeOpenAI:

@@ -717,7 +717,7 @@ def test_mechanical_fixes_settle_in_one_pass(
         assert getattr(md, key) == getattr(gm, key)
 
 
-# ----------------------------------------------------------------- rejected values leave the grammar
+# ------------------------------------------------------------- rejected values leave the grammar
 
 
 def _insisting(favourite: dict):

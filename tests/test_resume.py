@@ -8,9 +8,10 @@ function of the request), so an uninterrupted run and a killed-and-resumed run m
 
 Chain 1 (concurrency 1, strict): the server SIGKILLs the CLI when the (k+1)-th request of the
 whole corpus arrives, for k in kill_points() (five points spread over the run, a letter boundary
-included, computed from the segmenter), and the same command is rerun after each kill.  With one request in flight, the
-first k answers were received before request k+1 was sent, so they must come from the cache on
-every later run: the server must never see those request bodies again.
+included, computed from the segmenter), and the same command is rerun after each kill.  With
+one request in flight, the first k answers were received before request k+1 was sent, so they
+must come from the cache on every later run: the server must never see those request bodies
+again.
 
 Chain 2 (concurrency 3, any moment): the CLI is killed 0-50 ms after an answer near a letter's
 end is sent — while it validates, caches and writes — and rerun.

@@ -325,7 +325,8 @@ def render_text(a: dict[str, Any]) -> str:
         confessions = {y: n for y, n in a["mistake_confessions"].items() if n}
         lines += [
             "",
-            f"mistake confessions per year (total {sum(confessions.values())}; years not listed: 0)",
+            f"mistake confessions per year (total {sum(confessions.values())}; "
+            "years not listed: 0)",
         ]
         if confessions:
             lines += _table(["year", "chunks"], [[y, n] for y, n in confessions.items()])

@@ -41,7 +41,8 @@ def run(
     on_failure: OnFailure = "halt",
     hooks: Hooks | None = None,
 ) -> list[LetterOutcome]:
-    """Segment, enrich, validate and write every letter in ``paths`` (files or folders) to ``out_dir``.
+    """Segment, enrich, validate and write every letter in ``paths`` (files or folders) to
+    ``out_dir``.
 
     Returns one :class:`LetterOutcome` per letter.  Raises the library's own errors
     (:class:`~letterchunk.errors.InputError` for a bad path, before any backend is started;

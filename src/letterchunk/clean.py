@@ -32,9 +32,10 @@ else is refused with an :class:`~letterchunk.errors.InputError` that says how to
 
 Year and date: :func:`extract_year` takes ``letter_year`` from a ``YYYY`` in the file name,
 else from the content (see there); a name whose year no letter can have (``1850.txt``,
-``2999.txt``) is refused rather than replaced by a year of the text; :func:`extract_date` takes ``letter_date`` from the signature
-block (see there).  When no full date exists the date is ``"0000-00-00"`` and ``date_note``
-says why; the segmenter copies that note into ``boundary_note`` (seed §0.3).
+``2999.txt``) is refused rather than replaced by a year of the text; :func:`extract_date`
+takes ``letter_date`` from the signature block (see there).  When no full date exists the
+date is ``"0000-00-00"`` and ``date_note`` says why; the segmenter copies that note into
+``boundary_note`` (seed §0.3).
 """
 
 from __future__ import annotations
@@ -277,9 +278,10 @@ def extract_date(text: str) -> tuple[str, str | None]:
 
     A date line is a line holding a date alone or beside a name/title across 3+ spaces
     ("February 25, 2017      Warren E. Buffett"); formats: "March 4, 1986", "March 14,1978",
-    "Feb. 27, 2016", "February 25th, 2017".  The first date line within three lines of a signature line (a title such
-    as "Chairman", "/s/", "Sincerely", or an indented personal name) wins; failing that, a date
-    line among the first five non-blank lines (letters dated at the top).  Only a month and a
+    "Feb. 27, 2016", "February 25th, 2017".  The first date line within three lines of a
+    signature line (a title such as "Chairman", "/s/", "Sincerely", or an indented personal
+    name) wins; failing that, a date line among the first five non-blank lines (letters dated
+    at the top).  Only a month and a
     year ("February 2008") is not a date: the result is ``"0000-00-00"`` with a note naming what
     was found.  No date at all: ``"0000-00-00"`` and a note.
     """

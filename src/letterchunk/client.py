@@ -1,4 +1,5 @@
-"""One place that turns options and the environment into a ready :class:`~letterchunk.llm.LLMClient`.
+"""One place that turns options and the environment into a ready
+:class:`~letterchunk.llm.LLMClient`.
 
 Backend choice:
 

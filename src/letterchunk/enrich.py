@@ -170,7 +170,8 @@ class EnrichedTable(_Answer):
 
 
 class Enrichment(_Answer):
-    """Answer for a Tier-1 or Tier-2 (narrative) chunk; fields in the order the model writes them."""
+    """Answer for a Tier-1 or Tier-2 (narrative) chunk; fields in the order the model writes
+    them."""
 
     contextual_summary: str = Field(max_length=MAX_CONTEXT_CHARS)
     themes: list[str] = Field(min_length=1, max_length=MAX_THEMES)

@@ -78,12 +78,14 @@ def load_prices(path: str | Path | None = None) -> dict[str, ModelPrice]:
         ) from None
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(
-            f"{source}: cannot read the price file ({exc}); fix the JSON or point --prices elsewhere"
+            f"{source}: cannot read the price file ({exc}); "
+            "fix the JSON or point --prices elsewhere"
         ) from exc
     models = data.get("models") if isinstance(data, dict) else None
     if not isinstance(models, dict):
         raise ConfigError(
-            f'{source}: expected {{"models": {{"<model id>": {{"input_per_mtok": .., "output_per_mtok": ..}}}}}}'
+            f'{source}: expected {{"models": {{"<model id>": '
+            '{"input_per_mtok": .., "output_per_mtok": ..}}}'
         )
     table: dict[str, ModelPrice] = {}
     for model, entry in models.items():
@@ -97,7 +99,8 @@ def load_prices(path: str | Path | None = None) -> dict[str, ModelPrice]:
                 raise TypeError
         except (KeyError, TypeError):
             raise ConfigError(
-                f"{source}: model {model!r} needs non-negative numbers input_per_mtok and output_per_mtok"
+                f"{source}: model {model!r} needs non-negative numbers "
+                "input_per_mtok and output_per_mtok"
             ) from None
         table[model.lower()] = ModelPrice(model, float(inp), float(out))
     return table
@@ -228,7 +231,8 @@ class Ledger:
             t.completion_tokens += completion_tokens
 
     def record_usage(self, letter: str | int, usage: Any, *, source: str) -> None:
-        """Convenience for an ``llm.Usage``-like object (prompt_tokens, completion_tokens, requests)."""
+        """Convenience for an ``llm.Usage``-like object (prompt_tokens, completion_tokens,
+        requests)."""
         self.record_completion(
             letter,
             source=source,
@@ -393,7 +397,8 @@ class Ledger:
         lines = [fmt(head), *(fmt(r) for r in rows)]
         if data["price"] is None:
             lines.append(
-                f"cost unknown: model {self.model!r} is not in the price table (add it to prices.json)"
+                f"cost unknown: model {self.model!r} is not in the price table "
+                "(add it to prices.json)"
             )
         if data["status"] != "complete":
             lines.append(f"run {data['status']}: {data['stop_reason'] or ''}".rstrip(": "))

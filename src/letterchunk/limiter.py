@@ -21,10 +21,10 @@ How it counts — mirroring how the hosted API (and ``tests/fake_openai.py``) co
   learns how the server counts the *prompt* part: the server charges an admitted request
   prompt + max_tokens, and the reported usage (prompt + completion) is an upper bound of that
   prompt.  The rate charge of a new request is then ``prompt_estimate x r + max_tokens``, with
-  r the largest ratio usage / prompt_estimate of the last 50 requests (+10%), once 5 are known.  Our estimate counts the response
-  schema, which some servers do not count: without this correction every request in flight
-  would hold twice its real charge and the limit could not be used fully.  Budget caps always
-  use the uncorrected worst case.
+  r the largest ratio usage / prompt_estimate of the last 50 requests (+10%), once 5 are
+  known.  Our estimate counts the response schema, which some servers do not count: without
+  this correction every request in flight would hold twice its real charge and the limit could
+  not be used fully.  Budget caps always use the uncorrected worst case.
 * A charge leaves the window ``window_s + skew_s`` after the request was *settled*, not after it
   was sent.  The server counts a request from the moment it admitted it, which lies somewhere
   between our ``acquire`` and our ``settle`` (a worker can stall for a second between the two
@@ -386,8 +386,9 @@ class RateLimiter:
                     "cost",
                     round(used_cost, 6),
                     self.max_cost,
-                    f"the next request (up to ${cost:.4f}) would pass --max-cost ${self.max_cost:g} "
-                    f"(${used_cost:.4f} spent or in flight); finished letters are written and valid, "
+                    f"the next request (up to ${cost:.4f}) would pass "
+                    f"--max-cost ${self.max_cost:g} (${used_cost:.4f} spent or in flight); "
+                    "finished letters are written and valid, "
                     "rerun the same command with a higher cap to resume",
                 )
                 raise self._tripped

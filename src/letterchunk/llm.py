@@ -18,8 +18,9 @@ raise BackendError at once.  ``KeyboardInterrupt`` is never caught.
 An optional ``limiter`` (rate limits, budget caps) is called around every HTTP request:
 ``limiter.acquire(estimated_tokens)`` before (it may raise ``BudgetExceeded``) and
 ``limiter.settle(estimated_tokens, actual_total_tokens, prompt_tokens=, completion_tokens=)``
-after (actual 0 and no split when the request failed without an answer).  The estimate is the o200k token count of what is sent (messages,
-plus the schema instructor adds) + ``max_tokens``.
+after (actual 0 and no split when the request failed without an answer).  The estimate is
+the o200k token count of what is sent (messages, plus the schema instructor adds) +
+``max_tokens``.
 
 Settings are read from the environment only when :meth:`LLMSettings.from_env` is called.
 """
@@ -340,7 +341,8 @@ def _classify(exc: BaseException, settings: LLMSettings) -> _Transient | Backend
         hint = {
             401: "check OPENAI_API_KEY",
             403: "check the key's permissions for this model",
-            404: f"check OPENAI_BASE_URL ({where}) and the model id {settings.model!r} (LETTERCHUNK_MODEL)",
+            404: f"check OPENAI_BASE_URL ({where}) and the model id {settings.model!r} "
+            "(LETTERCHUNK_MODEL)",
         }.get(
             code,
             f"the server rejected the request; if it does not support instructor mode "

@@ -681,7 +681,8 @@ def check_prompt_sizes(
                 path,
                 (
                     f"chunk {chunk.chunk_id} ({chunk.metadata.token_count:,} tokens) needs a "
-                    f"{need:,}-token request, more than the model's {context_tokens:,}-token context, "
+                    f"{need:,}-token request, more than the model's "
+                    f"{context_tokens:,}-token context, "
                     "so the letter cannot be enriched as is and nothing was sent; split the letter "
                     "into paragraphs and sections (blank lines, headers), or pass --context-tokens "
                     "if the model has a larger context"

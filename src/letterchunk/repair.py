@@ -106,7 +106,8 @@ class Change:
 
 @dataclass
 class RepairResult:
-    """What became of one chunk.  ``chunk`` is None exactly when ``outcome`` is not valid/repaired."""
+    """What became of one chunk.  ``chunk`` is None exactly when ``outcome`` is not
+    valid/repaired."""
 
     chunk_id: str
     outcome: Outcome
@@ -431,7 +432,8 @@ def _enrichment_model() -> type[BaseModel]:
 
 
 def _field_map() -> dict[str, list[str]]:
-    """metadata / sidecar path -> response fields that fill it (``enrich.FIELDS``, ``EVIDENCE_FIELDS``)."""
+    """metadata / sidecar path -> response fields that fill it (``enrich.FIELDS``,
+    ``EVIDENCE_FIELDS``)."""
     from . import enrich
 
     out: dict[str, list[str]] = {}

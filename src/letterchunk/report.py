@@ -128,7 +128,8 @@ class RepairReport:
         self.add(chunk_records(outcome, source=self.source))
 
     def chunk_hook(self, then: Callable[[Any], None] | None = None) -> Callable[[Any], None]:
-        """A ``Hooks.chunk_done`` that appends each finished chunk's records, then calls ``then``."""
+        """A ``Hooks.chunk_done`` that appends each finished chunk's records, then calls
+        ``then``."""
 
         def done(outcome: Any) -> None:
             self.add_outcome(outcome)

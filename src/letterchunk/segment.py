@@ -48,8 +48,9 @@ Pipeline (deterministic; no LLM):
 
 Tier-1 chunks tile the letter: each spans its first block's first character to its last
 block's last character, so only whitespace lies between neighbours.  Token counts: one
-tokenizer pass per letter gives exact counts of any span (:class:`letterchunk.tokens.SpanCounter`) for the
-decisions and for each chunk's ``token_count`` (equal to ``count_tokens(content)``).
+tokenizer pass per letter gives exact counts of any span
+(:class:`letterchunk.tokens.SpanCounter`) for the decisions and for each chunk's
+``token_count`` (equal to ``count_tokens(content)``).
 """
 
 from __future__ import annotations

@@ -50,7 +50,8 @@ def _load() -> tuple[tiktoken.Encoding, list[int]]:
     if digest != O200K_SHA256:
         raise ConfigError(
             f"letterchunk/data/o200k_base.tiktoken has sha256 {digest}, expected {O200K_SHA256}; "
-            f"reinstall letterchunk ({pip_install(reinstall=True)}) to restore the shipped tokenizer file"
+            f"reinstall letterchunk ({pip_install(reinstall=True)}) "
+            "to restore the shipped tokenizer file"
         )
     ranks = {
         base64.b64decode(token): int(rank)

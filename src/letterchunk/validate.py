@@ -284,7 +284,8 @@ class Violation:
 
     @property
     def kind(self) -> RuleKind:
-        """The rule's kind; codes outside :data:`RULES` (e.g. repair's ``response.*``) are semantic."""
+        """The rule's kind; codes outside :data:`RULES` (e.g. repair's ``response.*``) are
+        semantic."""
         entry = RULES.get(self.code)
         return entry[2] if entry else "semantic"
 
@@ -1579,7 +1580,8 @@ _FIELD_NAMES: dict[type[BaseModel], tuple[str, ...]] = {
 def _key_violations(
     obj: dict, model: type[BaseModel], path: str = ""
 ) -> list[tuple[str, str, str]]:
-    """(code, field, message) for keys missing (even ones pydantic would default) or out of order."""
+    """(code, field, message) for keys missing (even ones pydantic would default) or out of
+    order."""
     out: list[tuple[str, str, str]] = []
     expected = _FIELD_NAMES[model]
     keys = tuple(obj)
@@ -1596,7 +1598,8 @@ def _key_violations(
                 (
                     "schema.missing_key",
                     path + name,
-                    f"{path + name} is missing; every key of the canonical schema must be present ({default})",
+                    f"{path + name} is missing; every key of the canonical schema must be "
+                    f"present ({default})",
                 )
             )
         present = tuple(k for k in keys if k in expected)
@@ -1634,7 +1637,10 @@ def _pydantic_violations(exc: ValidationError) -> list[tuple[str, str, str]]:
             msg = f"{loc} is missing; every key of the canonical schema must be present"
         elif kind == "extra_forbidden":
             code = "schema.extra_key"
-            msg = f"{loc} is not a key of the canonical schema; remove it (the keys must match exactly)"
+            msg = (
+                f"{loc} is not a key of the canonical schema; "
+                "remove it (the keys must match exactly)"
+            )
         elif kind == "literal_error":
             code = "schema.enum"
             msg = f"{loc}: {err['msg']} (got {_short(err.get('input'))})"
@@ -1648,7 +1654,10 @@ def _pydantic_violations(exc: ValidationError) -> list[tuple[str, str, str]]:
             )
         else:
             code = "schema.type"
-            msg = f"{loc}: {err['msg']} (got {_short(err.get('input'))}); see schemas/chunk.schema.json"
+            msg = (
+                f"{loc}: {err['msg']} (got {_short(err.get('input'))}); "
+                "see schemas/chunk.schema.json"
+            )
         out.append((code, loc, msg))
     return out
 
@@ -1854,7 +1863,8 @@ def _validate_file(path: Path, stage: str, report: ValidationReport) -> None:
                     _v(
                         "source.cleaned_missing",
                         f"{cleaned_path} (metadata.source_file) not found; "
-                        "keep the cleaned text beside the JSONL as `letterchunk segment` writes it, "
+                        "keep the cleaned text beside the JSONL "
+                        "as `letterchunk segment` writes it, "
                         "or spans cannot be checked",
                         file=fname,
                         line=glines[0],

@@ -19,7 +19,9 @@ Examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "analyze",
-        help="statistics of an output folder: chunks per letter/tier/type, tokens, top entities, ...",
+        help=(
+            "statistics of an output folder: chunks per letter/tier/type, tokens, top entities, ..."
+        ),
         description=(
             "Read DIR/YYYY.jsonl (segmented or enriched), DIR/YYYY.report.jsonl and DIR/run.json "
             "and print: chunks per letter, tier and content type; the token_count distribution "
