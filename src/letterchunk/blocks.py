@@ -587,9 +587,9 @@ def detect_blocks(text: str) -> list[Block]:
                 and len(lines[j + 1].text) <= 80
             ):
                 j += 1
-            b = _mk(lines, "header", i, j)
-            b.title = " ".join(lines[x].text for x in range(i, j + 1)).rstrip(":")
-            blocks.append(b)
+            header = _mk(lines, "header", i, j)
+            header.title = " ".join(lines[x].text for x in range(i, j + 1)).rstrip(":")
+            blocks.append(header)
             i = j + 1
             continue
         if _is_bullet(ln):
@@ -604,11 +604,11 @@ def detect_blocks(text: str) -> list[Block]:
             back = j  # where the paragraph ends if the next line does not continue it
             nxt = lines[j + 1]
             if nxt.blank:
-                k = _page_break_continuation(lines, kind, j)
-                if k is None:
+                resume = _page_break_continuation(lines, kind, j)
+                if resume is None:
                     break
-                j = k - 1  # the sentence goes on after a page break: same paragraph
-                nxt = lines[k]
+                j = resume - 1  # the sentence goes on after a page break: same paragraph
+                nxt = lines[resume]
             # _is_bullet / _is_salutation / _ends_sentence with their cheap tests inlined (the
             # hottest loop: every line of every paragraph)
             c = nxt.text[0]

@@ -232,8 +232,8 @@ def _date_lines(text: str, lines: list[str]) -> list[tuple[int, re.Match[str], b
     """
     hits: dict[int, None] = {}
     line, pos = 0, 0
-    for m in _ANY_DATE_BODY.finditer(text):
-        at = m.start()
+    for hit in _ANY_DATE_BODY.finditer(text):
+        at = hit.start()
         if at and _WORD_CHAR.match(text, at - 1):
             continue  # no word boundary before the month: not a date
         line += text.count("\n", pos, at)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,7 +36,7 @@ DEFAULT_RETRIES = 3  # extra attempts after a timeout, 429, 5xx or reset: 4 in a
 CacheMode = Literal["use", "refresh", "off", "offline"]
 
 
-def backend_configured(env: dict[str, str] | None = None) -> bool:
+def backend_configured(env: Mapping[str, str] | None = None) -> bool:
     """True when the environment names an API (hosted OpenAI or a compatible server)."""
     env = os.environ if env is None else env
     return bool(env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"))

@@ -34,7 +34,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -169,7 +169,7 @@ class LLMSettings:
         return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> LLMSettings:
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMSettings:
         """Settings from ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``LETTERCHUNK_MODEL``,
         ``LETTERCHUNK_INSTRUCTOR_MODE``, ``LETTERCHUNK_MAX_TOKENS``, ``LETTERCHUNK_SEED``,
         ``LETTERCHUNK_TIMEOUT_S``, ``LETTERCHUNK_TRANSPORT_RETRIES``; keyword overrides win
@@ -352,7 +352,7 @@ def _classify(exc: BaseException, settings: LLMSettings) -> _Transient | Backend
     return None
 
 
-def _short(exc: BaseException, limit: int = 300) -> str:
+def _short(exc: BaseException | str, limit: int = 300) -> str:
     """One line of an error for a message; keys and URL passwords masked (``redact``)."""
     text = redact(exc).replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -432,21 +432,33 @@ class LLMClient:
         if call.cached is not None:
             call.response = call.cached
             return call.cached
-        from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt
+        from tenacity import (
+            RetryCallState,
+            RetryError,
+            Retrying,
+            retry_if_exception_type,
+            stop_after_attempt,
+        )
 
         s = self.settings
+
+        def log_retry(rs: RetryCallState) -> None:
+            # only _Transient is retried, so the failed attempt raised one
+            exc = rs.outcome.exception() if rs.outcome is not None else None
+            log.warning(
+                "%s: %s; retrying (attempt %d of %d)",
+                call.chunk_id,
+                exc.description if isinstance(exc, _Transient) else exc,
+                rs.attempt_number + 1,
+                s.transport_retries + 1,
+            )
+
         retrying = Retrying(
             stop=stop_after_attempt(s.transport_retries + 1),
             wait=self._wait,
             retry=retry_if_exception_type(_Transient),
             sleep=self._sleep,
-            before_sleep=lambda rs: log.warning(
-                "%s: %s; retrying (attempt %d of %d)",
-                call.chunk_id,
-                rs.outcome.exception().description,
-                rs.attempt_number + 1,
-                s.transport_retries + 1,
-            ),
+            before_sleep=log_retry,
             reraise=False,
         )
         try:

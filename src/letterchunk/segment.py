@@ -120,8 +120,9 @@ def load_letters(paths: Iterable[Path]) -> Iterator[tuple[Path, CleanedLetter | 
     :class:`InputError`, so the caller can report it and go on."""
     ahead: tuple[Path, CleanedLetter | InputError] | None = None
     for path in paths:
+        letter: CleanedLetter | InputError
         try:
-            letter: CleanedLetter | InputError = load_letter(path)
+            letter = load_letter(path)
         except InputError as exc:
             letter = exc
         else:

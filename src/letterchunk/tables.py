@@ -156,8 +156,8 @@ def _parse(
     data rows when the caller has them."""
     data_idx = [i for i, r in enumerate(is_row) if r]
     if not data_idx:
-        columns, rows = _text_table(lines, caption)
-        return columns, rows, []
+        text_columns, text_rows = _text_table(lines, caption)
+        return text_columns, text_rows, []
     first_data, last_data = data_idx[0], data_idx[-1]
     parsed: list[_Row] = []
     ends: list[int] = []  # line index of each parsed row's last line
@@ -223,10 +223,10 @@ def _parse(
     rows: list[list[str]] = []
     lefts = list(edges)
     for label, vals in parsed:
-        cells = [""] * ncols
+        row_cells = [""] * ncols
         if ncols and len(vals) == ncols:
             # one value per column: left to right, however the line was set
-            cells = [t for _, _, t in vals]
+            row_cells = [t for _, _, t in vals]
             for k, (s, _, _) in enumerate(vals):
                 lefts[k] = min(lefts[k], s)
         else:
@@ -234,9 +234,9 @@ def _parse(
                 if not ncols:
                     break
                 k = col_of(e)
-                cells[k] = f"{cells[k]} {t}" if cells[k] else t
+                row_cells[k] = f"{row_cells[k]} {t}" if row_cells[k] else t
                 lefts[k] = min(lefts[k], s)
-        rows.append([label[2] if label else ""] + cells)
+        rows.append([label[2] if label else ""] + row_cells)
     # column names from header lines above the first data row
     names = [""] * ncols
     label_name = ""

@@ -151,7 +151,8 @@ def max_chunk_tokens() -> int:
     return max(context - PROMPT_RESERVE_TOKENS, 1)
 
 
-E, W = "error", "warning"
+E: Severity = "error"
+W: Severity = "warning"
 
 # fmt: off
 RULES: dict[str, tuple[Severity, str, RuleKind]] = {
@@ -1484,14 +1485,16 @@ def _validate_letter(
             )
         last_section = section if last_section is None else max(last_section, section)
     groups: dict[tuple[int, int], list[int]] = defaultdict(list)
+    seq: dict[int, int] = {}  # the sequence number in the id of each grouped chunk
     for i in range(len(chunks) if complete else 0):
         p = parsed[i]
         if p is not None and index.get(chunks[i].chunk_id) == i:
             groups[(p[1], p[2])].append(i)
+            seq[i] = p[3]
     for (section, tier), members in groups.items():
-        members.sort(key=lambda i: (span(i), parsed[i][3]))
+        members.sort(key=lambda i: (span(i), seq[i]))
         for n, i in enumerate(members, start=1):
-            if parsed[i][3] != n:
+            if seq[i] != n:
                 add(
                     i,
                     "id.sequence",
@@ -1884,7 +1887,7 @@ def _validate_file(path: Path, stage: str, report: ValidationReport) -> None:
                 )
         if evidence is not None and len(by_source) > 1:
             ids = {c.chunk_id for c in group}
-            group_evidence = {k: r for k, r in evidence.items() if k in ids}
+            group_evidence: dict[str, dict] | None = {k: r for k, r in evidence.items() if k in ids}
         else:
             group_evidence = evidence
         context = LetterContext(cleaned_text=cleaned, evidence=group_evidence)
