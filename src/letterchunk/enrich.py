@@ -52,7 +52,7 @@ uses it to re-ask only the fields behind a violation).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args, get_origin
 
@@ -259,7 +259,7 @@ class PromptContext:
         vocabulary: frozenset[str] | None = None,
         *,
         grounded_choices: bool = True,
-        cues: dict[str, tuple[str, ...] | list[str]] | None = None,
+        cues: Mapping[str, Sequence[str]] | None = None,
     ) -> PromptContext:
         vocab = load_vocabulary() if vocabulary is None else vocabulary
         titles = tuple(dict.fromkeys(t for t in section_titles if t and t != UNTITLED))
@@ -457,11 +457,12 @@ def confession_sentences(text: str) -> list[str]:
     return [s for s in sentence_choices(text) if _CONFESSION.search(s)]
 
 
-def _choice_list(values: list, cap: int) -> tuple[object, object]:
+def _choice_list(values: list, cap: int) -> tuple[Any, FieldInfo]:
     """``list[Literal[values]]`` capped at ``cap`` items; an always-empty list when no values."""
     if not values:
         return (list[str], Field(max_length=0))
-    return (list[Literal[tuple(values)]], Field(max_length=cap))  # type: ignore[valid-type]
+    # a Literal of values known only at run time: no static type can name it
+    return (list[Literal[tuple(values)]], Field(max_length=cap))  # type: ignore[misc]
 
 
 def without_choices(
@@ -516,7 +517,7 @@ def response_model_for(chunk: Chunk, ctx: PromptContext) -> type[_Answer]:
     Named ``Enrichment`` / ``TableEnrichment`` (the name is part of the request).
     """
     base: type[_Answer] = TableEnrichment if _is_table(chunk) else Enrichment
-    narrowed: dict[str, tuple[object, object]] = {}
+    narrowed: dict[str, tuple[Any, FieldInfo]] = {}
     if ctx.grounded_choices:  # only the cued concepts; none cued -> [] forced
         narrowed["buffett_concepts"] = _choice_list(cued_concepts(chunk.content, ctx), MAX_CONCEPTS)
     elif ctx.vocabulary:
@@ -544,19 +545,21 @@ def response_model_for(chunk: Chunk, ctx: PromptContext) -> type[_Answer]:
             confessions = confession_sentences(chunk.content)
             # confession sentences first: the evidence a confession tag must quote
             quotes = list(dict.fromkeys(confessions + sentence_choices(chunk.content)))
-            quote = Literal[tuple(quotes)] if quotes else str  # type: ignore[valid-type]
+            quote: Any = Literal[tuple(quotes)] if quotes else str
             principle = create_model(
                 "EnrichedPrinciple", __base__=EnrichedPrinciple, evidence=(quote, Field())
             )
-            narrowed["principles"] = (list[principle], Field(max_length=MAX_PRINCIPLES))
+            # a model class made at run time: mypy sees a variable, pydantic a type
+            principles = list[principle]  # type: ignore[valid-type]
+            narrowed["principles"] = (principles, Field(max_length=MAX_PRINCIPLES))
             narrowed["content_type_evidence"] = _choice_list(quotes, MAX_EVIDENCE)
             types = [t for t in get_args(NarrativeType) if t != "mistake_confession" or confessions]
-            narrowed["content_type"] = (Literal[tuple(types)], Field())  # type: ignore[valid-type]
+            narrowed["content_type"] = (Literal[tuple(types)], Field())
     if _is_table(chunk):
         n = len(chunk.metadata.table_data)
         narrowed["tables"] = (list[EnrichedTable], Field(min_length=n, max_length=n))
 
-    fields: dict[str, tuple[object, object]] = {}
+    fields: dict[str, tuple[Any, FieldInfo]] = {}
     if chunk.metadata.section_title == UNTITLED:
         fields["section_title"] = (str, Field(min_length=1, max_length=MAX_NAME_CHARS))
     for name, info in base.model_fields.items():  # keep the base model's order

@@ -85,6 +85,7 @@ class RepairExhausted(LetterchunkError):
         self.attempts = attempts
         self.violations = violations
         self.usage = usage
+        self.records: list[dict[str, Any]] = []  # the repair report's records, when repair raised
         rules = ", ".join(sorted({getattr(v, "code", str(v)) for v in violations})) or "?"
         # rules of kind corpus/mechanical/input are about the chunk itself, not the answer:
         # another attempt cannot fix them, so do not suggest one

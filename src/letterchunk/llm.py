@@ -244,7 +244,7 @@ class Completion:
     value: BaseModel | None
     raw_text: str
     usage: Usage
-    source: Literal["cache", "live"]
+    source: Literal["cache", "live", "file"]  # file: repair's stand-in for values already there
     latency_s: float
     finish_reason: str | None
     error: str | None = None

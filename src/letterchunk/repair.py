@@ -37,7 +37,7 @@ import dataclasses
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -797,7 +797,7 @@ def repair_enriched(
                         )
                     ]
                     targets = list(bad) or list(asked)
-            if raw is not None:
+            if raw is not None and merged is not None:
                 # 2. apply to the segmented chunk, let code fix what is mechanical, validate
                 ev = evidence_record(chunk_id, merged)
                 fixed, fixes, violations, found = check(raw, ev, context)
@@ -806,9 +806,8 @@ def repair_enriched(
                 if not violations:
                     rec["violations"] = _violation_dicts(found, [])
                     rec["changes"] = [c.to_dict() for c in changes]
-                    rec["outcome"] = outcome = (
-                        "valid" if attempt == 1 and not changes else "repaired"
-                    )
+                    outcome: Outcome = "valid" if attempt == 1 and not changes else "repaired"
+                    rec["outcome"] = outcome
                     _emit(report, records)
                     return RepairResult(chunk_id, outcome, fixed, ev, attempt, usage, records, [])
         rec["violations"] = _violation_dicts(found, violations)
@@ -843,7 +842,7 @@ def repair_enriched(
                 else _drop_rejected(checked[0], checked[1], violations, context)
             )
             if dropped is not None:
-                fixed, ev, drop_changes = dropped
+                fixed, dropped_ev, drop_changes = dropped
                 log.info(
                     "%s: dropped what the model could not ground after %d attempt(s): %s",
                     chunk_id,
@@ -854,14 +853,16 @@ def repair_enriched(
                 rec["changes"] += [c.to_dict() for c in drop_changes]
                 rec["outcome"] = "repaired"
                 _emit(report, records)
-                return RepairResult(chunk_id, "repaired", fixed, ev, attempt, usage, records, [])
+                return RepairResult(
+                    chunk_id, "repaired", fixed, dropped_ev, attempt, usage, records, []
+                )
             rec["outcome"] = "failed"
             rec["content"] = chunk.content  # not in the output: the report shows it from here
             _emit(report, records)
             if on_failure == "halt":
-                exc = RepairExhausted(chunk_id, attempt, violations, usage)
-                exc.records = records  # type: ignore[attr-defined]  # for the report writer
-                raise exc
+                exhausted = RepairExhausted(chunk_id, attempt, violations, usage)
+                exhausted.records = records  # for the report writer
+                raise exhausted
             return RepairResult(chunk_id, "failed", None, None, attempt, usage, records, violations)
 
         # 4. re-ask: deep copy of the conversation + previous answer + only the failing fields
@@ -918,8 +919,8 @@ def _answer_fields(
         try:
             good[name] = getattr(one.model_validate({name: parsed[name]}), name)
         except ValidationError as exc:
-            err = exc.errors()[0] if exc.errors() else {}
-            bad[name] = str(err.get("msg", exc))
+            errs = exc.errors()
+            bad[name] = str(errs[0]["msg"]) if errs else str(exc)
     if not bad:  # every asked field is valid alone: extra keys are simply not taken
         return good, [], raw
     return good, [_field_violation("response.schema", f, m, chunk_id) for f, m in bad.items()], raw
@@ -1081,7 +1082,7 @@ def _existing_answer(chunk: Chunk, evidence: dict | None, model: type[BaseModel]
         raw_text=json.dumps(_answer_from_chunk(chunk, evidence, model), ensure_ascii=False),
         usage=Usage(),
         source="file",
-        latency_s=0.0,  # type: ignore[arg-type]
+        latency_s=0.0,
         finish_reason="stop",
         error="values already in the file",
     )
@@ -1275,11 +1276,11 @@ def repair_file(
             report.add([rec])
             out_lines.append(dump_chunk(fixed) if changes else line)
     except RepairExhausted as exc:
-        report.records.extend(getattr(exc, "records", []))
+        report.records.extend(exc.records)
         report.flush()
         # the loop's first "attempt" is the file's own values (no request): count model calls
         calls = RepairExhausted(exc.chunk_id, max(0, exc.attempts - 1), exc.violations, exc.usage)
-        calls.records = getattr(exc, "records", [])  # type: ignore[attr-defined]
+        calls.records = exc.records
         raise calls from None
     report.flush()
     if out_lines != [line for _, line, _, _ in parsed]:
@@ -1308,7 +1309,7 @@ def repair_file(
 def _short_error(exc: BaseException) -> str:
     if isinstance(exc, ValidationError):
         errs = exc.errors()
-        first = errs[0] if errs else {}
+        first: Mapping[str, Any] = errs[0] if errs else {}
         loc = ".".join(str(p) for p in first.get("loc", ()))
         return f"not a canonical chunk: {loc or '<root>'}: {first.get('msg', exc)}" + (
             f" (+{len(errs) - 1} more)" if len(errs) > 1 else ""

@@ -262,7 +262,7 @@ def execute(args: argparse.Namespace, job: Any) -> int:
     folder = getattr(args, "out", None) or getattr(args, "dir", None)
     locked = (
         folder_lock(folder)
-        if getattr(args, "out", None) or os.path.isdir(folder or "")
+        if folder and (getattr(args, "out", None) or os.path.isdir(folder))
         else contextlib.nullcontext()
     )  # enrich on a missing folder: its own error names it
 

@@ -93,11 +93,11 @@ def run(args: argparse.Namespace) -> int:
     shown = report.errors if args.errors_only else report.violations
     errors, warnings = len(report.errors), len(report.warnings)
     if report.fatal:
-        code = EXIT_USAGE
+        exit_code = EXIT_USAGE
     elif errors:
-        code = EXIT_INVALID
+        exit_code = EXIT_INVALID
     else:
-        code = EXIT_OK
+        exit_code = EXIT_OK
     if args.json:
         print(
             json.dumps(
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
                     "chunks": report.chunks,
                     "errors": errors,
                     "warnings": warnings,
-                    "exit_code": code,
+                    "exit_code": exit_code,
                     "counts_by_code": _counts(report.violations),
                     "violations": [v.to_dict() for v in shown],
                 },
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         )
     for v in report.fatal:
         err(v.message if v.file and v.message.startswith(v.file) else f"{v.file}: {v.message}")
-    return code
+    return exit_code
 
 
 def _counts(violations) -> dict[str, int]:
