@@ -170,8 +170,8 @@ class EnrichedTable(_Answer):
 
 
 class Enrichment(_Answer):
-    """Answer for a Tier-1 or Tier-2 (narrative) chunk; fields in the order the model writes
-    them."""
+    # the docstring is the schema's description, sent to the model: changing it changes requests
+    """Answer for a Tier-1 or Tier-2 (narrative) chunk; fields in the order the model writes them."""  # noqa: E501
 
     contextual_summary: str = Field(max_length=MAX_CONTEXT_CHARS)
     themes: list[str] = Field(min_length=1, max_length=MAX_THEMES)
