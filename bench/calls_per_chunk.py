@@ -26,33 +26,54 @@ MODEL_ID = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 
 
 def replay(year: int) -> tuple:
-    recorder = vcr.VCR(record_mode="none", match_on=["method", "scheme", "host", "path", "body"],
-                       filter_headers=["authorization"])
-    settings = LLMSettings.from_env(env={}, base_url="http://127.0.0.1:8080/v1",
-                                    api_key="sk-replay-dummy", model=MODEL_ID, mode="JSON_SCHEMA",
-                                    transport_retries=0)
-    with tempfile.TemporaryDirectory() as out, \
-            recorder.use_cassette(str(ROOT / "cassettes" / f"{year}.yaml"),
-                                  allow_playback_repeats=False) as cassette, \
-            LLMClient(settings, prompt_hash=prompt_hash()) as client:
-        [letter] = run_paths([ROOT / "corpus" / "letters" / f"{year}.txt"], out, client,
-                             RunOptions(on_failure="skip", report=False))
+    recorder = vcr.VCR(
+        record_mode="none",
+        match_on=["method", "scheme", "host", "path", "body"],
+        filter_headers=["authorization"],
+    )
+    settings = LLMSettings.from_env(
+        env={},
+        base_url="http://127.0.0.1:8080/v1",
+        api_key="sk-replay-dummy",
+        model=MODEL_ID,
+        mode="JSON_SCHEMA",
+        transport_retries=0,
+    )
+    with (
+        tempfile.TemporaryDirectory() as out,
+        recorder.use_cassette(
+            str(ROOT / "cassettes" / f"{year}.yaml"), allow_playback_repeats=False
+        ) as cassette,
+        LLMClient(settings, prompt_hash=prompt_hash()) as client,
+    ):
+        [letter] = run_paths(
+            [ROOT / "corpus" / "letters" / f"{year}.txt"],
+            out,
+            client,
+            RunOptions(on_failure="skip", report=False),
+        )
         unused = len(cassette) - cassette.play_count
     return letter, client.usage, unused
 
 
 def main(argv: list[str]) -> int:
-    years = [int(a) for a in argv] or sorted(int(p.stem) for p in (ROOT / "cassettes").glob("*.yaml"))
-    print(f"{'letter':>6} {'chunks':>6} {'calls':>5} {'calls/chunk':>11} {'one call':>8} "
-          f"{'re-asked':>8} {'failed':>6} {'prompt tok':>10} {'compl tok':>9}")
+    years = [int(a) for a in argv] or sorted(
+        int(p.stem) for p in (ROOT / "cassettes").glob("*.yaml")
+    )
+    print(
+        f"{'letter':>6} {'chunks':>6} {'calls':>5} {'calls/chunk':>11} {'one call':>8} "
+        f"{'re-asked':>8} {'failed':>6} {'prompt tok':>10} {'compl tok':>9}"
+    )
     bad = 0
     for year in years:
         letter, usage, unused = replay(year)
         calls = sum(o.calls for o in letter.outcomes)
         one = sum(1 for o in letter.outcomes if o.calls == 1)
         n = len(letter.outcomes)
-        print(f"{year:>6} {n:>6} {calls:>5} {calls / n:>11.2f} {one:>8} {n - one:>8} "
-              f"{len(letter.failed):>6} {usage.prompt_tokens:>10,} {usage.completion_tokens:>9,}")
+        print(
+            f"{year:>6} {n:>6} {calls:>5} {calls / n:>11.2f} {one:>8} {n - one:>8} "
+            f"{len(letter.failed):>6} {usage.prompt_tokens:>10,} {usage.completion_tokens:>9,}"
+        )
         bad += unused + len(letter.failed)
     return 1 if bad else 0
 

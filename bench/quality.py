@@ -24,7 +24,6 @@ figures measure how well each chunker respects the structure we detect, not dete
 from __future__ import annotations
 
 import logging
-
 import re
 import sys
 from pathlib import Path
@@ -70,7 +69,8 @@ def spans_chonkie(chunker, text: str) -> list[tuple[int, int]]:
 def measure(text: str, spans: list[tuple[int, int]], blocks) -> dict[str, tuple[int, int]]:
     starts = {s for s, _ in spans}
     headers = [
-        b for b in blocks
+        b
+        for b in blocks
         if b.kind == "header" or (b.kind == "table" and b.meta.get("detached_caption"))
     ]
     tables = [b for b in blocks if b.kind == "table"]
@@ -127,10 +127,14 @@ def main() -> int:
             a, b = totals[name][k]
             cells.append(f"{a}/{b} = {100 * a / b:5.1f}%" if b else "n/a")
         print(f"{label:48} {cells[0]:>20} {cells[1]:>20}")
-    print(f"{'tables named by caption or lead-in (ours only)':48} "
-          f"{f'{named}/{tables} = {100 * named / max(tables, 1):5.1f}%':>20}")
-    print(f"{'table columns with a heading (ours only)':48} "
-          f"{f'{named_columns}/{columns} = {100 * named_columns / max(columns, 1):5.1f}%':>20}")
+    print(
+        f"{'tables named by caption or lead-in (ours only)':48} "
+        f"{f'{named}/{tables} = {100 * named / max(tables, 1):5.1f}%':>20}"
+    )
+    print(
+        f"{'table columns with a heading (ours only)':48} "
+        f"{f'{named_columns}/{columns} = {100 * named_columns / max(columns, 1):5.1f}%':>20}"
+    )
     return 0
 
 

@@ -34,9 +34,8 @@ ratio ours/chonkie (target <= 1.0).
 
 from __future__ import annotations
 
-import logging
-
 import argparse
+import logging
 import sys
 import time
 from pathlib import Path
@@ -58,7 +57,9 @@ def ours(paths: list[Path]) -> int:
     for _, letter in load_letters(paths):  # as `letterchunk segment` reads a folder
         chunks = segment_letter(letter)
         if validate_letter is not None:
-            validate_letter(chunks, stage="segmented", context=LetterContext(cleaned_text=letter.text))
+            validate_letter(
+                chunks, stage="segmented", context=LetterContext(cleaned_text=letter.text)
+            )
         n += len(chunks)
     return n
 
@@ -73,7 +74,9 @@ def stages(paths: list[Path]) -> dict[str, float]:
         chunks = segment_letter(letter)
         t2 = time.process_time()
         if validate_letter is not None:
-            validate_letter(chunks, stage="segmented", context=LetterContext(cleaned_text=letter.text))
+            validate_letter(
+                chunks, stage="segmented", context=LetterContext(cleaned_text=letter.text)
+            )
         t3 = time.process_time()
         out["load+clean"] += t1 - t0
         out["segment"] += t2 - t1
@@ -125,6 +128,7 @@ def main() -> int:
     # warm both (tokenizer load, regex compilation) before timing
     ours(paths[:2])
     theirs(paths[:2], chunker)
+
     def reset() -> None:
         clear_memos()
         chonkie_memo = getattr(RecursiveChunker._estimate_token_count, "cache_clear", None)
@@ -134,8 +138,13 @@ def main() -> int:
     a, b = interleaved(lambda: ours(paths), lambda: theirs(paths, chunker), args.repeats, reset)
     what = "segment+validate" if validate_letter is not None else "segment only (no validator)"
     print(f"letters: {len(paths)}, repeats: {args.repeats} (best of each, run alternately)")
-    print(f"ours    ({what}): cpu {min(a['cpu']):.3f} s, wall {min(a['wall']):.3f} s, {a['n']} chunks")
-    print(f"chonkie (RecursiveChunker 800): cpu {min(b['cpu']):.3f} s, wall {min(b['wall']):.3f} s, {b['n']} chunks")
+    print(
+        f"ours    ({what}): cpu {min(a['cpu']):.3f} s, wall {min(a['wall']):.3f} s, {a['n']} chunks"
+    )
+    print(
+        f"chonkie (RecursiveChunker 800): cpu {min(b['cpu']):.3f} s, "
+        f"wall {min(b['wall']):.3f} s, {b['n']} chunks"
+    )
     texts = [load_letter(p).text for p in paths]
     floor = []
     for _ in range(args.repeats):
@@ -143,8 +152,10 @@ def main() -> int:
         for t in texts:
             enc.encode_ordinary(t)
         floor.append(time.perf_counter() - w0)
-    print(f"floor (one o200k pass over the cleaned letters): wall {min(floor):.3f} s "
-          f"= {min(floor) / min(b['wall']):.2f} of chonkie's wall time")
+    print(
+        f"floor (one o200k pass over the cleaned letters): wall {min(floor):.3f} s "
+        f"= {min(floor) / min(b['wall']):.2f} of chonkie's wall time"
+    )
     reset()
     st = stages(paths)
     print("ours by stage (cpu): " + ", ".join(f"{k} {v:.3f} s" for k, v in st.items()))

@@ -63,7 +63,9 @@ class MeteredServer(FakeOpenAI):
                 self.answered_at.append(time.monotonic())
 
 
-def utilisation(charges: list[tuple[float, int]], window: float, limit: int, step: float = 0.05) -> dict:
+def utilisation(
+    charges: list[tuple[float, int]], window: float, limit: int, step: float = 0.05
+) -> dict:
     """Mean/min/max share of ``limit`` used over every window-long interval inside the run."""
     if not charges:
         return {"mean": 0.0, "min": 0.0, "max": 0.0, "intervals": 0, "timeline": []}
@@ -83,31 +85,65 @@ def utilisation(charges: list[tuple[float, int]], window: float, limit: int, ste
         if t + window > last and shares:
             break
     every = max(1, int(round(window / step / 2)))  # a sample every half window, for the timeline
-    return {"mean": sum(shares) / len(shares), "min": min(shares), "max": max(shares), "intervals": len(shares),
-            "timeline": [round(x, 3) for x in shares[::every]]}
+    return {
+        "mean": sum(shares) / len(shares),
+        "min": min(shares),
+        "max": max(shares),
+        "intervals": len(shares),
+        "timeline": [round(x, 3) for x in shares[::every]],
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--window-s", type=float, default=10.0, help="rate window standing for one minute")
+    ap.add_argument(
+        "--window-s", type=float, default=10.0, help="rate window standing for one minute"
+    )
     ap.add_argument("--limit", type=int, default=60_000, help="tokens allowed per window")
-    ap.add_argument("--latency-s", type=float, default=0.15, help="fixed server latency per request")
+    ap.add_argument(
+        "--latency-s", type=float, default=0.15, help="fixed server latency per request"
+    )
     ap.add_argument("--concurrency", type=int, default=3)
     ap.add_argument("--letters", type=int, nargs="+", default=DEFAULT_LETTERS)
-    ap.add_argument("--no-limiter", action="store_true",
-                    help="run without --tpm (shows what the limiter saves: 429s and retries)")
+    ap.add_argument(
+        "--no-limiter",
+        action="store_true",
+        help="run without --tpm (shows what the limiter saves: 429s and retries)",
+    )
     ap.add_argument("--json", action="store_true", help="also print the figures as JSON")
     args = ap.parse_args()
 
     paths = [str(ROOT / "corpus" / "letters" / f"{y}.txt") for y in args.letters]
-    with tempfile.TemporaryDirectory() as tmp, MeteredServer(
-        rich_answer, latency_s=args.latency_s, tpm_limit=args.limit, window_s=args.window_s
-    ) as server:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        MeteredServer(
+            rich_answer, latency_s=args.latency_s, tpm_limit=args.limit, window_s=args.window_s
+        ) as server,
+    ):
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LETTERCHUNK_"))}
-        env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-bench", LETTERCHUNK_MODEL="fake-model",
-                   LETTERCHUNK_RATE_WINDOW_S=str(args.window_s), LETTERCHUNK_TRANSPORT_RETRIES="8")
-        cmd = [sys.executable, "-m", "letterchunk", "run", *paths, "--out", f"{tmp}/out", "--cache", "off",
-               "--concurrency", str(args.concurrency), "--on-failure", "skip", "--quiet"]
+        env.update(
+            OPENAI_BASE_URL=server.base_url,
+            OPENAI_API_KEY="sk-bench",
+            LETTERCHUNK_MODEL="fake-model",
+            LETTERCHUNK_RATE_WINDOW_S=str(args.window_s),
+            LETTERCHUNK_TRANSPORT_RETRIES="8",
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "letterchunk",
+            "run",
+            *paths,
+            "--out",
+            f"{tmp}/out",
+            "--cache",
+            "off",
+            "--concurrency",
+            str(args.concurrency),
+            "--on-failure",
+            "skip",
+            "--quiet",
+        ]
         if not args.no_limiter:
             cmd += ["--tpm", str(args.limit)]
         started = time.monotonic()
@@ -126,24 +162,48 @@ def main() -> int:
     failed = totals.get("failed_chunks", None)
     if failed is None or proc.returncode not in (0, 1):
         failed = "unknown"
-    print(f"server: {args.limit} tokens per {args.window_s:g} s window (= {int(args.limit * 60 / args.window_s):,} "
-          f"TPM at {60 / args.window_s:g}x speed), latency {args.latency_s} s; client: --concurrency "
-          f"{args.concurrency}" + ("" if args.no_limiter else f" --tpm {args.limit}"))
-    print(f"letters {' '.join(map(str, args.letters))}: {totals.get('chunks', '?')} chunks, "
-          f"{len(charges)} answered requests, {served:,} tokens served, exit code {proc.returncode}, "
-          f"{wall:.1f} s wall (limited part {elapsed:.1f} s)")
-    print(f"utilisation over {util['intervals']} window-long intervals: mean {util['mean']:.3f}, "
-          f"min {util['min']:.3f}, max {util['max']:.3f}; whole run {whole:.3f}")
-    print("timeline (share of the limit in the window starting every half window): "
-          + " ".join(f"{x:.2f}" for x in util["timeline"]))
+    print(
+        f"server: {args.limit} tokens per {args.window_s:g} s window "
+        f"(= {int(args.limit * 60 / args.window_s):,} "
+        f"TPM at {60 / args.window_s:g}x speed), latency {args.latency_s} s; client: --concurrency "
+        f"{args.concurrency}" + ("" if args.no_limiter else f" --tpm {args.limit}")
+    )
+    print(
+        f"letters {' '.join(map(str, args.letters))}: {totals.get('chunks', '?')} chunks, "
+        f"{len(charges)} answered requests, {served:,} tokens served, exit code {proc.returncode}, "
+        f"{wall:.1f} s wall (limited part {elapsed:.1f} s)"
+    )
+    print(
+        f"utilisation over {util['intervals']} window-long intervals: mean {util['mean']:.3f}, "
+        f"min {util['min']:.3f}, max {util['max']:.3f}; whole run {whole:.3f}"
+    )
+    print(
+        "timeline (share of the limit in the window starting every half window): "
+        + " ".join(f"{x:.2f}" for x in util["timeline"])
+    )
     if proc.returncode not in (0, 1):
         print(proc.stderr[-3000:], file=sys.stderr)
     if args.json:
-        print(json.dumps({"utilisation": util, "whole_run": whole, "tokens_served": served,
-                          "requests": len(charges), "http_429": server.rate_limited_count,
-                          "failed_chunks": failed, "exit_code": proc.returncode, "wall_s": wall,
-                          "limiter": run.get("limits")}, indent=2))
-    print(f"tpm_utilisation={util['mean']:.3f} failed_chunks={failed} http_429={server.rate_limited_count}")
+        print(
+            json.dumps(
+                {
+                    "utilisation": util,
+                    "whole_run": whole,
+                    "tokens_served": served,
+                    "requests": len(charges),
+                    "http_429": server.rate_limited_count,
+                    "failed_chunks": failed,
+                    "exit_code": proc.returncode,
+                    "wall_s": wall,
+                    "limiter": run.get("limits"),
+                },
+                indent=2,
+            )
+        )
+    print(
+        f"tpm_utilisation={util['mean']:.3f} failed_chunks={failed} "
+        f"http_429={server.rate_limited_count}"
+    )
     return 0 if proc.returncode == 0 else 1
 
 

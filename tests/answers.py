@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-QUOTE = ("We never buy a business whose economics we cannot understand, and we stay inside our "
-         "circle of competence even when a clever story tempts us to wander outside it.")
+QUOTE = (
+    "We never buy a business whose economics we cannot understand, and we stay inside our "
+    "circle of competence even when a clever story tempts us to wander outside it."
+)
 
 
 def narrative_answer(**over) -> dict:
@@ -12,8 +14,13 @@ def narrative_answer(**over) -> dict:
         "themes": ["performance"],
         "buffett_concepts": ["intrinsic value", "circle of competence"],
         "entities": {"companies": [], "people": ["Charlie Munger"], "metrics": ["book value"]},
-        "principles": [{"statement": "Invest only in businesses you understand.",
-                        "category": "valuation", "evidence": QUOTE}],
+        "principles": [
+            {
+                "statement": "Invest only in businesses you understand.",
+                "category": "valuation",
+                "evidence": QUOTE,
+            }
+        ],
         "content_type": "principle_statement",
         "content_type_evidence": [QUOTE],
         "has_financial_data": True,

@@ -73,8 +73,10 @@ def _no_real_llama_server(request, monkeypatch):
 
     def guarded(env=None):
         path = real(env)
-        pytest.fail(f"this test reached the real llama-server ({path}); set OPENAI_BASE_URL to a "
-                    "tests/fake_openai.py server, or give EmbeddedServer a stand-in binary")
+        pytest.fail(
+            f"this test reached the real llama-server ({path}); set OPENAI_BASE_URL to a "
+            "tests/fake_openai.py server, or give EmbeddedServer a stand-in binary"
+        )
 
     monkeypatch.setattr(backend, "find_server_binary", guarded)
 
@@ -103,7 +105,11 @@ def _chunk(chunk_id: str, text: str, start: int, **overrides) -> Chunk:
         "themes": [],
         "buffett_concepts": [],
         "principles": [],
-        "temporal_references": {"primary_year": year, "comparison_years": [], "future_outlook": False},
+        "temporal_references": {
+            "primary_year": year,
+            "comparison_years": [],
+            "future_outlook": False,
+        },
         "cross_references": {"related_sections_same_letter": [], "related_years": []},
         "retrieval_priority": "medium",
         "abstraction_level": "medium",
@@ -246,9 +252,18 @@ def _enrich(letter: Letter) -> Letter:
         themes=["performance", "investment philosophy"],
         buffett_concepts=["intrinsic value", "circle of competence"],
         entities={"companies": [], "people": ["Charlie Munger"], "metrics": ["book value"]},
-        principles=[{"statement": "Invest only in businesses you understand.", "category": "valuation"}],
-        temporal_references={"primary_year": YEAR, "comparison_years": [1986], "future_outlook": False},
-        cross_references={"related_sections_same_letter": ["Insurance Operations"], "related_years": [1986]},
+        principles=[
+            {"statement": "Invest only in businesses you understand.", "category": "valuation"}
+        ],
+        temporal_references={
+            "primary_year": YEAR,
+            "comparison_years": [1986],
+            "future_outlook": False,
+        },
+        cross_references={
+            "related_sections_same_letter": ["Insurance Operations"],
+            "related_years": [1986],
+        },
         retrieval_priority="high",
     )
     s2 = fill(
@@ -257,7 +272,11 @@ def _enrich(letter: Letter) -> Letter:
         themes=["insurance"],
         buffett_concepts=["underwriting discipline", "float economics"],
         entities={"companies": ["GEICO", "National Indemnity"], "people": [], "metrics": ["float"]},
-        temporal_references={"primary_year": YEAR, "comparison_years": [1986], "future_outlook": True},
+        temporal_references={
+            "primary_year": YEAR,
+            "comparison_years": [1986],
+            "future_outlook": True,
+        },
         cross_references={"related_sections_same_letter": ["Performance"], "related_years": []},
     )
     t3_data = t3.model_dump(mode="json")["metadata"]["table_data"]
@@ -267,11 +286,17 @@ def _enrich(letter: Letter) -> Letter:
     )
     t3 = fill(
         t3,
-        contextual_summary="Table of insurance results by operation for 1987 and 1986, with comment.",
+        contextual_summary=(
+            "Table of insurance results by operation for 1987 and 1986, with comment."
+        ),
         themes=["insurance"],
         entities={"companies": ["GEICO"], "people": [], "metrics": []},
         table_data=t3_data,
-        temporal_references={"primary_year": YEAR, "comparison_years": [1986], "future_outlook": False},
+        temporal_references={
+            "primary_year": YEAR,
+            "comparison_years": [1986],
+            "future_outlook": False,
+        },
     )
     evidence = {
         s1.chunk_id: {

@@ -8,7 +8,8 @@ what was sent and on token counts without trusting the client under test.
 
 ::
 
-    from fake_openai import FakeOpenAI, answer, rate_limited, hang, reset   # tests/ is on sys.path under pytest
+    # tests/ is on sys.path under pytest
+    from fake_openai import FakeOpenAI, answer, rate_limited, hang, reset
 
     with FakeOpenAI(default=lambda req: '{"ok": true}') as server:
         server.enqueue(rate_limited(retry_after=0.05), answer('{"ok": true}'))
@@ -43,6 +44,7 @@ default; shorten it for fast tests) answers 429 with ``Retry-After`` when a requ
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import struct
@@ -51,7 +53,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -120,7 +122,9 @@ def malformed(text: str = '{"contextual_summary": "unterminated, "themes": [}') 
     return answer(text)
 
 
-def truncated(content: str | dict | list = '{"contextual_summary": "The letter', **kw: Any) -> Reply:
+def truncated(
+    content: str | dict | list = '{"contextual_summary": "The letter', **kw: Any
+) -> Reply:
     """A 200 answer cut off by the token limit: half a JSON document, finish_reason "length".
 
     A dict/list is encoded and cut in the middle.
@@ -139,7 +143,9 @@ def refusal(text: str = "I'm sorry, I can't help with that.") -> Reply:
 def status(code: int, body: str | bytes | dict | None = None, headers: dict | None = None) -> Reply:
     """A raw HTTP reply.  A dict body is JSON-encoded; the default body is an OpenAI error."""
     if body is None:
-        body = {"error": {"message": f"fake_openai scripted HTTP {code}", "type": "fake", "code": code}}
+        body = {
+            "error": {"message": f"fake_openai scripted HTTP {code}", "type": "fake", "code": code}
+        }
     raw = json.dumps(body).encode() if isinstance(body, dict) else body
     raw = raw.encode() if isinstance(raw, str) else raw
     hdrs = {"Content-Type": "application/json", **(headers or {})}
@@ -151,7 +157,13 @@ def rate_limited(retry_after: float | None = 1.0) -> Reply:
     headers = {} if retry_after is None else {"Retry-After": _fmt_seconds(retry_after)}
     return status(
         429,
-        {"error": {"message": "Rate limit reached (fake)", "type": "requests", "code": "rate_limit_exceeded"}},
+        {
+            "error": {
+                "message": "Rate limit reached (fake)",
+                "type": "requests",
+                "code": "rate_limit_exceeded",
+            }
+        },
         headers,
     )
 
@@ -328,7 +340,14 @@ class FakeOpenAI:
             if self._queue:
                 return self._queue.popleft()
         if self.default is None:
-            return status(500, {"error": {"message": "fake_openai: no scripted reply left and no default responder"}})
+            return status(
+                500,
+                {
+                    "error": {
+                        "message": "fake_openai: no scripted reply left and no default responder"
+                    }
+                },
+            )
         out = self.default(body)
         return out if isinstance(out, Reply) else answer(out)
 
@@ -341,7 +360,9 @@ class FakeOpenAI:
         """
         if self.tpm_limit is None and self.rpm_limit is None:
             return None, None
-        estimate = prompt_tokens_of(body) + int(body.get("max_completion_tokens") or body.get("max_tokens") or 0)
+        estimate = prompt_tokens_of(body) + int(
+            body.get("max_completion_tokens") or body.get("max_tokens") or 0
+        )
         now = time.monotonic()
         with self._lock:
             while self._window and now - self._window[0][0] >= self.window_s:
@@ -388,7 +409,9 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
         def _record(self, body: Any) -> None:
             with server._lock:
                 server.requests.append(
-                    RecordedRequest(self.command, self.path, dict(self.headers.items()), body, time.monotonic())
+                    RecordedRequest(
+                        self.command, self.path, dict(self.headers.items()), body, time.monotonic()
+                    )
                 )
 
         def _send(self, code: int, body: bytes, headers: dict[str, str] | tuple = ()) -> None:
@@ -410,15 +433,13 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
         def _reset(self) -> None:
             # SO_LINGER(on, 0) makes close() send a TCP RST instead of FIN
-            try:
-                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            except OSError:
-                pass
+            with contextlib.suppress(OSError):
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
             self.close_connection = True
-            try:
+            with contextlib.suppress(OSError):
                 self.connection.close()
-            except OSError:
-                pass
 
         def do_GET(self) -> None:
             self._record(None)
@@ -426,7 +447,13 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if path in ("/health", "/v1/health"):
                 self._send_json(200, {"status": "ok"})
             elif path in ("/v1/models", "/models"):
-                self._send_json(200, {"object": "list", "data": [{"id": server.model, "object": "model", "owned_by": "fake"}]})
+                self._send_json(
+                    200,
+                    {
+                        "object": "list",
+                        "data": [{"id": server.model, "object": "model", "owned_by": "fake"}],
+                    },
+                )
             else:
                 self._send_json(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -450,8 +477,16 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     server.replies.append("rate_limited")
                 self._send_json(
                     429,
-                    {"error": {"message": "Rate limit reached for tokens per min (fake)", "code": "rate_limit_exceeded"}},
-                    {"Retry-After": _fmt_seconds(round(wait, 3)), "retry-after-ms": str(int(wait * 1000))},
+                    {
+                        "error": {
+                            "message": "Rate limit reached for tokens per min (fake)",
+                            "code": "rate_limit_exceeded",
+                        }
+                    },
+                    {
+                        "Retry-After": _fmt_seconds(round(wait, 3)),
+                        "retry-after-ms": str(int(wait * 1000)),
+                    },
                 )
                 return
             reply = server._next_reply(body)
@@ -469,10 +504,8 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     server._charge(self._slot, 0)
                     self._reset()
                     return
-                try:
+                with contextlib.suppress(OSError):  # the client gave up long ago
                     self._play(reply.then, body)
-                except OSError:  # the client gave up long ago
-                    pass
                 return
             if reply.kind == "reset":
                 server._charge(self._slot, 0)
@@ -485,9 +518,15 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self._send_completion(reply, body)
 
         def _send_completion(self, reply: Reply, body: dict) -> None:
-            p_tok = reply.prompt_tokens if reply.prompt_tokens is not None else prompt_tokens_of(body)
+            p_tok = (
+                reply.prompt_tokens if reply.prompt_tokens is not None else prompt_tokens_of(body)
+            )
             text = reply.content if reply.kind == "answer" else reply.refusal_text or ""
-            c_tok = reply.completion_tokens if reply.completion_tokens is not None else count_tokens(text)
+            c_tok = (
+                reply.completion_tokens
+                if reply.completion_tokens is not None
+                else count_tokens(text)
+            )
             message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
             if reply.kind == "refusal":
                 message["refusal"] = reply.refusal_text
@@ -515,7 +554,9 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     "object": "chat.completion",
                     "created": int(time.time()),
                     "model": body.get("model") or server.model,
-                    "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                    "choices": [
+                        {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+                    ],
                     "usage": {
                         "prompt_tokens": p_tok,
                         "completion_tokens": c_tok,

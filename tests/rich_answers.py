@@ -18,7 +18,14 @@ import re
 from fake_openai import answer, response_schema
 from test_fault_matrix import valid_for
 
-THEMES = ["insurance", "capital allocation", "textiles", "management", "investments", "acquisitions"]
+THEMES = [
+    "insurance",
+    "capital allocation",
+    "textiles",
+    "management",
+    "investments",
+    "acquisitions",
+]
 
 
 def _enum(schema: dict, prop: dict) -> list:
@@ -55,7 +62,7 @@ def chunk_text(request: dict) -> str:
     start = content.rfind(OPEN)
     if start < 0:
         return content
-    body = content[start + len(OPEN):]
+    body = content[start + len(OPEN) :]
     end = body.rfind(CLOSE)
     return body[:end] if end >= 0 else body
 
@@ -64,7 +71,12 @@ def rich_values(request: dict) -> dict:
     schema = response_schema(request) or {}
     props = schema.get("properties", {})
     base = valid_for(request)
-    seed = int(hashlib.sha256(json.dumps(request.get("messages"), sort_keys=True).encode()).hexdigest()[:8], 16)
+    seed = int(
+        hashlib.sha256(json.dumps(request.get("messages"), sort_keys=True).encode()).hexdigest()[
+            :8
+        ],
+        16,
+    )
     out = dict(base)
     if "buffett_concepts" in props:
         out["buffett_concepts"] = _pick(_enum(schema, props["buffett_concepts"]), seed, 2)
@@ -76,8 +88,15 @@ def rich_values(request: dict) -> dict:
         text = _norm(chunk_text(request))
         # only names the chunk really contains (the offered candidates are not always verbatim)
         out["entities"] = {
-            name: _pick([x for x in _enum(schema, ref.get("properties", {}).get(name, {})) if _norm(x) in text],
-                        seed, 2 if name == "companies" else 1)
+            name: _pick(
+                [
+                    x
+                    for x in _enum(schema, ref.get("properties", {}).get(name, {}))
+                    if _norm(x) in text
+                ],
+                seed,
+                2 if name == "companies" else 1,
+            )
             for name in ("companies", "people", "metrics")
         }
     if "content_type" in props and "content_type_evidence" in props:

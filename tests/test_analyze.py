@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fake_openai import FakeOpenAI
 from letterchunk.analyze import analyze_dir, distribution, render_text
 from letterchunk.clean import load_letter
 from letterchunk.cli import main
@@ -18,7 +19,6 @@ from letterchunk.report import RepairReport
 from letterchunk.schema import Chunk
 from letterchunk.segment import segment_letter
 from letterchunk.vocabulary import load_concepts
-from fake_openai import FakeOpenAI
 from rich_answers import rich_answer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,8 +26,12 @@ CORPUS = ROOT / "corpus" / "letters"
 
 
 def read_chunks(folder: Path) -> list[Chunk]:
-    return [Chunk.model_validate_json(line) for p in sorted(folder.glob("[0-9][0-9][0-9][0-9].jsonl"))
-            for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        Chunk.model_validate_json(line)
+        for p in sorted(folder.glob("[0-9][0-9][0-9][0-9].jsonl"))
+        for line in p.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +51,20 @@ def enriched(tmp_path_factory):
         mp.setenv("LETTERCHUNK_MODEL", "fake-model")
         for name in ("OPENAI_TPM_LIMIT", "OPENAI_RPM_LIMIT", "LETTERCHUNK_PRICES"):
             mp.delenv(name, raising=False)
-        code = main(["run", str(CORPUS / "1977.txt"), str(CORPUS / "1978.txt"), "--out", str(out),
-                     "--cache", "off", "--quiet", "--concurrency", "3"])
+        code = main(
+            [
+                "run",
+                str(CORPUS / "1977.txt"),
+                str(CORPUS / "1978.txt"),
+                "--out",
+                str(out),
+                "--cache",
+                "off",
+                "--quiet",
+                "--concurrency",
+                "3",
+            ]
+        )
     mp.undo()
     assert code == 0
     return out
@@ -60,7 +76,10 @@ def enriched(tmp_path_factory):
         ([], {"n": 0, "min": None, "median": None, "p90": None, "max": None, "mean": None}),
         ([7], {"n": 1, "min": 7, "median": 7, "p90": 7, "max": 7, "mean": 7.0}),
         (list(range(1, 11)), {"n": 10, "min": 1, "median": 5.5, "p90": 9, "max": 10, "mean": 5.5}),
-        ([300, 100, 200], {"n": 3, "min": 100, "median": 200, "p90": 300, "max": 300, "mean": 200.0}),
+        (
+            [300, 100, 200],
+            {"n": 3, "min": 100, "median": 200, "p90": 300, "max": 300, "mean": 200.0},
+        ),
     ],
 )
 def test_distribution(values, expected):
@@ -75,7 +94,9 @@ def test_whole_segmented_corpus(segmented, capsys):
     for year, chunks in direct.items():
         row = a["letters"][str(year)]
         assert row["chunks"] == len(chunks)
-        assert row["tiers"] == {str(t): n for t, n in sorted(Counter(c.metadata.chunk_tier for c in chunks).items())}
+        assert row["tiers"] == {
+            str(t): n for t, n in sorted(Counter(c.metadata.chunk_tier for c in chunks).items())
+        }
         assert row["tokens"] == sum(c.metadata.token_count for c in chunks)
     everything = [c for cs in direct.values() for c in cs]
     tokens = sorted(c.metadata.token_count for c in everything)
@@ -83,9 +104,16 @@ def test_whole_segmented_corpus(segmented, capsys):
     assert a["tokens"]["all"]["min"] == tokens[0] and a["tokens"]["all"]["max"] == tokens[-1]
     assert a["tokens"]["all"]["median"] == statistics.median(tokens)
     assert a["tokens"]["all"]["p90"] == tokens[math.ceil(0.9 * len(tokens)) - 1]  # nearest rank
-    assert a["content_types"] == dict(sorted(Counter(c.metadata.content_type for c in everything).items()))
-    below = sum(1 for c in everything if c.metadata.chunk_tier == 1 and c.metadata.token_count < 250
-                and not c.metadata.standalone_exception)
+    assert a["content_types"] == dict(
+        sorted(Counter(c.metadata.content_type for c in everything).items())
+    )
+    below = sum(
+        1
+        for c in everything
+        if c.metadata.chunk_tier == 1
+        and c.metadata.token_count < 250
+        and not c.metadata.standalone_exception
+    )
     assert a["size"]["tier1"]["below_minimum"] == below
     # segmented output carries no semantic fields yet
     assert a["enriched_chunks"] == 0 and sum(a["mistake_confessions"].values()) == 0
@@ -103,7 +131,9 @@ def test_enriched_letters(enriched, capsys):
     a = analyze_dir(enriched, top=50)
     chunks = read_chunks(enriched)
     assert a["chunks"] == a["enriched_chunks"] == len(chunks) > 0
-    confessions = Counter(c.metadata.letter_year for c in chunks if c.metadata.content_type == "mistake_confession")
+    confessions = Counter(
+        c.metadata.letter_year for c in chunks if c.metadata.content_type == "mistake_confession"
+    )
     assert sum(confessions.values()) > 0  # 1977's textile section admits a mistaken forecast
     assert a["mistake_confessions"] == {y: confessions.get(int(y), 0) for y in ("1977", "1978")}
     concepts = Counter(x for c in chunks for x in set(c.metadata.buffett_concepts))
@@ -128,21 +158,58 @@ def test_repairs_by_rule_from_the_report_files(enriched, tmp_path):
     for p in enriched.iterdir():  # the run's own reports left out: records are appended
         if not p.name.endswith(".report.jsonl"):
             (folder / p.name).write_bytes(p.read_bytes())
-    v = lambda code, fixed: {"code": code, "field": "x", "message": "m", "severity": "error",  # noqa: E731
-                             "rule_kind": "semantic", "fixed": fixed}
-    RepairReport.for_letter(folder, 1977).add([
-        {"chunk_id": "1977-S1-T1-001", "attempt": 1, "kind": "enrich", "outcome": "retry",
-         "violations": [v("evidence.not_found", False), v("concept.case", True)]},
-        {"chunk_id": "1977-S1-T1-001", "attempt": 2, "kind": "reask", "outcome": "repaired", "violations": []},
-        {"chunk_id": "1977-S2-T1-001", "attempt": 1, "kind": "enrich", "outcome": "valid", "violations": []},
-    ])
-    RepairReport.for_letter(folder, 1978).add([
-        {"chunk_id": "1978-S3-T1-001", "attempt": 1, "kind": "enrich", "outcome": "failed",
-         "violations": [v("evidence.not_found", False)]},
-    ])
+
+    def v(code: str, fixed: bool) -> dict[str, object]:
+        return {
+            "code": code,
+            "field": "x",
+            "message": "m",
+            "severity": "error",
+            "rule_kind": "semantic",
+            "fixed": fixed,
+        }
+
+    RepairReport.for_letter(folder, 1977).add(
+        [
+            {
+                "chunk_id": "1977-S1-T1-001",
+                "attempt": 1,
+                "kind": "enrich",
+                "outcome": "retry",
+                "violations": [v("evidence.not_found", False), v("concept.case", True)],
+            },
+            {
+                "chunk_id": "1977-S1-T1-001",
+                "attempt": 2,
+                "kind": "reask",
+                "outcome": "repaired",
+                "violations": [],
+            },
+            {
+                "chunk_id": "1977-S2-T1-001",
+                "attempt": 1,
+                "kind": "enrich",
+                "outcome": "valid",
+                "violations": [],
+            },
+        ]
+    )
+    RepairReport.for_letter(folder, 1978).add(
+        [
+            {
+                "chunk_id": "1978-S3-T1-001",
+                "attempt": 1,
+                "kind": "enrich",
+                "outcome": "failed",
+                "violations": [v("evidence.not_found", False)],
+            },
+        ]
+    )
     rep = analyze_dir(folder)["repairs"]
-    assert rep["by_rule"] == {"concept.case": {"found": 1, "fixed": 1},
-                              "evidence.not_found": {"found": 2, "fixed": 0}}
+    assert rep["by_rule"] == {
+        "concept.case": {"found": 1, "fixed": 1},
+        "evidence.not_found": {"found": 2, "fixed": 0},
+    }
     assert rep["outcomes"] == {"failed": 1, "repaired": 1, "valid": 1}
     assert rep["chunks"] == 3 and rep["records"] == 4 and rep["runs"] == 2  # one per letter
     assert "evidence.not_found" in render_text(analyze_dir(folder))
@@ -152,7 +219,9 @@ def test_unreadable_lines_are_skipped_and_named(segmented, tmp_path, capsys):
     folder = tmp_path / "broken"
     folder.mkdir()
     good = (segmented / "1977.jsonl").read_text(encoding="utf-8").splitlines()
-    (folder / "1977.jsonl").write_text("\n".join([good[0], "{not json", good[1]]) + "\n", encoding="utf-8")
+    (folder / "1977.jsonl").write_text(
+        "\n".join([good[0], "{not json", good[1]]) + "\n", encoding="utf-8"
+    )
     a = analyze_dir(folder)
     assert a["chunks"] == 2
     assert [(s["file"], s["line"]) for s in a["skipped"]] == [("1977.jsonl", 2)]

@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI
-from test_pipeline import grounded_answer
 
 import letterchunk
+from fake_openai import FakeOpenAI
+from test_pipeline import grounded_answer
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
 
@@ -23,12 +23,16 @@ def test_segment_and_validate_from_code(tmp_path):
     chunks = letterchunk.segment_letter(letter)
     assert letter.year == 1977 and len(chunks) == 7
     assert all(isinstance(c, letterchunk.Chunk) for c in chunks)
-    assert all(letter.text[c.metadata.source_span.start_char:c.metadata.source_span.end_char_exclusive] == c.content
-               for c in chunks)
+    assert all(
+        letter.text[c.metadata.source_span.start_char : c.metadata.source_span.end_char_exclusive]
+        == c.content
+        for c in chunks
+    )
 
     (tmp_path / letter.cleaned_name).write_text(letter.text, encoding="utf-8")
     (tmp_path / "1977.jsonl").write_text(
-        "".join(letterchunk.dump_chunk(c) + "\n" for c in chunks), encoding="utf-8")
+        "".join(letterchunk.dump_chunk(c) + "\n" for c in chunks), encoding="utf-8"
+    )
     report = letterchunk.validate_paths([tmp_path], stage="segmented")
     assert isinstance(report, letterchunk.ValidationReport)
     assert report.chunks == 7 and report.errors == []
@@ -37,8 +41,9 @@ def test_segment_and_validate_from_code(tmp_path):
 def test_run_from_code_writes_the_same_files_as_the_cli(tmp_path, monkeypatch):
     with FakeOpenAI(default=grounded_answer) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        outcomes = letterchunk.run([CORPUS / "1971.txt"], tmp_path / "out", model="fake-model",
-                                   cache="off")
+        outcomes = letterchunk.run(
+            [CORPUS / "1971.txt"], tmp_path / "out", model="fake-model", cache="off"
+        )
         assert server.chat_count == len(outcomes[0].outcomes) > 0
     [outcome] = outcomes
     assert isinstance(outcome, letterchunk.LetterOutcome)
@@ -51,8 +56,11 @@ def test_run_from_code_writes_the_same_files_as_the_cli(tmp_path, monkeypatch):
 def test_run_refuses_a_bad_path_before_any_backend(tmp_path, monkeypatch):
     from letterchunk import backend
 
-    monkeypatch.setattr(backend, "embedded_server",
-                        lambda **k: pytest.fail("the embedded server must not be started"))
+    monkeypatch.setattr(
+        backend,
+        "embedded_server",
+        lambda **k: pytest.fail("the embedded server must not be started"),
+    )
     with pytest.raises(letterchunk.InputError, match="no such file or folder"):
         letterchunk.run([tmp_path / "missing"], tmp_path / "out")
     assert not (tmp_path / "out").exists()

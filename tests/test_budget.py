@@ -48,7 +48,11 @@ def test_table(overrides, t_safe, w_safe, binding):
 
 
 def test_env_overrides_defaults_and_options_override_env():
-    env = {"OPENAI_TPM_LIMIT": "180000", "TARGET_TOP_K_FOR_BUDGET": "4", "CHUNK_SAFETY_BUFFER": "0.5"}
+    env = {
+        "OPENAI_TPM_LIMIT": "180000",
+        "TARGET_TOP_K_FOR_BUDGET": "4",
+        "CHUNK_SAFETY_BUFFER": "0.5",
+    }
     s = settings_from_env(env)
     assert (s.tpm, s.top_k, s.safety_buffer, s.context_limit) == (180000, 4, 0.5, 128000)
     s = settings_from_env(env, tpm=60000, top_k=None)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from fake_openai import FakeOpenAI, answer
 from letterchunk.cli import EXIT_BUDGET, EXIT_USAGE, main
 from letterchunk.llm import estimate_tokens
 from letterchunk.validate import validate_path
-from fake_openai import FakeOpenAI, answer
 from test_fault_matrix import valid_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,8 +62,11 @@ def run(out: Path, cache: Path, *extra: str) -> int:
 
 
 def files(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.glob("*")) if p.name.endswith((".jsonl", "_cleaned.txt"))
-            and not p.name.endswith(".report.jsonl")}
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(folder.glob("*"))
+        if p.name.endswith((".jsonl", "_cleaned.txt")) and not p.name.endswith(".report.jsonl")
+    }
 
 
 @pytest.fixture
@@ -97,7 +100,9 @@ def test_cap_stops_before_passing_and_rerun_resumes(server, baseline, tmp_path, 
         flags = ["--max-tokens-total", str(cap)]
     else:  # $1 per million tokens in and out: the cost cap in dollars mirrors the token cap
         prices = tmp_path / "prices.json"
-        prices.write_text(json.dumps({"models": {"fake-model": {"input_per_mtok": 1.0, "output_per_mtok": 1.0}}}))
+        prices.write_text(
+            json.dumps({"models": {"fake-model": {"input_per_mtok": 1.0, "output_per_mtok": 1.0}}})
+        )
         flags = ["--prices", str(prices), "--max-cost", f"{cap / 1e6:.6f}"]
 
     code = run(out, cache, *flags)
@@ -117,8 +122,11 @@ def test_cap_stops_before_passing_and_rerun_resumes(server, baseline, tmp_path, 
         assert ledger["totals"]["cost_usd"] == pytest.approx(spent / 1e6)
 
     # rerun with a higher cap: 1977 from the cache, only 1978 asked, same bytes as uncapped
-    higher = ["--max-tokens-total", str(10 * sum(estimates))] if kind == "tokens" else \
-        [flags[0], flags[1], "--max-cost", "100"]
+    higher = (
+        ["--max-tokens-total", str(10 * sum(estimates))]
+        if kind == "tokens"
+        else [flags[0], flags[1], "--max-cost", "100"]
+    )
     assert run(out, cache, *higher) == 0, capsys.readouterr().err
     assert server.chat_count == chunk_counts()[1]
     assert files(out) == expected

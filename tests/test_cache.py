@@ -53,7 +53,10 @@ def _with(**changes):
         # not an answer-changing difference: same key
         (_with(), False),
         (_with(messages=[dict(m) for m in MESSAGES]), False),  # equal copy
-        (_with(messages=[{"content": m["content"], "role": m["role"]} for m in MESSAGES]), False),  # key order
+        (
+            _with(messages=[{"content": m["content"], "role": m["role"]} for m in MESSAGES]),
+            False,
+        ),  # key order
         (_with(params={"max_tokens": 1024, "seed": 42, "temperature": 0.0}), False),  # dict order
         (_with(schema=json.loads(json.dumps(Item.model_json_schema()))), False),
         # each answer-changing input: new key
@@ -64,8 +67,19 @@ def _with(**changes):
         (_with(params={"temperature": 0.0, "seed": 7, "max_tokens": 1024}), True),
         (_with(params={"temperature": 0.0, "seed": 42, "max_tokens": 512}), True),
         (_with(mode="TOOLS"), True),
-        (_with(messages=[MESSAGES[0], {"role": "user", "content": "The item is a widget, count 4."}]), True),
-        (_with(messages=[MESSAGES[0], {"role": "assistant", "content": MESSAGES[1]["content"]}]), True),
+        (
+            _with(
+                messages=[
+                    MESSAGES[0],
+                    {"role": "user", "content": "The item is a widget, count 4."},
+                ]
+            ),
+            True,
+        ),
+        (
+            _with(messages=[MESSAGES[0], {"role": "assistant", "content": MESSAGES[1]["content"]}]),
+            True,
+        ),
         (_with(messages=MESSAGES[1:]), True),
     ],
     ids=[
@@ -101,7 +115,9 @@ def server():
 
 
 def client_for(server: FakeOpenAI, cache: ResponseCache | None, **settings) -> LLMClient:
-    s = LLMSettings.from_env(env={}, base_url=server.base_url, model="fake-model", timeout_s=2, **settings)
+    s = LLMSettings.from_env(
+        env={}, base_url=server.base_url, model="fake-model", timeout_s=2, **settings
+    )
     return LLMClient(s, cache=cache, prompt_hash="p" * 64)
 
 
@@ -177,14 +193,18 @@ def test_offline_miss_raises_cache_miss_naming_the_chunk(server, tmp_path):
 
 def test_offline_hit_answers_without_http(server, tmp_path):
     client_for(server, ResponseCache(tmp_path)).complete(MESSAGES, Item, chunk_id="c")
-    out = client_for(server, ResponseCache(tmp_path, mode="offline")).complete(MESSAGES, Item, chunk_id="c")
+    out = client_for(server, ResponseCache(tmp_path, mode="offline")).complete(
+        MESSAGES, Item, chunk_id="c"
+    )
     assert out.source == "cache" and out.value == Item(**GOOD) and server.chat_count == 1
 
 
 def test_refresh_asks_again_and_overwrites(server, tmp_path):
     client_for(server, ResponseCache(tmp_path)).complete(MESSAGES, Item, chunk_id="c")
     server.enqueue(answer({"name": "gadget", "count": 1}))
-    refreshed = client_for(server, ResponseCache(tmp_path, mode="refresh")).complete(MESSAGES, Item, chunk_id="c")
+    refreshed = client_for(server, ResponseCache(tmp_path, mode="refresh")).complete(
+        MESSAGES, Item, chunk_id="c"
+    )
     assert refreshed.source == "live" and server.chat_count == 2
     reused = client_for(server, ResponseCache(tmp_path)).complete(MESSAGES, Item, chunk_id="c")
     assert reused.source == "cache" and reused.value == Item(name="gadget", count=1)

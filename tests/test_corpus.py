@@ -138,16 +138,19 @@ def test_headers_start_chunks_and_tables_stay_whole(corpus, path):
     for b in detect_blocks(text):
         if b.kind == "header":
             # never the last block of a chunk
-            assert not any(c.metadata.source_span.end_char_exclusive == b.end for c in t1), (
-                text[b.start : b.end]
-            )
+            assert not any(c.metadata.source_span.end_char_exclusive == b.end for c in t1), text[
+                b.start : b.end
+            ]
         if b.kind in ("table", "paragraph", "list", "header"):
             inside = [
-                c for c in t1
+                c
+                for c in t1
                 if c.metadata.source_span.start_char <= b.start
                 and b.end <= c.metadata.source_span.end_char_exclusive
             ]
-            assert len(inside) == 1, f"{b.kind} split across tier-1 chunks: {text[b.start:b.start+60]!r}"
+            assert len(inside) == 1, (
+                f"{b.kind} split across tier-1 chunks: {text[b.start : b.start + 60]!r}"
+            )
         if b.kind == "table":
             assert any(
                 c.metadata.source_span.start_char <= b.start

@@ -23,18 +23,19 @@ from letterchunk.enrich import (
 )
 from letterchunk.validate import LetterContext, validate_chunk
 
-VOCAB = frozenset({"float economics", "circle of competence", "intrinsic value",
-                   "underwriting discipline"})
+VOCAB = frozenset(
+    {"float economics", "circle of competence", "intrinsic value", "underwriting discipline"}
+)
 # explicit cues, so the tests do not follow edits of the shipped schemas/buffett_concepts.json
-CUES = {"float economics": ["float"], "circle of competence": ["competence"],
-        "underwriting discipline": ["underwrit"]}
+CUES = {
+    "float economics": ["float"],
+    "circle of competence": ["competence"],
+    "underwriting discipline": ["underwrit"],
+}
 
 
 def ctx_for(letter) -> PromptContext:
-    return PromptContext.for_letter(1987, ["Performance", "Insurance Operations"], VOCAB,
-                                    cues=CUES)
-
-
+    return PromptContext.for_letter(1987, ["Performance", "Insurance Operations"], VOCAB, cues=CUES)
 
 
 def test_years_in_text():
@@ -60,23 +61,36 @@ def test_response_model_narrows_to_vocabulary_titles_and_years(good_letter):
     schema = model.model_json_schema()
     # only the cued concepts, most cue hits first ("circle of competence": its name + "competence")
     assert schema["properties"]["buffett_concepts"]["items"]["enum"] == [
-        "circle of competence", "intrinsic value"]
+        "circle of competence",
+        "intrinsic value",
+    ]
     with pytest.raises(ValidationError):  # in the vocabulary, but not cued in this chunk
         model.model_validate(narrative_answer(buffett_concepts=["float economics"]))
     assert schema["required"] == list(model.model_fields)  # every key forced by the grammar
 
 
 def test_untitled_sections_ask_for_a_title(make_chunk):
-    chunk = make_chunk("1987-S3-T1-001", "A short body from 1987.", 0,
-                       section_title=UNTITLED, section_hierarchy=["Letter Body", UNTITLED])
+    chunk = make_chunk(
+        "1987-S3-T1-001",
+        "A short body from 1987.",
+        0,
+        section_title=UNTITLED,
+        section_hierarchy=["Letter Body", UNTITLED],
+    )
     ctx = PromptContext.for_letter(1987, ["Performance", UNTITLED], VOCAB, cues=CUES)
     assert ctx.section_titles == ("Performance",)
     model = response_model_for(chunk, ctx)
     assert "section_title" in model.model_fields
     answer = narrative_answer(
-        section_title="Closing Remarks", comparison_years=[], buffett_concepts=[],
-        related_sections_same_letter=["Performance"], principles=[], content_type="narrative",
-        content_type_evidence=[], entities={"companies": [], "people": [], "metrics": []})
+        section_title="Closing Remarks",
+        comparison_years=[],
+        buffett_concepts=[],
+        related_sections_same_letter=["Performance"],
+        principles=[],
+        content_type="narrative",
+        content_type_evidence=[],
+        entities={"companies": [], "people": [], "metrics": []},
+    )
     out = apply_enrichment(chunk, model.model_validate(answer))
     assert out.metadata.section_title == "Closing Remarks"
     assert out.metadata.section_hierarchy == ["Letter Body", "Closing Remarks"]
@@ -88,10 +102,14 @@ def test_untitled_sections_ask_for_a_title(make_chunk):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("Float grew; float is free money. Our underwriting discipline held.",
-         ["float economics", "underwriting discipline"]),  # 2 = 2 hits (name + cue): vocab order
-        ("UNDERWRITING results; underwriters; the circle of competence.",
-         ["circle of competence", "underwriting discipline"]),  # case-insensitive; 2 = 2 hits
+        (
+            "Float grew; float is free money. Our underwriting discipline held.",
+            ["float economics", "underwriting discipline"],
+        ),  # 2 = 2 hits (name + cue): vocab order
+        (
+            "UNDERWRITING results; underwriters; the circle of competence.",
+            ["circle of competence", "underwriting discipline"],
+        ),  # case-insensitive; 2 = 2 hits
         ("A refloated boat and incompetence.", []),  # a cue matches only at a word start
         ("Nothing cued here at all.", []),
     ],
@@ -102,9 +120,13 @@ def test_cued_concepts_are_ordered_by_hits_then_vocabulary(text, expected):
 
 
 def test_no_cued_concept_forces_an_empty_list(good_letter, make_chunk):
-    chunk = make_chunk("1987-S1-T1-001", "Performance\n\nThe annual meeting is in Omaha in May.", 0,
-                       section_title="Performance",
-                       section_hierarchy=["Letter Body", "Performance"])
+    chunk = make_chunk(
+        "1987-S1-T1-001",
+        "Performance\n\nThe annual meeting is in Omaha in May.",
+        0,
+        section_title="Performance",
+        section_hierarchy=["Letter Body", "Performance"],
+    )
     model = response_model_for(chunk, ctx_for(good_letter))
     assert model.model_json_schema()["properties"]["buffett_concepts"]["maxItems"] == 0
     with pytest.raises(ValidationError):
@@ -120,8 +142,9 @@ def test_hosted_mode_keeps_the_whole_vocabulary_and_suggests_cued_concepts(good_
     assert set(enum["items"]["enum"]) == VOCAB
     messages = build_messages(s1, ctx)
     assert all(c in messages[0]["content"] for c in VOCAB)
-    assert ("Suggested concepts (cued in this chunk, most first): circle of competence, "
-            "intrinsic value") in messages[1]["content"]
+    assert (
+        "Suggested concepts (cued in this chunk, most first): circle of competence, intrinsic value"
+    ) in messages[1]["content"]
 
 
 CONFESSION = "We have mistakenly predicted better results in each of the last two years."
@@ -131,12 +154,19 @@ CONFESSION = "We have mistakenly predicted better results in each of the last tw
     ("text", "expected"),
     [
         (f"Textiles\n\nThe mills ran at a loss again this year. {CONFESSION}", [CONFESSION]),
-        ("I was wrong about the mills, and it cost us dearly. We should have sold the plant "
-         "in 1980 when buyers were eager. Errors of omission hurt.",
-         ["I was wrong about the mills, and it cost us dearly.",
-          "We should have sold the plant in 1980 when buyers were eager."]),  # 3 words: no choice
-        ("The mills ran at a loss again this year. Terrors and mistakes of others aside, "
-         "results were fine.", ["Terrors and mistakes of others aside, results were fine."]),
+        (
+            "I was wrong about the mills, and it cost us dearly. We should have sold the plant "
+            "in 1980 when buyers were eager. Errors of omission hurt.",
+            [
+                "I was wrong about the mills, and it cost us dearly.",
+                "We should have sold the plant in 1980 when buyers were eager.",
+            ],
+        ),  # 3 words: no choice
+        (
+            "The mills ran at a loss again this year. Terrors and mistakes of others aside, "
+            "results were fine.",
+            ["Terrors and mistakes of others aside, results were fine."],
+        ),
         ("Terrors aside, the mills ran at a loss again this year.", []),  # word starts only
     ],
 )
@@ -152,22 +182,38 @@ def test_confession_is_allowed_only_with_a_cue_sentence(good_letter, make_chunk)
     with pytest.raises(ValidationError):
         plain.model_validate(narrative_answer(content_type="mistake_confession"))
     body = f"Textiles\n\nThe mills ran at a loss again this year, as they did before. {CONFESSION}"
-    chunk = make_chunk("1987-S1-T1-001", body, 0, section_title="Textiles",
-                       section_hierarchy=["Letter Body", "Textiles"])
+    chunk = make_chunk(
+        "1987-S1-T1-001",
+        body,
+        0,
+        section_title="Textiles",
+        section_hierarchy=["Letter Body", "Textiles"],
+    )
     model = response_model_for(chunk, ctx)
     props = model.model_json_schema()["properties"]
     assert "mistake_confession" in props["content_type"]["enum"]
     assert props["content_type_evidence"]["items"]["enum"][0] == CONFESSION  # cue sentences first
-    model.model_validate(narrative_answer(
-        content_type="mistake_confession", content_type_evidence=[CONFESSION], principles=[],
-        buffett_concepts=[], comparison_years=[], related_sections_same_letter=[],
-        entities={"companies": [], "people": [], "metrics": []}))
+    model.model_validate(
+        narrative_answer(
+            content_type="mistake_confession",
+            content_type_evidence=[CONFESSION],
+            principles=[],
+            buffett_concepts=[],
+            comparison_years=[],
+            related_sections_same_letter=[],
+            entities={"companies": [], "people": [], "metrics": []},
+        )
+    )
     user = build_messages(chunk, ctx)[1]["content"]
-    hint = ("Possible confession sentences (if one admits a mistake of Buffett's or Berkshire's, "
-            "answer mistake_confession and quote it):")
+    hint = (
+        "Possible confession sentences (if one admits a mistake of Buffett's or Berkshire's, "
+        "answer mistake_confession and quote it):"
+    )
     assert f"{hint}\n- {CONFESSION}" in user
-    assert "Possible confession sentences: none" in build_messages(
-        good_letter.chunk("1987-S1-T1-001"), ctx)[1]["content"]
+    assert (
+        "Possible confession sentences: none"
+        in build_messages(good_letter.chunk("1987-S1-T1-001"), ctx)[1]["content"]
+    )
 
 
 def test_grounded_choices_offer_only_the_chunks_own_names_and_sentences(good_letter):
@@ -183,25 +229,38 @@ def test_grounded_choices_offer_only_the_chunks_own_names_and_sentences(good_let
     flat = " ".join(s1.content.split())
     assert all(q in flat and len(q.split()) >= 5 for q in quotes)
     with pytest.raises(ValidationError):
-        model.model_validate(narrative_answer(
-            entities={"companies": ["Enron"], "people": [], "metrics": []}))
+        model.model_validate(
+            narrative_answer(entities={"companies": ["Enron"], "people": [], "metrics": []})
+        )
     with pytest.raises(ValidationError):
         model.model_validate(narrative_answer(content_type_evidence=["Not in the text at all."]))
     # without a grammar (hosted tool calls) names and quotes are free text, checked by validate
-    free = response_model_for(s1, PromptContext.for_letter(
-        1987, ["Performance", "Insurance Operations"], VOCAB, grounded_choices=False, cues=CUES))
-    free.model_validate(narrative_answer(
-        entities={"companies": ["Enron"], "people": [], "metrics": []}))
+    free = response_model_for(
+        s1,
+        PromptContext.for_letter(
+            1987, ["Performance", "Insurance Operations"], VOCAB, grounded_choices=False, cues=CUES
+        ),
+    )
+    free.model_validate(
+        narrative_answer(entities={"companies": ["Enron"], "people": [], "metrics": []})
+    )
 
 
 @pytest.mark.parametrize(
     ("text", "names"),
     [
-        ("Textile Operations\n\nThe mills at New Bedford and Manchester were slow.",
-         ["Textile Operations", "New Bedford and Manchester", "New Bedford", "Manchester"]),
-        ("Results at GEICO, led by Tony Nicely’s team, beat Phil Liesche. Recently we sold.",
-         ["GEICO", "Tony Nicely", "Phil Liesche"]),
-        ("So Charlie and I met Warren E. Buffett\nin Omaha.", ["Charlie", "Warren E. Buffett", "Omaha"]),
+        (
+            "Textile Operations\n\nThe mills at New Bedford and Manchester were slow.",
+            ["Textile Operations", "New Bedford and Manchester", "New Bedford", "Manchester"],
+        ),
+        (
+            "Results at GEICO, led by Tony Nicely’s team, beat Phil Liesche. Recently we sold.",
+            ["GEICO", "Tony Nicely", "Phil Liesche"],
+        ),
+        (
+            "So Charlie and I met Warren E. Buffett\nin Omaha.",
+            ["Charlie", "Warren E. Buffett", "Omaha"],
+        ),
     ],
 )
 def test_name_candidates(text, names):
@@ -215,21 +274,30 @@ def test_table_model_has_one_entry_per_table(good_letter):
     model = response_model_for(t3, ctx_for(good_letter))
     assert issubclass(model, TableEnrichment)
     assert "content_type" not in model.model_fields and "principles" not in model.model_fields
-    answer = {k: v for k, v in narrative_answer(
-        buffett_concepts=["float economics"], related_sections_same_letter=["Performance"],
-        entities={"companies": ["GEICO"], "people": [], "metrics": ["float"]},
-    ).items() if k in model.model_fields}
+    answer = {
+        k: v
+        for k, v in narrative_answer(
+            buffett_concepts=["float economics"],
+            related_sections_same_letter=["Performance"],
+            entities={"companies": ["GEICO"], "people": [], "metrics": ["float"]},
+        ).items()
+        if k in model.model_fields
+    }
     with pytest.raises(ValidationError):
         model.model_validate(answer | {"tables": []})
-    e = model.model_validate(answer | {"tables": [{"table_name": "Insurance Results",
-                                                   "summary": "Results by unit."}]})
+    e = model.model_validate(
+        answer | {"tables": [{"table_name": "Insurance Results", "summary": "Results by unit."}]}
+    )
     out = apply_enrichment(t3, e)
     table, old = out.metadata.table_data[0], t3.metadata.table_data[0]
     assert (table.table_name, table.summary) == ("Insurance Results", "Results by unit.")
     assert (table.columns, table.rows, table.row_count) == (old.columns, old.rows, old.row_count)
     assert out.metadata.content_type == "financial_table"
     assert evidence_record(t3.chunk_id, e) == {
-        "chunk_id": t3.chunk_id, "content_type_evidence": [], "principle_evidence": []}
+        "chunk_id": t3.chunk_id,
+        "content_type_evidence": [],
+        "principle_evidence": [],
+    }
 
 
 def test_messages_put_fixed_instructions_first_and_the_chunk_last(good_letter):
@@ -260,29 +328,50 @@ def test_apply_touches_only_semantic_fields_and_validates(good_letter):
     out = apply_enrichment(s1, e)
     before, after = s1.metadata.model_dump(), out.metadata.model_dump()
     changed = {k for k in before if before[k] != after[k]}
-    assert changed <= {"contextual_summary", "themes", "buffett_concepts", "entities", "principles",
-                       "content_type", "has_financial_data", "retrieval_priority",
-                       "abstraction_level", "temporal_references", "cross_references"}
+    assert changed <= {
+        "contextual_summary",
+        "themes",
+        "buffett_concepts",
+        "entities",
+        "principles",
+        "content_type",
+        "has_financial_data",
+        "retrieval_priority",
+        "abstraction_level",
+        "temporal_references",
+        "cross_references",
+    }
     assert out.chunk_id == s1.chunk_id and out.content == s1.content
     assert after["temporal_references"]["primary_year"] == 1987
-    assert after["principles"] == [{"statement": "Invest only in businesses you understand.",
-                                    "category": "valuation"}]
+    assert after["principles"] == [
+        {"statement": "Invest only in businesses you understand.", "category": "valuation"}
+    ]
     record = evidence_record(s1.chunk_id, e)
-    assert record == {"chunk_id": s1.chunk_id, "content_type_evidence": [QUOTE],
-                      "principle_evidence": [QUOTE]}
+    assert record == {
+        "chunk_id": s1.chunk_id,
+        "content_type_evidence": [QUOTE],
+        "principle_evidence": [QUOTE],
+    }
     json.dumps(record)
-    ctx = LetterContext(cleaned_text=good_letter.text,
-                        section_titles=["Performance", "Insurance Operations"],
-                        vocabulary=VOCAB, evidence={s1.chunk_id: record})
-    errors = [v for v in validate_chunk(out, stage="enriched", context=ctx) if v.severity == "error"]
+    ctx = LetterContext(
+        cleaned_text=good_letter.text,
+        section_titles=["Performance", "Insurance Operations"],
+        vocabulary=VOCAB,
+        evidence={s1.chunk_id: record},
+    )
+    errors = [
+        v for v in validate_chunk(out, stage="enriched", context=ctx) if v.severity == "error"
+    ]
     assert errors == []
 
 
 @pytest.mark.parametrize(
     ("summary", "expected"),
     [
-        ("Results fell. Textiles lost money. We expect a reasonably good year and its 1977,",
-         "Results fell. Textiles lost money."),  # cut by the length cap: fragment dropped
+        (
+            "Results fell. Textiles lost money. We expect a reasonably good year and its 1977,",
+            "Results fell. Textiles lost money.",
+        ),  # cut by the length cap: fragment dropped
         ("Results fell. Textiles lost money.", "Results fell. Textiles lost money."),
         ("Results fell in 1977", "Results fell in 1977"),  # nothing complete to keep
         ('He said "we erred." ', 'He said "we erred."'),
@@ -294,19 +383,24 @@ def test_apply_drops_an_unfinished_last_summary_sentence(good_letter, summary, e
     assert complete_sentences(summary) == expected
     s1 = good_letter.chunk("1987-S1-T1-001")
     # the hosted model: without a grammar the summary is a free string (no sentence pattern)
-    hosted = PromptContext.for_letter(1987, ["Performance", "Insurance Operations"], VOCAB,
-                                      grounded_choices=False, cues=CUES)
-    e = response_model_for(s1, hosted).model_validate(
-        narrative_answer(contextual_summary=summary))
+    hosted = PromptContext.for_letter(
+        1987, ["Performance", "Insurance Operations"], VOCAB, grounded_choices=False, cues=CUES
+    )
+    e = response_model_for(s1, hosted).model_validate(narrative_answer(contextual_summary=summary))
     assert apply_enrichment(s1, e).metadata.contextual_summary == expected
 
 
 def test_apply_drops_repeated_concepts(good_letter):
     s1 = good_letter.chunk("1987-S1-T1-001")
-    e = response_model_for(s1, ctx_for(good_letter)).model_validate(narrative_answer(
-        buffett_concepts=["intrinsic value", "intrinsic value", "circle of competence"]))
+    e = response_model_for(s1, ctx_for(good_letter)).model_validate(
+        narrative_answer(
+            buffett_concepts=["intrinsic value", "intrinsic value", "circle of competence"]
+        )
+    )
     assert apply_enrichment(s1, e).metadata.buffett_concepts == [
-        "intrinsic value", "circle of competence"]
+        "intrinsic value",
+        "circle of competence",
+    ]
 
 
 def test_apply_never_touches_mechanical_fields_even_for_a_repair_subset(good_letter):
@@ -319,15 +413,20 @@ def test_apply_never_touches_mechanical_fields_even_for_a_repair_subset(good_let
     out = apply_enrichment(t3, Subset(themes=["insurance"]))
     assert out.metadata.themes == ["insurance"]
     assert out.model_dump(exclude={"metadata": {"themes"}}) == t3.model_dump(
-        exclude={"metadata": {"themes"}})
+        exclude={"metadata": {"themes"}}
+    )
 
 
 def test_apply_drops_repeats_in_every_list_field(good_letter):
     s1 = good_letter.chunk("1987-S1-T1-001")
-    e = response_model_for(s1, ctx_for(good_letter)).model_validate(narrative_answer(
-        themes=["performance", "performance"],
-        related_sections_same_letter=["Insurance Operations", "Insurance Operations"],
-        related_years=[1986, 1986], comparison_years=[1986, 1986]))
+    e = response_model_for(s1, ctx_for(good_letter)).model_validate(
+        narrative_answer(
+            themes=["performance", "performance"],
+            related_sections_same_letter=["Insurance Operations", "Insurance Operations"],
+            related_years=[1986, 1986],
+            comparison_years=[1986, 1986],
+        )
+    )
     meta = apply_enrichment(s1, e).metadata
     assert meta.themes == ["performance"]
     assert meta.cross_references.related_sections_same_letter == ["Insurance Operations"]

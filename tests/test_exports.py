@@ -56,10 +56,13 @@ def test_public_names_are_exported():
     public = {
         name
         for name, value in vars(letterchunk).items()
-        if not name.startswith("_") and not getattr(value, "__file__", None)  # skip submodules
+        if not name.startswith("_")
+        and not getattr(value, "__file__", None)  # skip submodules
         and getattr(value, "__module__", "letterchunk").startswith("letterchunk")
     }
-    assert public <= set(letterchunk.__all__), f"public but not in __all__: {public - set(letterchunk.__all__)}"
+    assert public <= set(letterchunk.__all__), (
+        f"public but not in __all__: {public - set(letterchunk.__all__)}"
+    )
 
 
 def test_exported_classes_claim_the_package():
@@ -95,7 +98,9 @@ def test_environment_is_isolated():
     from pathlib import Path
 
     assert not any(k.startswith("OPENAI_") for k in os.environ)
-    assert not any(k.startswith("LETTERCHUNK_") and k not in ("LETTERCHUNK_LIVE", "LETTERCHUNK_CHROMIUM")
-                   for k in os.environ)
+    assert not any(
+        k.startswith("LETTERCHUNK_") and k not in ("LETTERCHUNK_LIVE", "LETTERCHUNK_CHROMIUM")
+        for k in os.environ
+    )
     assert Path(os.environ["HOME"]).name == "_home"
     assert Path(os.environ["XDG_CACHE_HOME"]).is_relative_to(Path(os.environ["HOME"]))

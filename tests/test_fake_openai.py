@@ -27,7 +27,9 @@ MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "conten
 
 
 def client(server: FakeOpenAI, timeout: float = 2.0) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.base_url, api_key="test-key", max_retries=0, timeout=timeout)
+    return openai.OpenAI(
+        base_url=server.base_url, api_key="test-key", max_retries=0, timeout=timeout
+    )
 
 
 def chat(c: openai.OpenAI, **kw):
@@ -102,7 +104,11 @@ def test_bad_answers(reply, content, finish, refused):
     with FakeOpenAI() as server:
         server.enqueue(reply)
         msg = chat(client(server)).choices[0]
-        assert (msg.message.content, msg.finish_reason, msg.message.refusal) == (content, finish, refused)
+        assert (msg.message.content, msg.finish_reason, msg.message.refusal) == (
+            content,
+            finish,
+            refused,
+        )
 
 
 def test_models_and_health():

@@ -27,8 +27,6 @@ from pathlib import Path
 
 import pytest
 
-from letterchunk.cli import main
-from letterchunk.validate import LetterContext, read_evidence, validate_chunk, validate_path
 from fake_openai import (
     FakeOpenAI,
     Reply,
@@ -42,12 +40,15 @@ from fake_openai import (
     server_error,
     truncated,
 )
+from letterchunk.cli import main
+from letterchunk.validate import LetterContext, read_evidence, validate_chunk, validate_path
 
 LETTER = Path(__file__).resolve().parents[1] / "corpus" / "letters" / "1977.txt"
 TIMEOUT_S = 1.0  # LETTERCHUNK_TIMEOUT_S for the run: the "hang" row waits past it
 
 
 # ----------------------------------------------------------------- the scripted backend
+
 
 def valid_for(request: dict) -> dict:
     """A valid, grounded answer to whatever fields the request's schema asks for."""
@@ -71,8 +72,10 @@ def valid_for(request: dict) -> dict:
         "related_sections_same_letter": [],
         "related_years": [],
         "section_title": "Letter Opening",
-        "tables": [{"table_name": f"Table {i + 1}", "summary": "Figures the letter reports."}
-                   for i in range(n_tables)],
+        "tables": [
+            {"table_name": f"Table {i + 1}", "summary": "Figures the letter reports."}
+            for i in range(n_tables)
+        ],
     }
     unknown = set(props) - set(values)
     assert not unknown, f"the fake backend does not know how to answer {unknown}"
@@ -84,8 +87,15 @@ def with_(**over) -> Callable[[dict], Reply]:
     return lambda req: answer({**valid_for(req), **over})
 
 
-UNGROUNDED = with_(principles=[{"statement": "Buy cheap stocks.", "category": "valuation",
-                                "evidence": "Buffett never wrote this sentence in 1977."}])
+UNGROUNDED = with_(
+    principles=[
+        {
+            "statement": "Buy cheap stocks.",
+            "category": "valuation",
+            "evidence": "Buffett never wrote this sentence in 1977.",
+        }
+    ]
+)
 OUT_OF_VOCABULARY = with_(buffett_concepts=["dividend magic"])
 WRONG_ENUM = with_(retrieval_priority="urgent")
 # a confession/principle tag without the quote behind it: no list item code could drop
@@ -124,30 +134,141 @@ MATRIX = [
     # id, mode, scripted calls, --on-failure, exit, target outcome, model calls for the target,
     # answer fields the re-ask names (None: all of them), rule recorded on the first answer,
     # extra HTTP requests (transport retries)
-    ("429-retry-after", JS, {2: rate_limited(retry_after=0.05)}, "halt", 0, "valid", 1, [], None, 1),
+    (
+        "429-retry-after",
+        JS,
+        {2: rate_limited(retry_after=0.05)},
+        "halt",
+        0,
+        "valid",
+        1,
+        [],
+        None,
+        1,
+    ),
     ("500", JS, {2: server_error(500)}, "halt", 0, "valid", 1, [], None, 1),
     ("hang-past-timeout", JS, {2: hang(TIMEOUT_S + 2)}, "halt", 0, "valid", 1, [], None, 1),
     ("connection-reset", JS, {2: reset()}, "halt", 0, "valid", 1, [], None, 1),
-    ("malformed-json", JS, {2: malformed()}, "halt", 0, "repaired", 2, None,
-     "response.malformed", 0),
-    ("truncated-json", JS, {2: truncated_answer}, "halt", 0, "repaired", 2, None,
-     "response.truncated", 0),
-    ("refusal-then-answer", JS, {2: refusal()}, "halt", 0, "repaired", 2, None,
-     "response.refused", 0),
-    ("ungrounded-quote", TOOLS, {2: UNGROUNDED}, "halt", 0, "repaired", 2, ["principles"],
-     "evidence.principle_not_found", 0),
-    ("ungrounded-quote-grammar", JS, {2: UNGROUNDED}, "halt", 0, "repaired", 2, ["principles"],
-     "response.schema", 0),
-    ("out-of-vocabulary-concept", JS, {2: OUT_OF_VOCABULARY}, "halt", 0, "repaired", 2,
-     ["buffett_concepts"], "response.schema", 0),
-    ("wrong-enum", JS, {2: WRONG_ENUM}, "halt", 0, "repaired", 2, ["retrieval_priority"],
-     "response.schema", 0),
-    ("refusal-persists-halt", JS, {2: refusal(), 3: refusal(), 4: refusal()}, "halt", 3,
-     "failed", 3, None, "response.refused", 0),
-    ("unquoted-tag-persists-halt", TOOLS, {2: UNQUOTED_TAG, 3: UNQUOTED_TAG, 4: UNQUOTED_TAG},
-     "halt", 3, "failed", 3, ["content_type", "content_type_evidence"], "evidence.missing", 0),
-    ("wrong-enum-persists-skip", JS, {2: WRONG_ENUM, 3: WRONG_ENUM, 4: WRONG_ENUM}, "skip", 1,
-     "failed", 3, ["retrieval_priority"], "response.schema", 0),
+    (
+        "malformed-json",
+        JS,
+        {2: malformed()},
+        "halt",
+        0,
+        "repaired",
+        2,
+        None,
+        "response.malformed",
+        0,
+    ),
+    (
+        "truncated-json",
+        JS,
+        {2: truncated_answer},
+        "halt",
+        0,
+        "repaired",
+        2,
+        None,
+        "response.truncated",
+        0,
+    ),
+    (
+        "refusal-then-answer",
+        JS,
+        {2: refusal()},
+        "halt",
+        0,
+        "repaired",
+        2,
+        None,
+        "response.refused",
+        0,
+    ),
+    (
+        "ungrounded-quote",
+        TOOLS,
+        {2: UNGROUNDED},
+        "halt",
+        0,
+        "repaired",
+        2,
+        ["principles"],
+        "evidence.principle_not_found",
+        0,
+    ),
+    (
+        "ungrounded-quote-grammar",
+        JS,
+        {2: UNGROUNDED},
+        "halt",
+        0,
+        "repaired",
+        2,
+        ["principles"],
+        "response.schema",
+        0,
+    ),
+    (
+        "out-of-vocabulary-concept",
+        JS,
+        {2: OUT_OF_VOCABULARY},
+        "halt",
+        0,
+        "repaired",
+        2,
+        ["buffett_concepts"],
+        "response.schema",
+        0,
+    ),
+    (
+        "wrong-enum",
+        JS,
+        {2: WRONG_ENUM},
+        "halt",
+        0,
+        "repaired",
+        2,
+        ["retrieval_priority"],
+        "response.schema",
+        0,
+    ),
+    (
+        "refusal-persists-halt",
+        JS,
+        {2: refusal(), 3: refusal(), 4: refusal()},
+        "halt",
+        3,
+        "failed",
+        3,
+        None,
+        "response.refused",
+        0,
+    ),
+    (
+        "unquoted-tag-persists-halt",
+        TOOLS,
+        {2: UNQUOTED_TAG, 3: UNQUOTED_TAG, 4: UNQUOTED_TAG},
+        "halt",
+        3,
+        "failed",
+        3,
+        ["content_type", "content_type_evidence"],
+        "evidence.missing",
+        0,
+    ),
+    (
+        "wrong-enum-persists-skip",
+        JS,
+        {2: WRONG_ENUM, 3: WRONG_ENUM, 4: WRONG_ENUM},
+        "skip",
+        1,
+        "failed",
+        3,
+        ["retrieval_priority"],
+        "response.schema",
+        0,
+    ),
 ]
 
 
@@ -164,13 +285,35 @@ def _jsonl(path: Path) -> list[dict]:
 
 
 @pytest.mark.parametrize(
-    ("mode", "steps", "on_failure", "exit_code", "outcome", "calls", "asked", "rule",
-     "transport_retries"),
+    (
+        "mode",
+        "steps",
+        "on_failure",
+        "exit_code",
+        "outcome",
+        "calls",
+        "asked",
+        "rule",
+        "transport_retries",
+    ),
     [row[1:] for row in MATRIX],
     ids=[row[0] for row in MATRIX],
 )
-def test_fault_matrix(tmp_path, monkeypatch, capsys, chunk_ids, mode, steps, on_failure,
-                      exit_code, outcome, calls, asked, rule, transport_retries):
+def test_fault_matrix(
+    tmp_path,
+    monkeypatch,
+    capsys,
+    chunk_ids,
+    mode,
+    steps,
+    on_failure,
+    exit_code,
+    outcome,
+    calls,
+    asked,
+    rule,
+    transport_retries,
+):
     out = tmp_path / "out"
     script = Script(steps)
     with FakeOpenAI(default=script) as server:
@@ -180,8 +323,21 @@ def test_fault_matrix(tmp_path, monkeypatch, capsys, chunk_ids, mode, steps, on_
         monkeypatch.setenv("LETTERCHUNK_TIMEOUT_S", str(TIMEOUT_S))
         monkeypatch.setenv("LETTERCHUNK_TRANSPORT_RETRIES", "2")
         monkeypatch.setenv("LETTERCHUNK_INSTRUCTOR_MODE", mode)
-        code = main(["run", str(LETTER), "--out", str(out), "--cache", "off", "--quiet",
-                     "--max-attempts", "2", "--on-failure", on_failure])
+        code = main(
+            [
+                "run",
+                str(LETTER),
+                "--out",
+                str(out),
+                "--cache",
+                "off",
+                "--quiet",
+                "--max-attempts",
+                "2",
+                "--on-failure",
+                on_failure,
+            ]
+        )
         served = server.usage_total
         http_requests = server.chat_count
         used_tools = ["tools" in r.body for r in server.chat_requests]
@@ -243,6 +399,9 @@ def test_fault_matrix(tmp_path, monkeypatch, capsys, chunk_ids, mode, steps, on_
     from letterchunk.schema import Chunk
 
     for data in written:
-        errors = [v for v in validate_chunk(Chunk.model_validate(data), stage="enriched",
-                                            context=ctx) if v.severity == "error"]
+        errors = [
+            v
+            for v in validate_chunk(Chunk.model_validate(data), stage="enriched", context=ctx)
+            if v.severity == "error"
+        ]
         assert not errors, errors

@@ -13,11 +13,11 @@ import stat
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI
-from test_pipeline import grounded_answer
 
+from fake_openai import FakeOpenAI
 from letterchunk.cli import main
 from letterchunk.io import atomic_write_text
+from test_pipeline import grounded_answer
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
 
@@ -71,8 +71,14 @@ def test_segment_enrich_and_report_write_0644(tmp_path, umask, fake_backend):
     assert main(["enrich", str(out), "--cache", "off", "-q"]) == 0
     assert main(["report", str(out), "-q"]) == 0
     written = modes(out)
-    assert {"1971.jsonl", "1971_cleaned.txt", "1971.evidence.jsonl", "1971.report.jsonl", "run.json",
-            "report.html"} <= set(written)
+    assert {
+        "1971.jsonl",
+        "1971_cleaned.txt",
+        "1971.evidence.jsonl",
+        "1971.report.jsonl",
+        "run.json",
+        "report.html",
+    } <= set(written)
     assert set(written.values()) == {"0o644"}, written
 
 
@@ -80,8 +86,13 @@ def test_run_writes_0644(tmp_path, umask, fake_backend):
     out = tmp_path / "out"
     assert main(["run", str(CORPUS / "1971.txt"), "--out", str(out), "--cache", "off", "-q"]) == 0
     written = modes(out)
-    assert {"1971.jsonl", "1971_cleaned.txt", "1971.evidence.jsonl", "1971.report.jsonl",
-            "run.json"} <= set(written)
+    assert {
+        "1971.jsonl",
+        "1971_cleaned.txt",
+        "1971.evidence.jsonl",
+        "1971.report.jsonl",
+        "run.json",
+    } <= set(written)
     assert set(written.values()) == {"0o644"}, written
 
 
@@ -104,6 +115,8 @@ def test_segment_rerun_and_repair_keep_a_0640_file_0640(tmp_path, umask):
     target.write_text("".join(json.dumps(x) + "\n" for x in lines))
     target.chmod(0o640)
     main(["repair", str(target), "--no-llm", "-q"])  # segmented chunks still need the LLM: exit 1
-    assert json.loads(target.read_text().splitlines()[0])["metadata"]["char_count"] == len(lines[0]["content"])
+    assert json.loads(target.read_text().splitlines()[0])["metadata"]["char_count"] == len(
+        lines[0]["content"]
+    )
     assert mode(target) == 0o640
     assert mode(folder / "1971.report.jsonl") == 0o644

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_segment_properties import damaged_excerpts
 
 from letterchunk.clean import CleanedLetter, clean_text, extract_date
 from letterchunk.enrich import (
@@ -37,13 +36,23 @@ from letterchunk.validate import (
     validate_chunk,
 )
 from letterchunk.vocabulary import load_concepts
+from test_segment_properties import damaged_excerpts
 
 LETTERS = sorted((Path(__file__).resolve().parents[1] / "corpus" / "letters").glob("*.txt"))
 
 # the validator rules a grounded value can break
-GROUNDING = {"entity.not_found", "concept.unknown", "concept.case", "year.comparison_not_found",
-             "xref.year_range", "xref.unknown_section", "xref.self_section", "evidence.not_found",
-             "evidence.too_short", "evidence.principle_not_found"}
+GROUNDING = {
+    "entity.not_found",
+    "concept.unknown",
+    "concept.case",
+    "year.comparison_not_found",
+    "xref.year_range",
+    "xref.unknown_section",
+    "xref.self_section",
+    "evidence.not_found",
+    "evidence.too_short",
+    "evidence.principle_not_found",
+}
 
 
 def _enums(schema: dict) -> dict[str, list]:
@@ -71,27 +80,43 @@ def _offered_chunk(chunk: Chunk, offered: dict[str, list]) -> tuple[Chunk, dict]
     """``chunk`` holding every offered value at once, and its evidence record."""
     data = chunk.model_dump(mode="json")
     md = data["metadata"]
-    names = list(dict.fromkeys(offered.get("entities.companies", [])
-                               + offered.get("entities.people", [])))
+    names = list(
+        dict.fromkeys(offered.get("entities.companies", []) + offered.get("entities.people", []))
+    )
     md["entities"]["companies"] = names
     md["buffett_concepts"] = list(dict.fromkeys(offered.get("buffett_concepts", [])))
     md["temporal_references"]["comparison_years"] = list(offered.get("comparison_years", []))
     md["cross_references"]["related_sections_same_letter"] = list(
-        offered.get("related_sections_same_letter", []))
-    quotes = list(dict.fromkeys(offered.get("content_type_evidence", [])
-                                + offered.get("principles.evidence", [])))
-    record = {"chunk_id": chunk.chunk_id, "content_type_evidence": quotes,
-              "principle_evidence": quotes}
+        offered.get("related_sections_same_letter", [])
+    )
+    quotes = list(
+        dict.fromkeys(
+            offered.get("content_type_evidence", []) + offered.get("principles.evidence", [])
+        )
+    )
+    record = {
+        "chunk_id": chunk.chunk_id,
+        "content_type_evidence": quotes,
+        "principle_evidence": quotes,
+    }
     return Chunk.model_validate(data), record
 
 
-def _grounding_errors(chunk: Chunk, offered: dict[str, list], text: str,
-                      titles: list[str], vocabulary) -> list[str]:
+def _grounding_errors(
+    chunk: Chunk, offered: dict[str, list], text: str, titles: list[str], vocabulary
+) -> list[str]:
     full, record = _offered_chunk(chunk, offered)
-    ctx = LetterContext(cleaned_text=text, section_titles=titles, vocabulary=vocabulary,
-                        evidence={chunk.chunk_id: record})
-    return [f"{chunk.chunk_id} {v.code} {v.message}"
-            for v in validate_chunk(full, stage="enriched", context=ctx) if v.code in GROUNDING]
+    ctx = LetterContext(
+        cleaned_text=text,
+        section_titles=titles,
+        vocabulary=vocabulary,
+        evidence={chunk.chunk_id: record},
+    )
+    return [
+        f"{chunk.chunk_id} {v.code} {v.message}"
+        for v in validate_chunk(full, stage="enriched", context=ctx)
+        if v.code in GROUNDING
+    ]
 
 
 @cache
@@ -135,8 +160,11 @@ def test_every_enum_of_one_letters_response_schemas_passes_the_validator():
     assert problems == []
 
 
-@settings(max_examples=int(__import__("os").environ.get("LC_HYPOTHESIS_EXAMPLES", "25")),
-          deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(__import__("os").environ.get("LC_HYPOTHESIS_EXAMPLES", "25")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(damaged_excerpts())
 def test_every_enum_offered_for_a_damaged_letter_passes_the_validator(raw):
     text = clean_text(raw)
@@ -158,10 +186,16 @@ def test_every_enum_offered_for_a_damaged_letter_passes_the_validator(raw):
     ("text", "offered", "not_offered"),
     [
         # the name that halted a run: the bracketed abbreviation is a name of its own
-        ("We own Berkshire Hathaway Energy (\u201cBHE\u201d). It grew.",
-         ["Berkshire Hathaway Energy", "BHE"], ["Berkshire Hathaway Energy BHE\u201d)"]),
-        ("Walter Schloss (\u201cWalter\u201d) ran a fund with Ajit Jain.",
-         ["Walter Schloss", "Walter", "Ajit Jain"], ["Walter Schloss Walter"]),
+        (
+            "We own Berkshire Hathaway Energy (\u201cBHE\u201d). It grew.",
+            ["Berkshire Hathaway Energy", "BHE"],
+            ["Berkshire Hathaway Energy BHE\u201d)"],
+        ),
+        (
+            "Walter Schloss (\u201cWalter\u201d) ran a fund with Ajit Jain.",
+            ["Walter Schloss", "Walter", "Ajit Jain"],
+            ["Walter Schloss Walter"],
+        ),
     ],
 )
 def test_name_candidates_are_names_the_text_holds(text, offered, not_offered):
@@ -183,8 +217,9 @@ def test_any_summary_the_pattern_allows_is_one_to_three_sentences(summary):
 
 # the same text built from pieces that look like sentence ends to the validator
 ENDS = st.sampled_from([". ", "! ", "? ", ".\u201d ", ".) ", "... ", ". \u201c", ".  "])
-WORDS = st.sampled_from(["Berkshire", "did well", "in 1987", "U.S.", "1.5", "Mr.", "e.g.,",
-                         "float", "A", "\u2019s"])
+WORDS = st.sampled_from(
+    ["Berkshire", "did well", "in 1987", "U.S.", "1.5", "Mr.", "e.g.,", "float", "A", "\u2019s"]
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -254,15 +289,15 @@ SCHEMA_ENFORCED: dict[str, tuple[str, str]] = {
 # rule -> why the response schema cannot rule it out (the validator and the repair loop do)
 SCHEMA_NOT_ENFORCED: dict[str, str] = {
     "evidence.missing": "cross-field (a confession/principle tag needs >= 1 quote): would need "
-                        "if/then or a oneOf per tag, which the grammar converter handles poorly",
+    "if/then or a oneOf per tag, which the grammar converter handles poorly",
     "list.duplicate": "uniqueItems is not supported by llama.cpp's converter; "
-                      "apply_enrichment drops repeats instead",
+    "apply_enrichment drops repeats instead",
     "title.untitled": "'not this one string' needs a negative lookahead, which llama.cpp "
-                      "patterns do not support",
+    "patterns do not support",
     "title.empty": "minLength 1 rules out '' only; 'not blank' needs a pattern, and a pattern "
-                   "replaces maxLength in llama.cpp's converter (maxLength stops runaway titles)",
+    "replaces maxLength in llama.cpp's converter (maxLength stops runaway titles)",
     "principle.empty": "as title.empty: minLength 1 is in the schema, whitespace-only is not "
-                       "ruled out",
+    "ruled out",
     "table.summary_missing": "as title.empty (minLength 1 only)",
     "table.name_missing": "as title.empty (minLength 1 only; a blank name keeps the segmenter's)",
 }
@@ -293,11 +328,26 @@ def test_schema_rules_table_names_real_rules_once():
     assert set(SCHEMA_NOT_ENFORCED) <= set(RULES)
     assert not set(SCHEMA_ENFORCED) & set(SCHEMA_NOT_ENFORCED)
     # every semantic rule about a field the model fills is in one of the two tables
-    model_filled = {"summary.", "themes.", "concept.", "entity.", "principle.", "evidence.",
-                    "xref.", "year.comparison", "title.", "table.name", "table.summary"}
-    semantic = {c for c, (_sev, _d, kind) in RULES.items()
-                if kind in ("semantic", "mechanical") and c.startswith(tuple(model_filled))
-                and c != "evidence.orphan"}
+    model_filled = {
+        "summary.",
+        "themes.",
+        "concept.",
+        "entity.",
+        "principle.",
+        "evidence.",
+        "xref.",
+        "year.comparison",
+        "title.",
+        "table.name",
+        "table.summary",
+    }
+    semantic = {
+        c
+        for c, (_sev, _d, kind) in RULES.items()
+        if kind in ("semantic", "mechanical")
+        and c.startswith(tuple(model_filled))
+        and c != "evidence.orphan"
+    }
     assert semantic <= set(SCHEMA_ENFORCED) | set(SCHEMA_NOT_ENFORCED)
 
 

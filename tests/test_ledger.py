@@ -48,7 +48,9 @@ def test_price_lookup(model, expected):
 
 def test_price_file_override_and_errors(tmp_path, monkeypatch):
     custom = tmp_path / "p.json"
-    custom.write_text(json.dumps({"models": {"fake-model": {"input_per_mtok": 1, "output_per_mtok": 2}}}))
+    custom.write_text(
+        json.dumps({"models": {"fake-model": {"input_per_mtok": 1, "output_per_mtok": 2}}})
+    )
     monkeypatch.setenv("LETTERCHUNK_PRICES", str(custom))
     assert price_for("fake-model").cost(1_000_000, 500_000) == pytest.approx(2.0)
     custom.write_text(json.dumps({"models": {"m": {"input_per_mtok": -1, "output_per_mtok": 2}}}))
@@ -63,7 +65,9 @@ def test_totals_per_letter_and_cost(tmp_path):
     ledger = Ledger("gpt-4o", clock=clock)
     ledger.letter_started(1977)
     ledger.record_completion(1977, source="live", prompt_tokens=1000, completion_tokens=200)
-    ledger.record_completion(1977, source="live", prompt_tokens=800, completion_tokens=100, requests=2)
+    ledger.record_completion(
+        1977, source="live", prompt_tokens=800, completion_tokens=100, requests=2
+    )
     ledger.record_completion(1977, source="cache")
     ledger.record_repairs(1977, 1)
     for _ in range(3):

@@ -11,13 +11,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI
-from test_pipeline import grounded_answer
 
+from fake_openai import FakeOpenAI
 from letterchunk import backend
 from letterchunk.cli import main
 from letterchunk.errors import ConfigError, InputError
 from letterchunk.letters import find_letters
+from test_pipeline import grounded_answer
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
 
@@ -100,7 +100,11 @@ def test_segment_and_run_find_the_same_letters(letters, tmp_path, monkeypatch):
         monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
         assert main(["run", str(letters), "--out", str(run), "--cache", "off", "-q"]) == 0
     cleaned = sorted(p.name for p in seg.glob("*_cleaned.txt"))
-    assert cleaned == sorted(p.name for p in run.glob("*_cleaned.txt")) == ["1971_cleaned.txt", "1972_cleaned.txt"]
+    assert (
+        cleaned
+        == sorted(p.name for p in run.glob("*_cleaned.txt"))
+        == ["1971_cleaned.txt", "1972_cleaned.txt"]
+    )
 
 
 @pytest.fixture
@@ -118,9 +122,12 @@ def server_starts(monkeypatch) -> list[str]:
 
 
 @pytest.mark.parametrize("command", ["run", "segment"])
-@pytest.mark.parametrize("make", [lambda d: d / "nope", lambda d: d / "empty"], ids=["missing", "empty-folder"])
-def test_bad_path_exits_2_before_any_server_or_request(tmp_path, monkeypatch, capsys, server_starts,
-                                                       command, make):
+@pytest.mark.parametrize(
+    "make", [lambda d: d / "nope", lambda d: d / "empty"], ids=["missing", "empty-folder"]
+)
+def test_bad_path_exits_2_before_any_server_or_request(
+    tmp_path, monkeypatch, capsys, server_starts, command, make
+):
     (tmp_path / "empty").mkdir()
     path, out = make(tmp_path), tmp_path / "out"
     # with no OPENAI_* variable `run` would start the embedded server: it must not get that far

@@ -27,7 +27,10 @@ def timed(fn, *args):
 
 
 def test_estimate_matches_what_the_server_charges():
-    messages = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Float is $1.2 billion."}]
+    messages = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Float is $1.2 billion."},
+    ]
     body = {"messages": messages, "max_tokens": 300}
     assert estimate_request_tokens(messages, 300) == prompt_tokens_of(body) + 300
 
@@ -161,7 +164,9 @@ def test_many_threads_against_a_rate_limited_server_get_no_429():
     """8 workers hammer a server enforcing 3000 TPM over a 1 s window: zero 429s."""
     tpm, window = 3000, 1.0
     text = '{"summary": "' + "float " * 40 + '"}'
-    with FakeOpenAI(lambda req: answer(text), latency_s=0.02, tpm_limit=tpm, window_s=window) as server:
+    with FakeOpenAI(
+        lambda req: answer(text), latency_s=0.02, tpm_limit=tpm, window_s=window
+    ) as server:
         lim = RateLimiter(tpm=tpm, window_s=window)
         client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
         errors: list[Exception] = []
@@ -172,13 +177,19 @@ def test_many_threads_against_a_rate_limited_server_get_no_429():
                 est = estimate_request_tokens(messages, 120)
                 lim.acquire(est)
                 try:
-                    out = client.chat.completions.create(model="m", messages=messages, max_tokens=120)
+                    out = client.chat.completions.create(
+                        model="m", messages=messages, max_tokens=120
+                    )
                 except Exception as exc:  # noqa: BLE001 - collected and asserted below
                     errors.append(exc)
                     lim.settle(est, 0)
                     continue
-                lim.settle(est, out.usage.total_tokens,
-                           prompt_tokens=out.usage.prompt_tokens, completion_tokens=out.usage.completion_tokens)
+                lim.settle(
+                    est,
+                    out.usage.total_tokens,
+                    prompt_tokens=out.usage.prompt_tokens,
+                    completion_tokens=out.usage.completion_tokens,
+                )
 
         threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
         for t in threads:
@@ -212,7 +223,9 @@ def test_learned_ratio_keeps_a_rate_limited_server_free_of_429s():
     """Schema-heavy estimates (2x what the server counts) still never overrun its limit."""
     tpm, window = 4000, 1.0
     text = '{"summary": "' + "float " * 30 + '"}'
-    with FakeOpenAI(lambda req: answer(text), latency_s=0.02, tpm_limit=tpm, window_s=window) as server:
+    with FakeOpenAI(
+        lambda req: answer(text), latency_s=0.02, tpm_limit=tpm, window_s=window
+    ) as server:
         lim = RateLimiter(tpm=tpm, window_s=window, completion_allowance=100)
         client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
         errors: list[Exception] = []
@@ -224,7 +237,9 @@ def test_learned_ratio_keeps_a_rate_limited_server_free_of_429s():
                 lim.acquire(est)
                 actual = 0
                 try:
-                    out = client.chat.completions.create(model="m", messages=messages, max_tokens=100)
+                    out = client.chat.completions.create(
+                        model="m", messages=messages, max_tokens=100
+                    )
                     actual = out.usage.total_tokens
                 except Exception as exc:  # noqa: BLE001 - collected and asserted below
                     errors.append(exc)

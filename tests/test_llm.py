@@ -1,4 +1,5 @@
-"""LLMClient against the scripted local server: transport retries vs. answers for the repair loop."""
+"""LLMClient against the scripted local server: transport retries vs. answers for the repair
+loop."""
 
 from __future__ import annotations
 
@@ -65,7 +66,9 @@ def server():
         yield s
 
 
-def make_client(server: FakeOpenAI, *, mode: str = "JSON_SCHEMA", **kw) -> tuple[LLMClient, Recorder]:
+def make_client(
+    server: FakeOpenAI, *, mode: str = "JSON_SCHEMA", **kw
+) -> tuple[LLMClient, Recorder]:
     settings = LLMSettings.from_env(
         env={},
         base_url=server.base_url,
@@ -154,7 +157,11 @@ def test_client_errors_are_not_retried(server, code, hint):
 @pytest.mark.parametrize(
     ("reply", "error_prefix", "raw_text"),
     [
-        (malformed('{"name": "widget", "count": }'), "malformed JSON", '{"name": "widget", "count": }'),
+        (
+            malformed('{"name": "widget", "count": }'),
+            "malformed JSON",
+            '{"name": "widget", "count": }',
+        ),
         (truncated(GOOD), "truncated", '{"name": "widge'),
         (refusal("I can't help with that."), "refusal", "I can't help with that."),
         (answer({"name": "widget"}), "schema-invalid: count", '{"name": "widget"}'),
@@ -164,7 +171,9 @@ def test_client_errors_are_not_retried(server, code, hint):
     ids=["malformed", "truncated", "refusal", "missing-field", "wrong-type", "extra-field"],
 )
 @pytest.mark.parametrize("mode", ["JSON_SCHEMA", "TOOLS"])
-def test_unusable_answer_is_a_completion_error_with_usage_counted(server, reply, error_prefix, raw_text, mode):
+def test_unusable_answer_is_a_completion_error_with_usage_counted(
+    server, reply, error_prefix, raw_text, mode
+):
     client, sleep = make_client(server, mode=mode)
     server.enqueue(reply)
     out = ask(client)
@@ -206,7 +215,12 @@ def test_request_carries_deterministic_generation_params(server, mode, structure
     server.enqueue(answer(GOOD))
     assert ask(client).ok
     body = server.chat_requests[0].body
-    assert (body["model"], body["temperature"], body["seed"], body["max_tokens"]) == ("fake-model", 0.0, 42, 1024)
+    assert (body["model"], body["temperature"], body["seed"], body["max_tokens"]) == (
+        "fake-model",
+        0.0,
+        42,
+        1024,
+    )
     if structured_key:
         assert structured_key in body
     assert MESSAGES[1]["content"] in body["messages"][-1]["content"]
@@ -240,13 +254,18 @@ def test_limiter_acquires_before_and_settles_after_every_http_request(server):
             "settle",
             estimate,
             out.usage.total_tokens,
-            {"prompt_tokens": out.usage.prompt_tokens, "completion_tokens": out.usage.completion_tokens},
+            {
+                "prompt_tokens": out.usage.prompt_tokens,
+                "completion_tokens": out.usage.completion_tokens,
+            },
         ),
     ]
 
 
 def test_budget_exceeded_from_the_limiter_propagates_before_any_request(server):
-    limiter = FakeLimiter(BudgetExceeded("tokens", 100, 50, "cap reached; raise --max-tokens-total"))
+    limiter = FakeLimiter(
+        BudgetExceeded("tokens", 100, 50, "cap reached; raise --max-tokens-total")
+    )
     client, _ = make_client(server, limiter=limiter)
     with pytest.raises(BudgetExceeded):
         ask(client)
@@ -268,12 +287,24 @@ def test_keyboard_interrupt_is_never_swallowed(server):
     [
         ({"OPENAI_API_KEY": "sk-x"}, {}, ("https://api.openai.com/v1", "gpt-4o-mini", "TOOLS")),
         (
-            {"OPENAI_API_KEY": "sk-x", "LETTERCHUNK_MODEL": "gpt-4.1-mini", "LETTERCHUNK_INSTRUCTOR_MODE": "json_schema"},
+            {
+                "OPENAI_API_KEY": "sk-x",
+                "LETTERCHUNK_MODEL": "gpt-4.1-mini",
+                "LETTERCHUNK_INSTRUCTOR_MODE": "json_schema",
+            },
             {},
             ("https://api.openai.com/v1", "gpt-4.1-mini", "JSON_SCHEMA"),
         ),
-        ({"OPENAI_BASE_URL": "http://127.0.0.1:9/v1/", "LETTERCHUNK_MODEL": "qwen"}, {}, ("http://127.0.0.1:9/v1", "qwen", "JSON_SCHEMA")),
-        ({}, {"base_url": "http://127.0.0.1:9/v1", "model": "m", "mode": "MD_JSON"}, ("http://127.0.0.1:9/v1", "m", "MD_JSON")),
+        (
+            {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1/", "LETTERCHUNK_MODEL": "qwen"},
+            {},
+            ("http://127.0.0.1:9/v1", "qwen", "JSON_SCHEMA"),
+        ),
+        (
+            {},
+            {"base_url": "http://127.0.0.1:9/v1", "model": "m", "mode": "MD_JSON"},
+            ("http://127.0.0.1:9/v1", "m", "MD_JSON"),
+        ),
     ],
 )
 def test_settings_from_env(env, overrides, expected):
@@ -287,7 +318,10 @@ def test_settings_from_env(env, overrides, expected):
     [
         ({}, "OPENAI_API_KEY"),
         ({"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, "LETTERCHUNK_MODEL"),
-        ({"OPENAI_API_KEY": "k", "LETTERCHUNK_INSTRUCTOR_MODE": "FUNCTIONS"}, "LETTERCHUNK_INSTRUCTOR_MODE"),
+        (
+            {"OPENAI_API_KEY": "k", "LETTERCHUNK_INSTRUCTOR_MODE": "FUNCTIONS"},
+            "LETTERCHUNK_INSTRUCTOR_MODE",
+        ),
         ({"OPENAI_API_KEY": "k", "LETTERCHUNK_MAX_TOKENS": "lots"}, "LETTERCHUNK_MAX_TOKENS"),
     ],
 )
@@ -297,13 +331,20 @@ def test_settings_errors_say_what_to_set(env, message):
 
 
 def test_settings_env_numbers_and_key_never_shown():
-    s = LLMSettings.from_env(env={"OPENAI_API_KEY": "sk-secret", "LETTERCHUNK_MAX_TOKENS": "900", "LETTERCHUNK_SEED": "7"})
+    s = LLMSettings.from_env(
+        env={
+            "OPENAI_API_KEY": "sk-secret",
+            "LETTERCHUNK_MAX_TOKENS": "900",
+            "LETTERCHUNK_SEED": "7",
+        }
+    )
     assert (s.max_tokens, s.seed) == (900, 7)
     assert "sk-secret" not in repr(s)
 
 
 def test_importing_llm_and_cache_reads_no_env():
-    """Env is read lazily: importing llm, cache or backend never reads an OPENAI_* / LETTERCHUNK_* variable."""
+    """Env is read lazily: importing llm, cache or backend never reads an OPENAI_* /
+    LETTERCHUNK_* variable."""
     import subprocess
     import sys
 

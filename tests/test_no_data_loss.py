@@ -29,11 +29,11 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI, answer, refusal
-from test_fault_matrix import Script, valid_for
 
+from fake_openai import FakeOpenAI, answer, refusal
 from letterchunk.cli import main
 from letterchunk.lock import LOCK_NAME
+from test_fault_matrix import Script, valid_for
 
 ROOT = Path(__file__).resolve().parents[1]
 LETTER = ROOT / "corpus" / "letters" / "1977.txt"
@@ -41,7 +41,8 @@ LETTER = ROOT / "corpus" / "letters" / "1977.txt"
 
 @pytest.fixture
 def backend(monkeypatch):
-    """``backend(steps)`` -> a started FakeOpenAI scripted by ``Script(steps)``, env pointed at it."""
+    """``backend(steps)`` -> a started FakeOpenAI scripted by ``Script(steps)``, env pointed at
+    it."""
     servers: list[FakeOpenAI] = []
 
     def start(steps: dict | None = None) -> FakeOpenAI:
@@ -86,12 +87,14 @@ REFUSE_CHUNK_2 = {2: refusal(), 3: refusal()}  # chunk 2's answer and its one re
 
 @pytest.mark.parametrize(("on_failure", "exit_code"), [("halt", 3), ("skip", 1)])
 def test_enrich_that_stops_keeps_every_chunk_and_a_rerun_finishes(
-        tmp_path, capsys, backend, on_failure, exit_code):
+    tmp_path, capsys, backend, on_failure, exit_code
+):
     out = tmp_path / "out"
     segmented = _segment(out)
     server = backend(REFUSE_CHUNK_2)
-    code = main(["enrich", str(out), "--cache", "off", "--max-attempts", "1",
-                 "--on-failure", on_failure])
+    code = main(
+        ["enrich", str(out), "--cache", "off", "--max-attempts", "1", "--on-failure", on_failure]
+    )
     err = capsys.readouterr().err
     assert code == exit_code, err
 
@@ -135,8 +138,7 @@ def test_halted_run_counts_every_call_and_enrich_finishes_it(tmp_path, capsys, b
     out = tmp_path / "out"
     segmented = _segment(tmp_path / "seg")
     server = backend(REFUSE_CHUNK_2)
-    code = main(["run", str(LETTER), "--out", str(out), "--cache", "off",
-                 "--max-attempts", "1"])
+    code = main(["run", str(LETTER), "--out", str(out), "--cache", "off", "--max-attempts", "1"])
     err = capsys.readouterr().err
     assert code == 3 and "halted" in err
     lines = _lines(out / "1977.jsonl")
@@ -162,8 +164,22 @@ def test_a_halted_rerun_of_run_never_undoes_an_earlier_complete_output(tmp_path,
     before = (out / "1977.jsonl").read_bytes()
     evidence = (out / "1977.evidence.jsonl").read_bytes()
     backend(REFUSE_CHUNK_2)
-    assert main(["run", str(LETTER), "--out", str(out), "--cache", "off", "--quiet",
-                 "--max-attempts", "1"]) == 3
+    assert (
+        main(
+            [
+                "run",
+                str(LETTER),
+                "--out",
+                str(out),
+                "--cache",
+                "off",
+                "--quiet",
+                "--max-attempts",
+                "1",
+            ]
+        )
+        == 3
+    )
     assert (out / "1977.jsonl").read_bytes() == before  # chunk 2 keeps its earlier enrichment
     assert (out / "1977.evidence.jsonl").read_bytes() == evidence
     assert _validate(capsys, out, "enriched")[0] == 0
@@ -175,8 +191,12 @@ def _cli(*args: str) -> list[str]:
 
 def _env(server: FakeOpenAI) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-dummy-test-key",
-               LETTERCHUNK_MODEL="fake-model", PYTHONPATH=str(ROOT / "src"))
+    env.update(
+        OPENAI_BASE_URL=server.base_url,
+        OPENAI_API_KEY="sk-dummy-test-key",
+        LETTERCHUNK_MODEL="fake-model",
+        PYTHONPATH=str(ROOT / "src"),
+    )
     return env
 
 
@@ -192,8 +212,14 @@ def test_ctrl_c_keeps_the_chunks_enriched_so_far(tmp_path, capsys):
         return answer(valid_for(request))
 
     with FakeOpenAI(default=respond) as server:
-        procs.append(subprocess.Popen(_cli("enrich", str(out), "--cache", "off"),
-                                      env=_env(server), stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                _cli("enrich", str(out), "--cache", "off"),
+                env=_env(server),
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
         _, err = procs[0].communicate(timeout=120)
     assert procs[0].returncode == 130, err
     lines = _lines(out / "1977.jsonl")
@@ -219,9 +245,12 @@ def test_second_run_on_the_same_folder_exits_2_naming_the_first(tmp_path, capsys
         return answer(valid_for(request))
 
     with FakeOpenAI(default=respond) as server:
-        proc = subprocess.Popen(_cli("run", str(LETTER), "--out", str(out), "--cache", "off",
-                                     "--quiet"), env=_env(server), stderr=subprocess.PIPE,
-                                text=True)
+        proc = subprocess.Popen(
+            _cli("run", str(LETTER), "--out", str(out), "--cache", "off", "--quiet"),
+            env=_env(server),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert first_arrived.wait(60), "the first run never asked the server"
             for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "LETTERCHUNK_MODEL"):
@@ -263,13 +292,17 @@ def _repair_case(folder: Path, enriched_letter, write_letter, case: str) -> Path
     return path
 
 
-@pytest.mark.parametrize(("case", "exit_code", "message"), [
-    ("duplicate-id", 1, "corpus.duplicate_id"),
-    ("missing-cleaned", 1, "source.cleaned_missing"),
-    ("not-jsonl", 2, "not a chunk JSONL file"),
-])
-def test_repair_exits_like_validate(tmp_path, capsys, enriched_letter, write_letter, case,
-                                    exit_code, message):
+@pytest.mark.parametrize(
+    ("case", "exit_code", "message"),
+    [
+        ("duplicate-id", 1, "corpus.duplicate_id"),
+        ("missing-cleaned", 1, "source.cleaned_missing"),
+        ("not-jsonl", 2, "not a chunk JSONL file"),
+    ],
+)
+def test_repair_exits_like_validate(
+    tmp_path, capsys, enriched_letter, write_letter, case, exit_code, message
+):
     path = _repair_case(tmp_path / "out", enriched_letter, write_letter, case)
     before = path.read_bytes()
     assert main(["validate", str(path), "--stage", "enriched"]) == exit_code
@@ -284,8 +317,9 @@ def test_repair_exits_like_validate(tmp_path, capsys, enriched_letter, write_let
         assert err.count("letterchunk:") == 1
 
 
-def test_repair_counts_model_calls_honestly(tmp_path, capsys, enriched_letter, write_letter,
-                                            backend, monkeypatch):
+def test_repair_counts_model_calls_honestly(
+    tmp_path, capsys, enriched_letter, write_letter, backend, monkeypatch
+):
     letter = enriched_letter
     data = letter.chunks[0].model_dump(mode="json")
     too_long = "It grew. It paid. It bought. It sold."  # four sentences: at most three allowed

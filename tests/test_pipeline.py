@@ -28,7 +28,7 @@ from letterchunk.validate import validate_path
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
 LETTER = CORPUS / "1977.txt"
-_CHUNK = re.compile(r'Chunk:\n<<<CHUNK TEXT>>>\n(.*)\n<<<END CHUNK TEXT>>>\s*$', re.S)
+_CHUNK = re.compile(r"Chunk:\n<<<CHUNK TEXT>>>\n(.*)\n<<<END CHUNK TEXT>>>\s*$", re.S)
 
 
 def chunk_text(request: dict) -> str:
@@ -56,8 +56,9 @@ def grounded_answer(request: dict, **override) -> dict:
         "themes": ["annual results"],
         "buffett_concepts": [],
         "entities": {"companies": [], "people": [], "metrics": []},
-        "principles": [{"statement": "Report results plainly.", "category": "general",
-                        "evidence": quote}],
+        "principles": [
+            {"statement": "Report results plainly.", "category": "general", "evidence": quote}
+        ],
         "content_type": "principle_statement",
         "content_type_evidence": [quote],
         "has_financial_data": True,
@@ -72,17 +73,22 @@ def grounded_answer(request: dict, **override) -> dict:
     return {k: v for k, v in full.items() if k in schema["properties"]}
 
 
-def client_for(server: FakeOpenAI, cache: ResponseCache | None = None,
-               mode: str = "JSON_SCHEMA") -> LLMClient:
-    settings = LLMSettings.from_env(env={}, base_url=server.base_url, model="fake-model",
-                                    mode=mode, transport_retries=0)
+def client_for(
+    server: FakeOpenAI, cache: ResponseCache | None = None, mode: str = "JSON_SCHEMA"
+) -> LLMClient:
+    settings = LLMSettings.from_env(
+        env={}, base_url=server.base_url, model="fake-model", mode=mode, transport_retries=0
+    )
     return LLMClient(settings, cache=cache, prompt_hash=prompt_hash())
 
 
 def files(folder: Path) -> dict[str, bytes]:
     """The output files, without the repair report (it says where answers came from)."""
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
-            if p.is_file() and not p.name.endswith(".report.jsonl")}
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(folder.iterdir())
+        if p.is_file() and not p.name.endswith(".report.jsonl")
+    }
 
 
 def test_run_writes_valid_enriched_files_with_one_call_per_chunk(tmp_path):
@@ -138,7 +144,8 @@ def test_enrich_dir_matches_run_and_writes_in_place(tmp_path):
     seg.mkdir()
     (seg / letter.cleaned_name).write_text(letter.text, encoding="utf-8")
     (seg / "1977.jsonl").write_text(
-        "".join(dump_chunk(c) + "\n" for c in segment_letter(letter)), encoding="utf-8")
+        "".join(dump_chunk(c) + "\n" for c in segment_letter(letter)), encoding="utf-8"
+    )
     with FakeOpenAI(default=grounded_answer) as server, client_for(server) as client:
         enrich_dir(seg, client)
         run_paths([LETTER], tmp_path / "run", client)
@@ -151,8 +158,9 @@ def _poisoned(bad_ids: set[str]):
 
     def respond(request: dict) -> dict:
         if any(marker in chunk_text(request) for marker in bad_ids):
-            return grounded_answer(request, content_type="principle_statement",
-                                   content_type_evidence=[])
+            return grounded_answer(
+                request, content_type="principle_statement", content_type_evidence=[]
+            )
         return grounded_answer(request)
 
     return respond
@@ -162,10 +170,13 @@ def test_a_chunk_that_stays_invalid_is_kept_as_segmented(tmp_path):
     # tool calling (hosted style): no grammar, so an unquoted tag can come back
     marker = "Textile Operations"  # the heading that opens one section of 1977
     segmented = {c.chunk_id: dump_chunk(c) for c in segment_letter(load_letter(LETTER))}
-    with FakeOpenAI(default=_poisoned({marker})) as server, \
-            client_for(server, mode="TOOLS") as client:
-        [letter] = run_paths([LETTER], tmp_path / "skip", client,
-                             RunOptions(on_failure="skip", max_attempts=1))
+    with (
+        FakeOpenAI(default=_poisoned({marker})) as server,
+        client_for(server, mode="TOOLS") as client,
+    ):
+        [letter] = run_paths(
+            [LETTER], tmp_path / "skip", client, RunOptions(on_failure="skip", max_attempts=1)
+        )
     [failed] = letter.failed
     assert failed.calls == 2  # the first answer and one re-ask
     assert {v.code for v in failed.violations} == {"evidence.missing"}
@@ -179,10 +190,12 @@ def test_a_chunk_that_stays_invalid_is_kept_as_segmented(tmp_path):
 def test_halt_stops_with_the_chunk_named_and_keeps_every_chunk(tmp_path):
     marker = "Textile Operations"
     segmented = [dump_chunk(c) for c in segment_letter(load_letter(LETTER))]
-    with FakeOpenAI(default=_poisoned({marker})) as server, \
-            client_for(server, mode="TOOLS") as client:
-        with pytest.raises(RepairExhausted) as info:
-            run_paths([LETTER], tmp_path / "halt", client, RunOptions(max_attempts=0))
+    with (
+        FakeOpenAI(default=_poisoned({marker})) as server,
+        client_for(server, mode="TOOLS") as client,
+        pytest.raises(RepairExhausted) as info,
+    ):
+        run_paths([LETTER], tmp_path / "halt", client, RunOptions(max_attempts=0))
     assert info.value.chunk_id.startswith("1977-S")
     lines = (tmp_path / "halt" / "1977.jsonl").read_text().splitlines()
     ids = [json.loads(x)["chunk_id"] for x in lines]
@@ -197,8 +210,14 @@ def test_cli_run_prints_cache_stats_and_exits_zero(tmp_path, monkeypatch, capsys
     with FakeOpenAI(default=grounded_answer) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
-        args = ["run", str(LETTER), "--out", str(tmp_path / "o"), "--cache-dir",
-                str(tmp_path / "c")]
+        args = [
+            "run",
+            str(LETTER),
+            "--out",
+            str(tmp_path / "o"),
+            "--cache-dir",
+            str(tmp_path / "c"),
+        ]
         assert main(args) == 0
         first = server.chat_count
         assert main(args) == 0
@@ -220,8 +239,10 @@ def test_cli_segment_then_enrich_in_place_equals_run(tmp_path, monkeypatch):
         seg = tmp_path / "seg"
         assert main(["segment", str(LETTER), "--out", str(seg), "--quiet"]) == 0
         assert main(["enrich", str(seg), "--cache", "off", "--quiet"]) == 0
-        assert main(["run", str(LETTER), "--out", str(tmp_path / "run"), "--cache", "off",
-                     "--quiet"]) == 0
+        assert (
+            main(["run", str(LETTER), "--out", str(tmp_path / "run"), "--cache", "off", "--quiet"])
+            == 0
+        )
     ours = {k: v for k, v in files(seg).items() if k != "run.json"}
     theirs = {k: v for k, v in files(tmp_path / "run").items() if k != "run.json"}
     assert ours == theirs and "1977.evidence.jsonl" in ours
@@ -231,16 +252,25 @@ def test_unify_titles_gives_a_section_one_title_and_drops_self_references(make_c
     from letterchunk.pipeline import unify_titles
 
     def chunk(cid, title, related=()):
-        return make_chunk(cid, "Body text of the chunk.", 0, section_title=title,
-                          section_hierarchy=["Letter Body", title],
-                          cross_references={"related_sections_same_letter": list(related),
-                                            "related_years": []})
+        return make_chunk(
+            cid,
+            "Body text of the chunk.",
+            0,
+            section_title=title,
+            section_hierarchy=["Letter Body", title],
+            cross_references={"related_sections_same_letter": list(related), "related_years": []},
+        )
 
-    before = [chunk("1996-S1-T1-001", UNTITLED), chunk("1996-S1-T3-001", UNTITLED),
-              chunk("1996-S2-T1-001", "Insurance")]
-    after = [chunk("1996-S1-T1-001", "Intrinsic Value", ["Insurance"]),
-             chunk("1996-S1-T3-001", "Holdings Table", ["Intrinsic Value", "Insurance"]),
-             chunk("1996-S2-T1-001", "Insurance", ["Intrinsic Value"])]
+    before = [
+        chunk("1996-S1-T1-001", UNTITLED),
+        chunk("1996-S1-T3-001", UNTITLED),
+        chunk("1996-S2-T1-001", "Insurance"),
+    ]
+    after = [
+        chunk("1996-S1-T1-001", "Intrinsic Value", ["Insurance"]),
+        chunk("1996-S1-T3-001", "Holdings Table", ["Intrinsic Value", "Insurance"]),
+        chunk("1996-S2-T1-001", "Insurance", ["Intrinsic Value"]),
+    ]
     out = unify_titles(before, after)
     assert [c.metadata.section_title for c in out] == ["Intrinsic Value"] * 2 + ["Insurance"]
     assert out[1].metadata.section_hierarchy == ["Letter Body", "Intrinsic Value"]
@@ -255,19 +285,23 @@ def test_a_model_title_never_repeats_another_sections_title():
 
     def chunk(cid: str, title: str, xrefs: list[str] | None = None) -> Chunk:
         meta = {
-            "letter_year": 1977, "letter_date": "1978-03-14", "source_file": "1977_cleaned.txt",
-            "section_title": title, "section_hierarchy": ["Letter Body", title],
-            "chunk_tier": 1, "content_type": "narrative",
+            "letter_year": 1977,
+            "letter_date": "1978-03-14",
+            "source_file": "1977_cleaned.txt",
+            "section_title": title,
+            "section_hierarchy": ["Letter Body", title],
+            "chunk_tier": 1,
+            "content_type": "narrative",
             "temporal_references": {"primary_year": 1977},
             "cross_references": {"related_sections_same_letter": xrefs or []},
-            "token_count": 1, "char_count": 1,
+            "token_count": 1,
+            "char_count": 1,
             "source_span": {"start_char": 0, "end_char_exclusive": 1},
         }
         return Chunk.model_validate({"chunk_id": cid, "content": "x", "metadata": meta})
 
     original = [chunk("1977-S1-T1-001", UNTITLED), chunk("1977-S2-T1-001", "Textile Operations")]
-    enriched = [chunk("1977-S1-T1-001", "Textile Operations", ["Banking", "Banking"]),
-                original[1]]
+    enriched = [chunk("1977-S1-T1-001", "Textile Operations", ["Banking", "Banking"]), original[1]]
     out = unify_titles(original, enriched)
     assert out[0].metadata.section_title == "Textile Operations (section 1)"
     assert out[0].metadata.section_hierarchy == ["Letter Body", "Textile Operations (section 1)"]

@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI, answer
-from test_fault_matrix import valid_for
 
+from fake_openai import FakeOpenAI, answer
 from letterchunk.cli import main
 from letterchunk.cli.progress import (
     ENV_INTERVAL,
@@ -36,11 +35,16 @@ from letterchunk.cli.progress import (
     progress_interval,
 )
 from letterchunk.errors import ConfigError
+from test_fault_matrix import valid_for
 
 ROOT = Path(__file__).resolve().parents[1]
 LETTERS = [ROOT / "corpus" / "letters" / f"{y}.txt" for y in (1971, 1972, 1973)]  # 3+3+5 chunks
-PROGRESS = re.compile(r"^letterchunk: progress (\d+)/(\d+) chunks .*?([\d.]+) chunks/min, .*ETA (\S+)$")
-LETTER_DONE = re.compile(r"^letterchunk: letter (\d{4}) done \((\d+)/(\d+)\): .*chunks/min.*ETA \S+$")
+PROGRESS = re.compile(
+    r"^letterchunk: progress (\d+)/(\d+) chunks .*?([\d.]+) chunks/min, .*ETA (\S+)$"
+)
+LETTER_DONE = re.compile(
+    r"^letterchunk: letter (\d{4}) done \((\d+)/(\d+)\): .*chunks/min.*ETA \S+$"
+)
 SUMMARY = "letterchunk: summary: "
 TABLE_HEAD = re.compile(r"^letterchunk: letter\s+chunks\s+requests\s+prompt\s+completion")
 
@@ -83,8 +87,9 @@ class Letter:
 
 def _run_streaming(cmd: list[str], env: dict[str, str]) -> tuple[int, list[tuple[str, bool]], str]:
     """Run ``cmd``; every stderr line with whether the process was still running when it came."""
-    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     out: list[str] = []
     reader = threading.Thread(target=lambda: out.append(proc.stdout.read()))  # type: ignore[union-attr]
     reader.start()
@@ -104,10 +109,23 @@ def _run_streaming(cmd: list[str], env: dict[str, str]) -> tuple[int, list[tuple
 def test_run_off_a_terminal_prints_progress_while_it_runs_and_one_summary(tmp_path):
     with FakeOpenAI(default=lambda body: answer(valid_for(body)), latency_s=0.25) as server:
         env = dict(os.environ)
-        env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-dummy-test-key",
-                   LETTERCHUNK_MODEL="fake-model", **{ENV_INTERVAL: "0"})
-        cmd = [sys.executable, "-m", "letterchunk", "run", *map(str, LETTERS),
-               "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")]
+        env.update(
+            OPENAI_BASE_URL=server.base_url,
+            OPENAI_API_KEY="sk-dummy-test-key",
+            LETTERCHUNK_MODEL="fake-model",
+            **{ENV_INTERVAL: "0"},
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "letterchunk",
+            "run",
+            *map(str, LETTERS),
+            "--out",
+            str(tmp_path / "out"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ]
         code, lines, stdout = _run_streaming(cmd, env)
         served = server.chat_count
     text = "\n".join(line for line, _ in lines)
@@ -125,20 +143,30 @@ def test_run_off_a_terminal_prints_progress_while_it_runs_and_one_summary(tmp_pa
 
     letters = [LETTER_DONE.match(line) for line, _ in lines if LETTER_DONE.match(line)]
     assert [(m.group(1), m.group(2), m.group(3)) for m in letters] == [
-        ("1971", "1", "3"), ("1972", "2", "3"), ("1973", "3", "3")]
+        ("1971", "1", "3"),
+        ("1972", "2", "3"),
+        ("1973", "3", "3"),
+    ]
 
     # the summary comes once, after every progress line, and holds the run's totals
     heads = [i for i, (line, _) in enumerate(lines) if line.startswith(SUMMARY)]
     tables = [i for i, (line, _) in enumerate(lines) if TABLE_HEAD.match(line)]
     assert len(heads) == 1 and len(tables) == 1, text
-    last_progress = max(i for i, (line, _) in enumerate(lines)
-                        if PROGRESS.match(line) or LETTER_DONE.match(line))
+    last_progress = max(
+        i for i, (line, _) in enumerate(lines) if PROGRESS.match(line) or LETTER_DONE.match(line)
+    )
     assert last_progress < heads[0] < tables[0]
     head = lines[heads[0]][0]
-    for figure in ("3/3 letter(s)", "11/11 chunk(s) enriched, 0 failed", "11 LLM call(s)",
-                   "11 HTTP request(s)", "cache 0 hit(s), 11 miss(es)", "0 repair(s)"):
+    for figure in (
+        "3/3 letter(s)",
+        "11/11 chunk(s) enriched, 0 failed",
+        "11 LLM call(s)",
+        "11 HTTP request(s)",
+        "cache 0 hit(s), 11 miss(es)",
+        "0 repair(s)",
+    ):
         assert figure in head, head
-    rows = [line.split()[1] for line, _ in lines[tables[0] + 1:]]
+    rows = [line.split()[1] for line, _ in lines[tables[0] + 1 :]]
     assert rows[:4] == ["1971", "1972", "1973", "total"]
 
 
@@ -147,8 +175,12 @@ def test_quiet_prints_nothing(tmp_path, monkeypatch, capsys):
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
         monkeypatch.setenv(ENV_INTERVAL, "0")
-        assert main(["run", str(LETTERS[0]), "--out", str(tmp_path / "o"), "--cache", "off",
-                     "--quiet"]) == 0
+        assert (
+            main(
+                ["run", str(LETTERS[0]), "--out", str(tmp_path / "o"), "--cache", "off", "--quiet"]
+            )
+            == 0
+        )
     assert capsys.readouterr() == ("", "")
 
 
@@ -156,8 +188,18 @@ def test_summary_is_printed_once_when_a_cap_stops_the_run(tmp_path, monkeypatch,
     with FakeOpenAI(default=lambda body: answer(valid_for(body))) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
-        code = main(["run", *map(str, LETTERS[:2]), "--out", str(tmp_path / "o"),
-                     "--cache", "off", "--max-tokens-total", "1"])
+        code = main(
+            [
+                "run",
+                *map(str, LETTERS[:2]),
+                "--out",
+                str(tmp_path / "o"),
+                "--cache",
+                "off",
+                "--max-tokens-total",
+                "1",
+            ]
+        )
     err = capsys.readouterr().err
     assert code == 4, err
     assert err.count(SUMMARY) == 1
@@ -189,8 +231,10 @@ def test_plain_reporter_throttles_to_the_interval_and_reports_every_letter():
     reporter.chunk_done(Outcome(calls=2, cache_hits=1))
     reporter.chunk_done(Outcome())  # at once: throttled
     [line] = stream.getvalue().splitlines()
-    assert line == ("letterchunk: progress 4/6 chunks (66%), letter 1/2, 8.0 chunks/min, "
-                    "480 tokens, 1 cache hit(s), 1 repair(s), elapsed 30s, ETA 15s")
+    assert line == (
+        "letterchunk: progress 4/6 chunks (66%), letter 1/2, 8.0 chunks/min, "
+        "480 tokens, 1 cache hit(s), 1 repair(s), elapsed 30s, ETA 15s"
+    )
     reporter.letter_done(Letter(1977, [object()] * 5))  # always a line at a letter's end
     last = stream.getvalue().splitlines()[-1]
     assert last.startswith("letterchunk: letter 1977 done (1/2): 5/6 chunks, 10.0 chunks/min")
@@ -229,10 +273,13 @@ def test_make_reporter_picks_the_display_for_the_stream(monkeypatch):
     assert make_reporter(False, io.StringIO()).interval_s == 2.5
 
 
-@pytest.mark.parametrize(("raw", "message"), [
-    ("soon", "not a number of seconds"),
-    ("-1", "must be 0 or more"),
-])
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("soon", "not a number of seconds"),
+        ("-1", "must be 0 or more"),
+    ],
+)
 def test_a_bad_interval_says_which_variable_to_fix(monkeypatch, raw, message):
     monkeypatch.setenv(ENV_INTERVAL, raw)
     with pytest.raises(ConfigError, match=message) as info:
@@ -240,9 +287,17 @@ def test_a_bad_interval_says_which_variable_to_fix(monkeypatch, raw, message):
     assert ENV_INTERVAL in str(info.value)
 
 
-@pytest.mark.parametrize(("seconds", "text"), [
-    (None, "?"), (0.4, "0s"), (59, "59s"), (61, "1m01s"), (3599, "59m59s"), (7380, "2h03m"),
-])
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (None, "?"),
+        (0.4, "0s"),
+        (59, "59s"),
+        (61, "1m01s"),
+        (3599, "59m59s"),
+        (7380, "2h03m"),
+    ],
+)
 def test_format_duration(seconds, text):
     assert format_duration(seconds) == text
 

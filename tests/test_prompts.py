@@ -22,8 +22,15 @@ def prompt_copy(tmp_path, monkeypatch):
 
 
 def test_render_fills_every_placeholder():
-    text = prompts.render("enrich_user", year=1977, section_titles="- A", kind="narrative",
-                          section_title="A", hints="", content="Body {{not_a_var}} stays.")
+    text = prompts.render(
+        "enrich_user",
+        year=1977,
+        section_titles="- A",
+        kind="narrative",
+        section_title="A",
+        hints="",
+        content="Body {{not_a_var}} stays.",
+    )
     assert "Letter year: 1977" in text
     assert "{{" in text and "Body {{not_a_var}} stays." in text  # inserted text is not re-scanned
     assert text.rstrip().endswith("<<<END CHUNK TEXT>>>")  # the chunk is the last thing
@@ -32,9 +39,22 @@ def test_render_fills_every_placeholder():
 @pytest.mark.parametrize(
     ("variables", "message"),
     [
-        ({"year": 1, "section_titles": "", "kind": "", "section_title": "", "hints": ""}, "missing value(s) for content"),
-        ({"year": 1, "section_titles": "", "kind": "", "section_title": "", "hints": "", "content": "",
-          "extra": 1}, "not used by the template: extra"),
+        (
+            {"year": 1, "section_titles": "", "kind": "", "section_title": "", "hints": ""},
+            "missing value(s) for content",
+        ),
+        (
+            {
+                "year": 1,
+                "section_titles": "",
+                "kind": "",
+                "section_title": "",
+                "hints": "",
+                "content": "",
+                "extra": 1,
+            },
+            "not used by the template: extra",
+        ),
     ],
 )
 def test_render_rejects_missing_and_unused_variables(variables, message):
@@ -62,5 +82,7 @@ def test_prompt_hash_changes_with_any_template_and_only_then(prompt_copy):
 
 
 def test_templates_are_read_from_the_resources_override(prompt_copy):
-    (prompt_copy / "enrich_system.md").write_text("SYS {{concepts}} {{categories}}", encoding="utf-8")
+    (prompt_copy / "enrich_system.md").write_text(
+        "SYS {{concepts}} {{categories}}", encoding="utf-8"
+    )
     assert prompts.render("enrich_system", concepts="c", categories="k") == "SYS c k"

@@ -20,37 +20,61 @@ from pathlib import Path
 
 import pytest
 
+from fake_openai import FakeOpenAI, answer
 from letterchunk.analyze import analyze_dir
 from letterchunk.cli import main
 from letterchunk.io import append_lines
-from letterchunk.report import RepairReport, build_html, collect, evidence_marks, runs_by_chunk, word_diff
+from letterchunk.report import (
+    RepairReport,
+    build_html,
+    collect,
+    evidence_marks,
+    runs_by_chunk,
+    word_diff,
+)
 from letterchunk.schema import Chunk
-from fake_openai import FakeOpenAI, answer
 from rich_answers import rich_answer
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
 
 S1, S2, T3 = "1987-S1-T1-001", "1987-S2-T1-001", "1987-S2-T3-001"
-EVIL = '</script><img src=x onerror="document.title=\'pwned\'"><b>bold</b>'
+EVIL = "</script><img src=x onerror=\"document.title='pwned'\"><b>bold</b>"
 
 
 def chromium() -> str:
-    for name in (os.environ.get("LETTERCHUNK_CHROMIUM"), "chromium", "chromium-browser",
-                 "google-chrome"):
+    for name in (
+        os.environ.get("LETTERCHUNK_CHROMIUM"),
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+    ):
         if name and shutil.which(name):
             return shutil.which(name)  # type: ignore[return-value]
     if os.environ.get("CI"):
-        pytest.fail("headless chromium is required in CI: apt-get install -y chromium "
-                    "(or set LETTERCHUNK_CHROMIUM)")
+        pytest.fail(
+            "headless chromium is required in CI: apt-get install -y chromium "
+            "(or set LETTERCHUNK_CHROMIUM)"
+        )
     pytest.skip("chromium not installed (apt-get install -y chromium); CI fails instead")
 
 
 def dump_dom(page: Path, fragment: str, profile: Path) -> str:
     url = page.resolve().as_uri() + fragment
     proc = subprocess.run(
-        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         f"--user-data-dir={profile}", "--dump-dom", url],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
@@ -68,30 +92,58 @@ def report_dir(enriched_letter, write_letter, tmp_path, monkeypatch) -> tuple[Pa
     chunk), plus a second report whose text tries to break out of the page."""
     letter = copy.deepcopy(enriched_letter)
     letter.chunks[1] = mutate(letter.chunks[1], lambda md: md.update(char_count=1))
-    letter.chunks[0] = mutate(letter.chunks[0], lambda md: md["entities"].update(
-        people=["Charlie Munger", "Ben Graham"]))
+    letter.chunks[0] = mutate(
+        letter.chunks[0], lambda md: md["entities"].update(people=["Charlie Munger", "Ben Graham"])
+    )
     folder = tmp_path / "out"
     path = write_letter(letter, folder)
     with FakeOpenAI() as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy")
         monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
-        server.enqueue(answer({"entities": {"companies": [], "people": ["Charlie Munger"],
-                                            "metrics": ["book value"]}}))
+        server.enqueue(
+            answer(
+                {
+                    "entities": {
+                        "companies": [],
+                        "people": ["Charlie Munger"],
+                        "metrics": ["book value"],
+                    }
+                }
+            )
+        )
         assert main(["repair", str(path), "--cache", "off", "--quiet"]) == 0
         served = server.usage_total
-    hostile = {"chunk_id": "2001-S1-T1-001", "letter_year": 2001, "attempt": 1, "kind": "check",
-               "asked_fields": [], "changes": [{"field": "metadata.themes", "by": "code",
-                                                "before": EVIL, "after": "safe"}],
-               "violations": [{"code": "summary.missing", "field": "metadata.contextual_summary",
-                               "message": EVIL, "severity": "error", "rule_kind": "semantic"}],
-               "usage": {"prompt_tokens": 0, "completion_tokens": 0}, "latency_s": None,
-               "source": "file", "error": None, "outcome": "needs-llm", "span": None,
-               "content": "Text " + EVIL}
+    hostile = {
+        "chunk_id": "2001-S1-T1-001",
+        "letter_year": 2001,
+        "attempt": 1,
+        "kind": "check",
+        "asked_fields": [],
+        "changes": [{"field": "metadata.themes", "by": "code", "before": EVIL, "after": "safe"}],
+        "violations": [
+            {
+                "code": "summary.missing",
+                "field": "metadata.contextual_summary",
+                "message": EVIL,
+                "severity": "error",
+                "rule_kind": "semantic",
+            }
+        ],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0},
+        "latency_s": None,
+        "source": "file",
+        "error": None,
+        "outcome": "needs-llm",
+        "span": None,
+        "content": "Text " + EVIL,
+    }
     (folder / "other.report.jsonl").write_text(json.dumps(hostile) + "\n", encoding="utf-8")
     assert main(["report", str(folder)]) == 0
-    return folder, {"prompt_tokens": served.prompt_tokens,
-                    "completion_tokens": served.completion_tokens}
+    return folder, {
+        "prompt_tokens": served.prompt_tokens,
+        "completion_tokens": served.completion_tokens,
+    }
 
 
 @pytest.mark.browser
@@ -138,8 +190,11 @@ def test_report_renders_totals_diffs_and_highlights(report_dir, tmp_path):
     assert re.search(r"<del>1</del><ins>\d+</ins>", card2.group(1))
 
     # hostile text stays text
-    assert "<img" not in dom and "<b>bold" not in dom and "pwned" not in re.sub(
-        r"&[a-z]+;", "", dom.split("<body", 1)[0])
+    assert (
+        "<img" not in dom
+        and "<b>bold" not in dom
+        and "pwned" not in re.sub(r"&[a-z]+;", "", dom.split("<body", 1)[0])
+    )
     assert "&lt;img src=x" in dom
 
 
@@ -166,24 +221,41 @@ def test_report_filters(report_dir, tmp_path, fragment, shown, visible):
 
 # ----------------------------------------------------------------- pure helpers (no browser)
 
+
 def test_word_diff_marks_only_what_changed():
     assert word_diff("one two three", "one 2 three") == [
-        ["eq", "one "], ["del", "two"], ["ins", "2"], ["eq", " three"]]
+        ["eq", "one "],
+        ["del", "two"],
+        ["ins", "2"],
+        ["eq", " three"],
+    ]
     assert word_diff(["a", "b"], ["a"]) == [["eq", '["a"'], ["del", ', "b"'], ["eq", "]"]]
 
 
 def test_evidence_marks_ignore_whitespace_and_overlaps():
     text = "We never buy\n  what we do not understand. Then more."
-    marks = evidence_marks(text, {"a": ["We never buy what we do not understand."],
-                                  "b": ["buy what", "Not in text"]})
+    marks = evidence_marks(
+        text, {"a": ["We never buy what we do not understand."], "b": ["buy what", "Not in text"]}
+    )
     end = text.index("understand.") + len("understand.")
     assert marks == [[0, end, "a"]]  # "buy what" overlaps it and is dropped
 
 
 def test_build_html_escapes_the_embedded_json(tmp_path):
-    (tmp_path / "x.report.jsonl").write_text(json.dumps({
-        "chunk_id": "2001-S1-T1-001", "attempt": 1, "outcome": "failed", "content": EVIL,
-        "violations": [], "changes": []}) + "\n", encoding="utf-8")
+    (tmp_path / "x.report.jsonl").write_text(
+        json.dumps(
+            {
+                "chunk_id": "2001-S1-T1-001",
+                "attempt": 1,
+                "outcome": "failed",
+                "content": EVIL,
+                "violations": [],
+                "changes": [],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     html_text = build_html(tmp_path).read_text(encoding="utf-8")
     script = html_text.split('<script id="report-data" type="application/json">', 1)[1]
     payload = script.split("</script>", 1)[0]
@@ -207,6 +279,7 @@ def test_report_command_says_what_to_do(tmp_path, capsys, make, needle):
 
 # ----------------------------------------------------------------- a real run, twice
 
+
 def text(value: str) -> str:
     """``value`` as the DOM dump writes text."""
     return html.escape(value, quote=False)
@@ -217,12 +290,17 @@ def text_in(fragment: str, value: str) -> bool:
 
 
 def jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
 def card_of(dom: str, chunk_id: str) -> str:
-    card = re.search(rf'<section class="chunk"[^>]*id="chunk-{re.escape(chunk_id)}"[^>]*>(.*?)</section>',
-                     dom, re.DOTALL)
+    card = re.search(
+        rf'<section class="chunk"[^>]*id="chunk-{re.escape(chunk_id)}"[^>]*>(.*?)</section>',
+        dom,
+        re.DOTALL,
+    )
     assert card, f"no card for {chunk_id}"
     return card.group(1)
 
@@ -239,14 +317,26 @@ def two_runs(tmp_path_factory) -> dict:
     base = tmp_path_factory.mktemp("two-runs")
     out, cache = base / "out", base / "cache"
     mp = pytest.MonkeyPatch()
-    args = ["run", str(CORPUS / "1977.txt"), "--out", str(out), "--cache-dir", str(cache), "--quiet"]
+    args = [
+        "run",
+        str(CORPUS / "1977.txt"),
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(cache),
+        "--quiet",
+    ]
     try:
         with FakeOpenAI(rich_answer) as server:
             mp.setenv("OPENAI_BASE_URL", server.base_url)
             mp.setenv("OPENAI_API_KEY", "sk-dummy-test-key")
             mp.setenv("LETTERCHUNK_MODEL", "fake-model")
-            for name in ("OPENAI_TPM_LIMIT", "OPENAI_RPM_LIMIT", "LETTERCHUNK_PRICES",
-                         "LETTERCHUNK_CACHE_DIR"):
+            for name in (
+                "OPENAI_TPM_LIMIT",
+                "OPENAI_RPM_LIMIT",
+                "LETTERCHUNK_PRICES",
+                "LETTERCHUNK_CACHE_DIR",
+            ):
                 mp.delenv(name, raising=False)
             assert main(args) == 0
             live = server.usage_total
@@ -285,7 +375,9 @@ def test_report_shows_the_latest_run_with_the_earlier_one_as_history(two_runs):
         [earlier] = c["history"]
         assert {a["source"] for a in earlier["attempts"]} == {"live"}
         assert all(a["latency_s"] is not None for a in earlier["attempts"])
-    history_tokens = sum(a["usage"]["prompt_tokens"] for c in chunks for a in c["history"][0]["attempts"])
+    history_tokens = sum(
+        a["usage"]["prompt_tokens"] for c in chunks for a in c["history"][0]["attempts"]
+    )
     assert history_tokens == two_runs["live"].prompt_tokens
 
 
@@ -295,18 +387,26 @@ def test_analyze_totals_every_run_and_counts_each_chunk_once(two_runs):
     assert rep["runs"] == 2
     assert rep["records"] == 2 * len(two_runs["first"])
     assert rep["chunks"] == len(ids) and sum(rep["outcomes"].values()) == len(ids)
-    assert rep["tokens"] == {"prompt_tokens": two_runs["live"].prompt_tokens,
-                             "completion_tokens": two_runs["live"].completion_tokens}
+    assert rep["tokens"] == {
+        "prompt_tokens": two_runs["live"].prompt_tokens,
+        "completion_tokens": two_runs["live"].completion_tokens,
+    }
 
 
 @pytest.mark.browser
 def test_page_shows_what_the_llm_gave_a_first_attempt_valid_chunk(two_runs, tmp_path):
     out = two_runs["out"]
     written = {c["chunk_id"]: c for c in jsonl(out / "1977.jsonl")}
-    first_valid = [r["chunk_id"] for r in two_runs["first"]
-                   if r["kind"] == "enrich" and r["attempt"] == 1 and r["outcome"] == "valid"]
-    chosen = next(cid for cid in first_valid
-                  if any(written[cid]["metadata"]["entities"][k] for k in ("companies", "people")))
+    first_valid = [
+        r["chunk_id"]
+        for r in two_runs["first"]
+        if r["kind"] == "enrich" and r["attempt"] == 1 and r["outcome"] == "valid"
+    ]
+    chosen = next(
+        cid
+        for cid in first_valid
+        if any(written[cid]["metadata"]["entities"][k] for k in ("companies", "people"))
+    )
     md = written[chosen]["metadata"]
     dom = dump_dom(out / "report.html", "", tmp_path / "profile")
     card = card_of(dom, chosen)
@@ -316,7 +416,8 @@ def test_page_shows_what_the_llm_gave_a_first_attempt_valid_chunk(two_runs, tmp_
         tags = re.search(rf'<span data-field="entities.{kind}">(.*?)</span></dd>', card, re.DOTALL)
         assert tags, kind
         assert re.findall(r'<span class="tag">([^<]*)</span>', tags.group(1)) == [
-            text(n) for n in md["entities"][kind]] or (not md["entities"][kind] and "none" in tags.group(1))
+            text(n) for n in md["entities"][kind]
+        ] or (not md["entities"][kind] and "none" in tags.group(1))
     for concept in md["buffett_concepts"]:
         assert f'<span class="tag">{text(concept)}</span>' in card
     # the latest run (from the cache) and the live run as history, with its latency in seconds
@@ -355,12 +456,13 @@ def test_segment_only_folder_renders_chunks_and_validator_findings(tmp_path):
     ids = [json.loads(line)["chunk_id"] for line in lines]
     assert re.search(rf'<span id="shown" data-shown="{len(ids)}">', dom)
     assert visible_ids(dom) == set(ids)
-    assert re.search(r'<tr data-outcome="segmented"><td>segmented</td><td class="n"[^>]*>(\d+)</td>',
-                     dom).group(1) == str(len(ids))
+    assert re.search(
+        r'<tr data-outcome="segmented"><td>segmented</td><td class="n"[^>]*>(\d+)</td>', dom
+    ).group(1) == str(len(ids))
     first = json.loads(lines[0])
     card = card_of(dom, first["chunk_id"])
     assert text_in(card, first["metadata"]["section_title"]) and "tier 1" in card
-    assert f'{first["metadata"]["token_count"]} tokens' in card
+    assert f"{first['metadata']['token_count']} tokens" in card
     assert "validator, stage segmented" in card
     bad = card_of(dom, broken["chunk_id"])
     assert 'data-rule="count.chars"' in bad
@@ -376,6 +478,7 @@ def test_segment_only_folder_renders_chunks_and_validator_findings(tmp_path):
 
 
 # ----------------------------------------------------------------- appending (no browser)
+
 
 def test_records_are_appended_as_whole_lines_after_a_torn_one(tmp_path):
     path = tmp_path / "1987.report.jsonl"
@@ -394,7 +497,10 @@ def test_records_are_appended_as_whole_lines_after_a_torn_one(tmp_path):
     assert [r["run_id"] for r in good] == ["run-1", two.run_id, two.run_id]
     assert two.run_id != "run-1" and re.fullmatch(r"\d{8}T\d{6}Z-\d+-[0-9a-f]{4}", two.run_id)
     runs = runs_by_chunk(good)
-    assert [(r.run_id, r.outcome) for r in runs[S1]] == [("run-1", "valid"), (two.run_id, "repaired")]
+    assert [(r.run_id, r.outcome) for r in runs[S1]] == [
+        ("run-1", "valid"),
+        (two.run_id, "repaired"),
+    ]
     assert [r.outcome for r in runs[S2]] == ["failed"]
 
 

@@ -8,9 +8,10 @@ function of the request), so an uninterrupted run and a killed-and-resumed run m
 
 Chain 1 (concurrency 1, strict): the server SIGKILLs the CLI when the (k+1)-th request of the
 whole corpus arrives, for k in kill_points() (five points spread over the run, a letter boundary
-included, computed from the segmenter), and the same command is rerun after each kill.  With one request in flight, the
-first k answers were received before request k+1 was sent, so they must come from the cache on
-every later run: the server must never see those request bodies again.
+included, computed from the segmenter), and the same command is rerun after each kill.  With
+one request in flight, the first k answers were received before request k+1 was sent, so they
+must come from the cache on every later run: the server must never see those request bodies
+again.
 
 Chain 2 (concurrency 3, any moment): the CLI is killed 0-50 ms after an answer near a letter's
 end is sent — while it validates, caches and writes — and rerun.
@@ -70,7 +71,9 @@ def outputs(folder: Path) -> dict[str, bytes]:
     return {
         p.name: p.read_bytes()
         for p in sorted(folder.iterdir())
-        if not p.name.startswith(".") and p.name.endswith(COMPARED) and not p.name.endswith(".report.jsonl")
+        if not p.name.startswith(".")
+        and p.name.endswith(COMPARED)
+        and not p.name.endswith(".report.jsonl")
     }
 
 
@@ -81,7 +84,9 @@ class Harness:
         self.server, self.tmp = server, tmp
         self.lock = threading.Lock()
         self.proc: subprocess.Popen | None = None
-        self.kill_on_arrival: int | None = None  # kill when this request number (1-based, this run) arrives
+        self.kill_on_arrival: int | None = (
+            None  # kill when this request number (1-based, this run) arrives
+        )
         self.kill_after_answer: tuple[int, float] | None = None  # (request number, delay s)
         self.seen: list[str] = []  # body keys of this run, in arrival order
         self.answered: list[str] = []  # body keys answered in this run (200 sent)
@@ -103,18 +108,41 @@ class Harness:
             self.answered.append(key)
         return answer(valid_for(body))
 
-    def run(self, out: Path, cache: Path, *, concurrency: int = 1, kill_on_arrival: int | None = None,
-            kill_after_answer: tuple[int, float] | None = None) -> int:
+    def run(
+        self,
+        out: Path,
+        cache: Path,
+        *,
+        concurrency: int = 1,
+        kill_on_arrival: int | None = None,
+        kill_after_answer: tuple[int, float] | None = None,
+    ) -> int:
         self.seen, self.answered = [], []
         self.kill_on_arrival, self.kill_after_answer = kill_on_arrival, kill_after_answer
         env = dict(os.environ)
-        env.update(OPENAI_BASE_URL=self.server.base_url, OPENAI_API_KEY="sk-dummy-test-key",
-                   LETTERCHUNK_MODEL="fake-model")
-        cmd = [sys.executable, "-m", "letterchunk", "run", *map(str, LETTERS), "--out", str(out),
-               "--cache-dir", str(cache), "--concurrency", str(concurrency), "--quiet"]
+        env.update(
+            OPENAI_BASE_URL=self.server.base_url,
+            OPENAI_API_KEY="sk-dummy-test-key",
+            LETTERCHUNK_MODEL="fake-model",
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "letterchunk",
+            "run",
+            *map(str, LETTERS),
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(cache),
+            "--concurrency",
+            str(concurrency),
+            "--quiet",
+        ]
         with self.lock:
-            self.proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, text=True)
+            self.proc = subprocess.Popen(
+                cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
         _, err = self.proc.communicate(timeout=RUN_TIMEOUT_S)
         code = self.proc.returncode
         with self.lock:
@@ -137,7 +165,8 @@ def baseline(harness, tmp_path):
     harness.run(out, tmp_path / "cache-baseline")
     files = outputs(out)
     assert sorted(files) == sorted(
-        f"{y}{suffix}" for y in (1971, 1972, 1973, 1974)
+        f"{y}{suffix}"
+        for y in (1971, 1972, 1973, 1974)
         for suffix in (".jsonl", "_cleaned.txt", ".evidence.jsonl")
     )
     return files, list(harness.answered)
@@ -154,7 +183,9 @@ def test_sigkill_at_five_points_then_resume_is_byte_identical(harness, baseline,
     expected, all_requests = baseline
     sizes = chunks_per_letter()
     total = len(all_requests)
-    assert total == sum(sizes) and len(set(all_requests)) == total  # one request per chunk, all distinct
+    assert (
+        total == sum(sizes) and len(set(all_requests)) == total
+    )  # one request per chunk, all distinct
     points = kill_points(sizes)
     out, cache = tmp_path / "out", tmp_path / "cache"
     answered: set[str] = set()
@@ -162,7 +193,9 @@ def test_sigkill_at_five_points_then_resume_is_byte_identical(harness, baseline,
         code = harness.run(out, cache, kill_on_arrival=k - len(answered) + 1)
         assert code == -signal.SIGKILL, harness.last_err
         again = answered & set(harness.seen)
-        assert not again, f"kill at {k}: the server was asked again for {len(again)} answered chunk(s)"
+        assert not again, (
+            f"kill at {k}: the server was asked again for {len(again)} answered chunk(s)"
+        )
         answered |= set(harness.answered)
         assert len(answered) == k
         assert_partial_output_is_whole(out, expected)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -51,7 +51,7 @@ def _structure(raw: str, year: int) -> tuple[str, set[str], int, list[str]]:
     return date, titles, tables, errors
 
 
-@lru_cache(maxsize=None)
+@cache
 def _original(path: Path) -> tuple[str, frozenset[str], int]:
     date, titles, tables, errors = _structure(path.read_text(encoding="utf-8"), int(path.stem))
     assert errors == []

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from letterchunk.cli import main
 from fake_openai import FakeOpenAI
+from letterchunk.cli import main
 from rich_answers import rich_answer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,6 +27,7 @@ def env(monkeypatch):
         monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
         monkeypatch.setenv("LETTERCHUNK_RATE_WINDOW_S", str(WINDOW_S))
         monkeypatch.setenv("LETTERCHUNK_TRANSPORT_RETRIES", "10")
+
     return setup
 
 
@@ -39,13 +40,27 @@ def env(monkeypatch):
     ],
     ids=["tpm-option", "tpm-env", "rpm-option"],
 )
-def test_limits_keep_the_server_free_of_429s(env, monkeypatch, tmp_path, flags, env_vars, server_limits):
+def test_limits_keep_the_server_free_of_429s(
+    env, monkeypatch, tmp_path, flags, env_vars, server_limits
+):
     with FakeOpenAI(rich_answer, latency_s=0.05, window_s=WINDOW_S, **server_limits) as server:
         env(server)
         for k, v in env_vars.items():
             monkeypatch.setenv(k, v)
-        code = main(["run", *LETTERS, "--out", str(tmp_path / "out"), "--cache", "off", "--quiet",
-                     "--concurrency", "3", *flags])
+        code = main(
+            [
+                "run",
+                *LETTERS,
+                "--out",
+                str(tmp_path / "out"),
+                "--cache",
+                "off",
+                "--quiet",
+                "--concurrency",
+                "3",
+                *flags,
+            ]
+        )
         assert code == 0
         assert server.rate_limited_count == 0
         from letterchunk.clean import load_letter
@@ -64,7 +79,18 @@ def test_limits_keep_the_server_free_of_429s(env, monkeypatch, tmp_path, flags, 
 def test_without_the_limit_the_same_run_gets_429s(env, tmp_path):
     with FakeOpenAI(rich_answer, latency_s=0.05, window_s=WINDOW_S, tpm_limit=TPM) as server:
         env(server)
-        code = main(["run", *LETTERS, "--out", str(tmp_path / "out"), "--cache", "off", "--quiet",
-                     "--concurrency", "3"])
+        code = main(
+            [
+                "run",
+                *LETTERS,
+                "--out",
+                str(tmp_path / "out"),
+                "--cache",
+                "off",
+                "--quiet",
+                "--concurrency",
+                "3",
+            ]
+        )
         assert code == 0  # the transport retries honour Retry-After
         assert server.rate_limited_count > 0

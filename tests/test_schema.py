@@ -131,27 +131,45 @@ STRICTNESS = [
     ('"1987" not coerced', lambda o: _set(o, "metadata.letter_year", "1987"), "int_type"),
     ("float not coerced", lambda o: _set(o, "metadata.token_count", 10.0), "int_type"),
     ("bool not coerced", lambda o: _set(o, "metadata.has_table", "true"), "bool_type"),
-    ("int not a bool", lambda o: _set(o, "metadata.temporal_references.future_outlook", 1),
-        "bool_type"),
+    (
+        "int not a bool",
+        lambda o: _set(o, "metadata.temporal_references.future_outlook", 1),
+        "bool_type",
+    ),
     ("table_data dict rejected", lambda o: _set(o, "metadata.table_data", {}), "list_type"),
     ("table_data null rejected", lambda o: _set(o, "metadata.table_data", None), "list_type"),
     ("content_type enum", lambda o: _set(o, "metadata.content_type", "table"), "literal_error"),
     ("priority enum", lambda o: _set(o, "metadata.retrieval_priority", "urgent"), "literal_error"),
     ("abstraction enum", lambda o: _set(o, "metadata.abstraction_level", "HIGH"), "literal_error"),
-    ("principle category enum", lambda o: _set(o, "metadata.principles",
-                                                [{"statement": "x", "category": "luck"}]), "literal_error"),
+    (
+        "principle category enum",
+        lambda o: _set(o, "metadata.principles", [{"statement": "x", "category": "luck"}]),
+        "literal_error",
+    ),
     ("tier enum", lambda o: _set(o, "metadata.chunk_tier", 4), "literal_error"),
     ("chunk_id pattern", lambda o: {**o, "chunk_id": "1987-S2-T3-1"}, "string_pattern_mismatch"),
-    ("letter_date pattern", lambda o: _set(o, "metadata.letter_date", "1988/02/29"),
-        "string_pattern_mismatch"),
+    (
+        "letter_date pattern",
+        lambda o: _set(o, "metadata.letter_date", "1988/02/29"),
+        "string_pattern_mismatch",
+    ),
     ("missing required key", lambda o: _del(o, "metadata.source_span"), "missing"),
-    ("missing nested key", lambda o: _del(o, "metadata.temporal_references.primary_year"), "missing"),
-    ("rows must be lists of strings", lambda o: _set(o, "metadata.table_data.0.rows", [[1, 2, 3]]),
-        "string_type"),
+    (
+        "missing nested key",
+        lambda o: _del(o, "metadata.temporal_references.primary_year"),
+        "missing",
+    ),
+    (
+        "rows must be lists of strings",
+        lambda o: _set(o, "metadata.table_data.0.rows", [[1, 2, 3]]),
+        "string_type",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("case", "mutate", "error_type"), STRICTNESS, ids=[c[0] for c in STRICTNESS])
+@pytest.mark.parametrize(
+    ("case", "mutate", "error_type"), STRICTNESS, ids=[c[0] for c in STRICTNESS]
+)
 def test_strictness(t3_obj, case, mutate, error_type):
     Chunk.model_validate(t3_obj)  # the unmutated chunk is valid
     with pytest.raises(ValidationError) as info:

@@ -98,7 +98,9 @@ def test_separator_styles_and_text_directly_after(sep):
 )
 def test_header_kinds(header, is_header):
     text = prose(2, 1) + "\n\n" + header + "\n\n" + prose(2, 2) + "\n"
-    assert (("header", header.rstrip(":")) in [(k, t.rstrip(":")) for k, t in kinds(text)]) == is_header
+    assert (
+        ("header", header.rstrip(":")) in [(k, t.rstrip(":")) for k, t in kinds(text)]
+    ) == is_header
 
 
 def test_units_caption_above_a_table_is_its_caption_not_a_section_title():
@@ -106,8 +108,8 @@ def test_units_caption_above_a_table_is_its_caption_not_a_section_title():
         prose(2, 1) + "\n\nBalance Sheet 12/31/12 (in millions)\n\n"
         "Assets                                              Liabilities and Equity\n"
         "Cash and equivalents . . . . . .     $ 5,338        Notes payable . . . . . .    $ 1,454\n"
-        "Inventory . . . . . . . . . . . .       9,675        Other liabilities . . . .      8,527\n\n"
-        + prose(2, 2) + "\n"
+        "Inventory . . . . . . . . . . . .       9,675        "
+        "Other liabilities . . . .      8,527\n\n" + prose(2, 2) + "\n"
     )
     blocks = detect_blocks(text)
     assert "header" not in [b.kind for b in blocks]
@@ -163,7 +165,9 @@ def test_indented_quoted_prose_is_not_a_table():
 
 @pytest.mark.parametrize("bullet", ["•", "o", "Š", "\uf0b7"])
 def test_bullet_lists(bullet):
-    items = "\n\n".join(f"   {bullet}   " + prose(1, i, indent="").replace("\n", "\n       ") for i in range(3))
+    items = "\n\n".join(
+        f"   {bullet}   " + prose(1, i, indent="").replace("\n", "\n       ") for i in range(3)
+    )
     text = prose(2, 1) + " These are:\n\n" + items + "\n\n" + prose(2, 2) + "\n"
     assert [k for k, _ in kinds(text)] == ["paragraph", "list", "paragraph"]
 
@@ -207,7 +211,11 @@ def test_parse_table_with_leaders_wrapped_rows_and_totals():
     columns, rows = parse_table(TABLE_LEADERS)
     assert columns == ["Item", "1977", "1976"]
     assert rows[0] == ["Capital Cities Communications", "$ 10,909", "$ 13,228"]
-    assert rows[1] == ["Government Employees Insurance Company Convertible Preferred", "19,417", "33,033"]
+    assert rows[1] == [
+        "Government Employees Insurance Company Convertible Preferred",
+        "19,417",
+        "33,033",
+    ]
     assert rows[-1] == ["Total", "$ 31,104", "$ 52,300"]
     assert len(rows) == 4
 
@@ -233,7 +241,7 @@ Other current assets . . . . . . .         1,039
 Total current assets . . . . . . .        36,022
                                                           Deferred taxes . . . . . . . . .    12,044
 Fixed assets . . . . . . . . . . . .      18,915          Berkshire equity . . . . . . . .    37,412
-                                         $54,937                                             $54,937"""
+                                         $54,937                                             $54,937"""  # noqa: E501 - a real table line
 
 
 def test_parse_two_tables_side_by_side():
@@ -254,8 +262,12 @@ def test_parse_two_tables_side_by_side():
 def test_a_repeated_phrase_between_values_is_a_column_not_a_second_table():
     text = "\n".join(
         f"{y} ......   profit     {v:>6}     less than zero      {r}%"
-        for y, v, r in [(1967, "17.3", "5.50"), (1968, "19.9", "5.90"), (1969, "23.4", "6.79"),
-                        (1971, "52.5", "5.81")]
+        for y, v, r in [
+            (1967, "17.3", "5.50"),
+            (1968, "19.9", "5.90"),
+            (1969, "23.4", "6.79"),
+            (1971, "52.5", "5.81"),
+        ]
     )
     columns, rows = parse_table(text)
     assert rows[0] == ["1967", "profit", "17.3", "less than zero", "5.50%"]
@@ -303,7 +315,10 @@ def test_a_heading_over_several_columns_names_each_of_them():
     )
     columns, rows = parse_table(text)
     assert columns == [
-        "Item", "Pre-Tax Earnings 1985", "Pre-Tax Earnings 1984", "Net Earnings 1985",
+        "Item",
+        "Pre-Tax Earnings 1985",
+        "Pre-Tax Earnings 1984",
+        "Net Earnings 1985",
         "Net Earnings 1984",
     ]
     assert rows[1] == ["Net investment income", "95,217", "68,903", "79,716", "62,059"]
@@ -323,8 +338,9 @@ def test_footnote_marks_on_values_and_a_labelled_heading_row():
 
 
 def test_a_table_of_nothing_but_year_headings_keeps_a_row():
-    columns, rows = parse_table("              2015         2014        2013\n"
-                                "              2015         2014        2013")
+    columns, rows = parse_table(
+        "              2015         2014        2013\n              2015         2014        2013"
+    )
     assert rows and len(columns) == 4
 
 
@@ -336,7 +352,8 @@ def test_a_detached_heading_stub_that_is_no_caption_gives_no_empty_section_title
         "     460,650   Affiliated Publications, Inc. ......    $  3,516    $ 16,929\n"
         "     908,800   Crum & Forster .....................      47,144      48,962\n"
         "   2,101,244   General Foods, Inc. ................      66,277      83,680\n\n"
-        + prose(3, 2) + "\n"
+        + prose(3, 2)
+        + "\n"
     )
     chunks = segment_letter(letter(text))
     assert all(c.metadata.section_title.strip() for c in chunks)
@@ -352,7 +369,8 @@ def test_year_headings_with_a_footnote_mark_start_a_new_table():
         "                                              2012           2011*           2010\n"
         "Revenues . . . . . . . . . . . . . . . .    $83,255       $72,406         $66,610\n"
         "Net earnings . . . . . . . . . . . . . .    $ 3,699       $ 3,039         $ 2,462\n\n"
-        + prose(2, 2) + "\n"
+        + prose(2, 2)
+        + "\n"
     )
     tables = [b for b in detect_blocks(text) if b.kind == "table"]
     assert len(tables) == 2
@@ -379,7 +397,9 @@ def build_letter() -> str:
         "                     * * * * * * * *\n" + prose(7, 7),  # afterthought (not a bridge)
         "Insurance Underwriting\n",
         "\n\n".join(prose(12, 10 + i) for i in range(14)),  # long: split
-        prose(8, 30) + "\n\n                        Warren E. Buffett\nMarch 4, 1985          Chairman of the Board",
+        prose(8, 30)
+        + "\n\n                        Warren E. Buffett\n"
+        + "March 4, 1985          Chairman of the Board",
         "Appendix\n\nAcquisition Criteria\n",
         prose(25, 40),
     ]
@@ -404,14 +424,18 @@ def test_tier1_sizes_and_merges(built):
     banking = [c for c in t1 if c.content.startswith("Banking")]
     assert banking and "merged forward" in banking[0].metadata.boundary_note
     assert "section 'Banking'" in banking[0].metadata.merged_from
-    assert any(
-        "merged backward" in (c.metadata.boundary_note or "") for c in t1
-    ), "the short afterthought after the separator merges backward"
+    assert any("merged backward" in (c.metadata.boundary_note or "") for c in t1), (
+        "the short afterthought after the separator merges backward"
+    )
 
 
 def test_long_section_split_at_paragraphs(built):
     let, chunks = built
-    parts = [c for c in chunks if c.metadata.chunk_tier == 1 and c.metadata.section_title == "Insurance Underwriting"]
+    parts = [
+        c
+        for c in chunks
+        if c.metadata.chunk_tier == 1 and c.metadata.section_title == "Insurance Underwriting"
+    ]
     assert len(parts) >= 2
     assert [c.chunk_id[-3:] for c in parts] == [f"{i:03d}" for i in range(1, len(parts) + 1)]
     assert len({c.chunk_id.split("-T")[0] for c in parts}) == 1
@@ -447,32 +471,54 @@ TABLE_ROWS = (
 @pytest.mark.parametrize(
     ("lead_in", "name"),
     [
-        ("We show below our 1985 yearend net holdings in marketable equities. All of them are "
-         "listed.", "Our 1985 yearend net holdings in marketable equities"),
-        ("The table that follows shows the main sources of Berkshire's reported earnings, as "
-         "usual.", "The main sources of Berkshire's reported earnings"),
-        ("The table below shows our cost of float since we entered the business.",
-         "Our cost of float"),
-        ("Below is the tally on our underwriting and float for each major sector of insurance "
-         "in the years we have owned these businesses.",
-         "The tally on our underwriting and float for each major sector"),
-        ("Here's a recap of pre-tax underwriting earnings and float by division:",
-         "Here's a recap of pre-tax underwriting earnings and float by division"),
-        ("Here's the record on how earnings of our businesses have grown, again per share.",
-         "The record on how earnings of our businesses have grown"),
+        (
+            "We show below our 1985 yearend net holdings in marketable equities. All of them are "
+            "listed.",
+            "Our 1985 yearend net holdings in marketable equities",
+        ),
+        (
+            "The table that follows shows the main sources of Berkshire's reported earnings, as "
+            "usual.",
+            "The main sources of Berkshire's reported earnings",
+        ),
+        (
+            "The table below shows our cost of float since we entered the business.",
+            "Our cost of float",
+        ),
+        (
+            "Below is the tally on our underwriting and float for each major sector of insurance "
+            "in the years we have owned these businesses.",
+            "The tally on our underwriting and float for each major sector",
+        ),
+        (
+            "Here's a recap of pre-tax underwriting earnings and float by division:",
+            "Here's a recap of pre-tax underwriting earnings and float by division",
+        ),
+        (
+            "Here's the record on how earnings of our businesses have grown, again per share.",
+            "The record on how earnings of our businesses have grown",
+        ),
         # the describing sentence one paragraph up
-        ("The table that follows shows the main sources of our reported earnings.\n\n     "
-         "The total net earnings we show in the table are, of course, after tax.",
-         "The main sources of our reported earnings"),
+        (
+            "The table that follows shows the main sources of our reported earnings.\n\n     "
+            "The total net earnings we show in the table are, of course, after tax.",
+            "The main sources of our reported earnings",
+        ),
         ("As usual, here are the numbers.", "Results – table 1"),  # one bare noun: no name
         # "we show in the table are" says nothing about the table: the section names it
-        ("The total net earnings we show in the table are, of course, after tax.",
-         "Results – table 1"),
+        (
+            "The total net earnings we show in the table are, of course, after tax.",
+            "Results – table 1",
+        ),
     ],
 )
 def test_uncaptioned_table_named_from_what_its_lead_in_says_it_shows(lead_in, name):
     body = (
-        "Results\n\n" + prose(6, 1) + "\n\n     " + lead_in + TABLE_ROWS
+        "Results\n\n"
+        + prose(6, 1)
+        + "\n\n     "
+        + lead_in
+        + TABLE_ROWS
         + "     That was a good year for us and we expect more of the same.\n"
     )
     (t3,) = [c for c in segment_letter(letter(body)) if c.metadata.chunk_tier == 3]
@@ -501,11 +547,15 @@ def test_tier2_pairing(built):
 
 def test_tiny_letter_is_one_chunk_with_a_note():
     chunks = segment_letter(letter("Just a short note.\n"))
-    assert len(chunks) == 1 and "shorter than the Tier-1 minimum" in chunks[0].metadata.boundary_note
+    assert (
+        len(chunks) == 1 and "shorter than the Tier-1 minimum" in chunks[0].metadata.boundary_note
+    )
 
 
 def test_unknown_date_goes_to_boundary_note():
-    let = CleanedLetter(1990, "0000-00-00", "Letter date unknown: x.", "x", clean_text(prose(30, 1)))
+    let = CleanedLetter(
+        1990, "0000-00-00", "Letter date unknown: x.", "x", clean_text(prose(30, 1))
+    )
     assert all("Letter date unknown" in c.metadata.boundary_note for c in segment_letter(let))
 
 
@@ -610,5 +660,8 @@ def test_second_document_after_a_sign_off_is_an_appendix():
     chunks = segment_letter(let)
     assert check_invariants(let.text, 2014, chunks) == []
     last = [c for c in chunks if c.metadata.chunk_tier == 1][-1]
-    assert last.metadata.section_hierarchy == ["Appendix", "Vice Chairman’s Thoughts – Past and Future"]
+    assert last.metadata.section_hierarchy == [
+        "Appendix",
+        "Vice Chairman’s Thoughts – Past and Future",
+    ]
     assert last.content.rstrip().endswith("Vice Chairman")

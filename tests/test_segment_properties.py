@@ -18,7 +18,9 @@ from letterchunk.validate import LetterContext, validate_letter
 from test_corpus import check_invariants
 
 SETTINGS = settings(
-    max_examples=int(__import__("os").environ.get("LC_HYPOTHESIS_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=int(__import__("os").environ.get("LC_HYPOTHESIS_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 
 # lines of the kinds that trip a rule-based segmenter (TRAPS.md), to be shuffled together
@@ -66,7 +68,9 @@ structured = st.lists(st.sampled_from(LINE_KINDS), min_size=0, max_size=120).map
     lambda ls: "\n".join(ls) + "\n"
 )
 noise = st.text(
-    alphabet=st.sampled_from(list("abcXYZ019 .,:;*-•o$%()\n\r\t\f\x00“”’›…") + ["\u00a0", "\ufeff"]),
+    alphabet=st.sampled_from(
+        list("abcXYZ019 .,:;*-•o$%()\n\r\t\f\x00“”’›…") + ["\u00a0", "\ufeff"]
+    ),
     max_size=600,
 )
 mixed = st.lists(st.one_of(structured, noise), min_size=1, max_size=4).map("".join)
@@ -118,7 +122,8 @@ def test_segmenter_invariants_hold_on_any_text(raw, tier2):
 
 SPAN_TEXT = st.lists(
     st.sampled_from(
-        list("ab Z9.,$-'\n\t") + ["  ", "   ", "\n\n", "’", "“", "—", "é", "e\u0301", "中文", "🙂", "\r"]
+        list("ab Z9.,$-'\n\t")
+        + ["  ", "   ", "\n\n", "’", "“", "—", "é", "e\u0301", "中文", "🙂", "\r"]
     ),
     max_size=200,
 ).map("".join)

@@ -13,7 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from letterchunk.schema import Chunk
-from letterchunk.validate import RULES, LetterContext, Violation, validate_chunk, validate_letter, validate_path
+from letterchunk.validate import (
+    RULES,
+    LetterContext,
+    Violation,
+    validate_chunk,
+    validate_letter,
+    validate_path,
+)
 
 SETTINGS = settings(
     max_examples=60,
@@ -23,7 +30,9 @@ SETTINGS = settings(
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
     max_leaves=12,
 )
 
@@ -86,7 +95,9 @@ def test_mutated_chunk_files_never_raise(tmp_path_factory, data, enriched_letter
         elif action == "int":
             target[key] = data.draw(st.integers(-(10**12), 10**12))
         elif action == "neg":
-            target[key] = data.draw(st.sampled_from([-1, 0, "", [], {}, None, "0000-00-00", "1987-S1-T1-001"]))
+            target[key] = data.draw(
+                st.sampled_from([-1, 0, "", [], {}, None, "0000-00-00", "1987-S1-T1-001"])
+            )
         else:
             target[key] = data.draw(json_values)
     jsonl.write_text("".join(json.dumps(o) + "\n" for o in objs), encoding="utf-8")
@@ -110,25 +121,43 @@ def test_schema_valid_but_inconsistent_chunks_never_raise(data, enriched_letter)
         md["char_count"] = data.draw(_ints)
         md["source_span"] = {"start_char": data.draw(_ints), "end_char_exclusive": data.draw(_ints)}
         md["chunk_tier"] = data.draw(st.sampled_from([1, 2, 3]))
-        md["parent_chunk_id"] = data.draw(st.none() | st.sampled_from([c.chunk_id for c in enriched_letter.chunks]) | _text)
-        md["child_chunk_ids"] = data.draw(st.lists(_text | st.sampled_from([c.chunk_id for c in enriched_letter.chunks]), max_size=3))
+        md["parent_chunk_id"] = data.draw(
+            st.none() | st.sampled_from([c.chunk_id for c in enriched_letter.chunks]) | _text
+        )
+        md["child_chunk_ids"] = data.draw(
+            st.lists(
+                _text | st.sampled_from([c.chunk_id for c in enriched_letter.chunks]), max_size=3
+            )
+        )
         md["contextual_summary"] = data.draw(_text)
         md["entities"]["companies"] = data.draw(st.lists(_text, max_size=3))
         md["temporal_references"]["comparison_years"] = data.draw(st.lists(_ints, max_size=3))
-        md["cross_references"]["related_sections_same_letter"] = data.draw(st.lists(_text, max_size=2))
+        md["cross_references"]["related_sections_same_letter"] = data.draw(
+            st.lists(_text, max_size=2)
+        )
         md["letter_date"] = data.draw(st.from_regex(r"\A\d{4}-\d{2}-\d{2}\Z"))
         md["standalone_exception"] = data.draw(st.booleans())
         md["exception_reason"] = data.draw(st.none() | _text)
-        md["content_type"] = data.draw(st.sampled_from(
-            ["narrative", "financial_table", "mistake_confession", "principle_statement"]))
+        md["content_type"] = data.draw(
+            st.sampled_from(
+                ["narrative", "financial_table", "mistake_confession", "principle_statement"]
+            )
+        )
         if data.draw(st.booleans()):
             obj["content"] = data.draw(st.text(max_size=200))
         chunks.append(Chunk.model_validate(obj))
-    evidence = data.draw(st.dictionaries(
-        st.sampled_from([c.chunk_id for c in chunks]),
-        st.fixed_dictionaries({"content_type_evidence": st.lists(_text, max_size=2),
-                               "principle_evidence": st.lists(_text, max_size=2)}),
-        max_size=3))
+    evidence = data.draw(
+        st.dictionaries(
+            st.sampled_from([c.chunk_id for c in chunks]),
+            st.fixed_dictionaries(
+                {
+                    "content_type_evidence": st.lists(_text, max_size=2),
+                    "principle_evidence": st.lists(_text, max_size=2),
+                }
+            ),
+            max_size=3,
+        )
+    )
     cleaned = data.draw(st.none() | st.just(enriched_letter.text) | st.text(max_size=50))
     ctx = LetterContext(cleaned_text=cleaned, evidence=evidence)
     for stage in ("segmented", "enriched"):

@@ -24,8 +24,10 @@ def test_shipped_vocabulary_loads():
 
 def test_shipped_cues_cover_every_concept_in_vocabulary_order():
     cues = load_cues()
-    assert list(cues) == json.loads(
-        (REPO / "schemas" / "buffett_concepts.json").read_text())["concepts"]
+    assert (
+        list(cues)
+        == json.loads((REPO / "schemas" / "buffett_concepts.json").read_text())["concepts"]
+    )
     assert all(cues[c] and all(isinstance(x, str) and x.strip() for x in cues[c]) for c in cues)
     assert "look-through" in cues["look-through earnings"]
 
@@ -34,8 +36,10 @@ def test_shipped_cues_cover_every_concept_in_vocabulary_order():
     ("content", "expected"),
     [
         ('{"concepts": ["a", "b"]}', {}),
-        ('{"concepts": ["a", "b"], "cues": {"b": ["bee"], "a": ["ay", "eh"]}}',
-         {"a": ("ay", "eh"), "b": ("bee",)}),
+        (
+            '{"concepts": ["a", "b"], "cues": {"b": ["bee"], "a": ["ay", "eh"]}}',
+            {"a": ("ay", "eh"), "b": ("bee",)},
+        ),
     ],
 )
 def test_cues_are_optional_and_follow_vocabulary_order(tmp_path, content, expected):
@@ -49,7 +53,7 @@ def test_cues_are_optional_and_follow_vocabulary_order(tmp_path, content, expect
     [
         ('{"concepts": ["a"], "cues": ["a"]}', "must map each concept"),
         ('{"concepts": ["a"], "cues": {"a": [""]}}', "must map each concept"),
-        ('{"concepts": ["a"], "cues": {"zzz": ["z"]}}', "missing from \"concepts\": zzz"),
+        ('{"concepts": ["a"], "cues": {"zzz": ["z"]}}', 'missing from "concepts": zzz'),
     ],
 )
 def test_bad_cues_are_a_config_error(tmp_path, content, message):
@@ -67,7 +71,10 @@ def test_env_override_is_read_at_call_time(tmp_path, monkeypatch):
     (tmp_path / "schemas").mkdir()
     (tmp_path / "schemas" / "buffett_concepts.json").write_text('{"concepts": ["only one"]}')
     monkeypatch.setenv(RESOURCES_ENV, str(tmp_path))
-    assert resource_path("schemas", "buffett_concepts.json") == tmp_path / "schemas" / "buffett_concepts.json"
+    assert (
+        resource_path("schemas", "buffett_concepts.json")
+        == tmp_path / "schemas" / "buffett_concepts.json"
+    )
     assert load_concepts() == frozenset({"only one"})
 
 

@@ -42,7 +42,14 @@ from .io import read_json_objects
 from .report import runs_by_chunk
 from .schema import Chunk
 
-__all__ = ["analyze_dir", "analyze_chunks", "distribution", "render_text", "MIN_TOKENS", "TARGET_MAX_TOKENS"]
+__all__ = [
+    "analyze_dir",
+    "analyze_chunks",
+    "distribution",
+    "render_text",
+    "MIN_TOKENS",
+    "TARGET_MAX_TOKENS",
+]
 
 _CHUNK_FILE = re.compile(r"^(\d{4})\.jsonl$")
 _REPORT_FILE = re.compile(r"^(\d{4})\.report\.jsonl$")
@@ -98,7 +105,7 @@ def analyze_chunks(by_year: dict[int, list[Chunk]], *, top: int = 10) -> dict[st
     tokens_all: list[int] = []
     tokens_tier: dict[int, list[int]] = defaultdict(list)
     size = {t: {"below_minimum": 0, "above_target": 0} for t in (1, 2)}
-    tops = {f: Counter() for f in TOP_FIELDS}
+    tops: dict[str, Counter[str]] = {f: Counter() for f in TOP_FIELDS}
     principles: Counter = Counter()
     letters: dict[str, Any] = {}
     mistakes: dict[str, int] = {}
@@ -190,7 +197,9 @@ def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
     """Statistics of an output folder; see the module docstring for the keys."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise InputError(folder, "not a folder; pass the --out folder of `letterchunk run` or `segment`")
+        raise InputError(
+            folder, "not a folder; pass the --out folder of `letterchunk run` or `segment`"
+        )
     skipped: list[dict] = []
     by_year: dict[int, list[Chunk]] = {}
     reports: dict[str, list[dict]] = {}
@@ -200,8 +209,11 @@ def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
         elif _REPORT_FILE.match(path.name):
             reports[path.name] = _read_records(path, skipped)
     if not by_year:
-        raise InputError(folder, "holds no YYYY.jsonl chunk files; run `letterchunk segment` or "
-                                 f"`letterchunk run ... --out {folder}` first")
+        raise InputError(
+            folder,
+            "holds no YYYY.jsonl chunk files; run `letterchunk segment` or "
+            f"`letterchunk run ... --out {folder}` first",
+        )
     out = analyze_chunks(by_year, top=top)
     out["folder"] = str(folder)
     out["repairs"] = _repairs(reports)
@@ -210,7 +222,11 @@ def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
     if run_file.is_file():
         try:
             run = json.loads(run_file.read_text(encoding="utf-8"))
-            out["run"] = {"model": run.get("model"), "status": run.get("status"), **(run.get("totals") or {})}
+            out["run"] = {
+                "model": run.get("model"),
+                "status": run.get("status"),
+                **(run.get("totals") or {}),
+            }
         except (json.JSONDecodeError, AttributeError, TypeError):
             skipped.append({"file": "run.json", "line": None, "reason": "not a run ledger"})
     out["skipped"] = skipped
@@ -219,10 +235,17 @@ def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------ text
 
+
 def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
     cells = [[str(c) for c in r] for r in [head, *rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
-    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+
+    def fmt(r: list[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=False))
+        )
+
     return [fmt(cells[0]), *(fmt(r) for r in cells[1:])]
 
 
@@ -231,36 +254,80 @@ def render_text(a: dict[str, Any]) -> str:
     lines: list[str] = []
     types = sorted(a["content_types"])
     tiers = sorted(a["tiers"])
-    lines.append(f"{a['chunks']} chunks in {len(a['letters'])} letters ({a['folder']}); "
-                 f"{a['enriched_chunks']} enriched")
+    lines.append(
+        f"{a['chunks']} chunks in {len(a['letters'])} letters ({a['folder']}); "
+        f"{a['enriched_chunks']} enriched"
+    )
     lines.append("")
     rows = []
     for year, d in a["letters"].items():
-        rows.append([year, d["chunks"], *(d["tiers"].get(t, 0) for t in tiers),
-                     *(d["content_types"].get(ct, 0) for ct in types), d["tokens"]])
-    rows.append(["total", a["chunks"], *(a["tiers"][t] for t in tiers),
-                 *(a["content_types"][ct] for ct in types), sum(d["tokens"] for d in a["letters"].values())])
+        rows.append(
+            [
+                year,
+                d["chunks"],
+                *(d["tiers"].get(t, 0) for t in tiers),
+                *(d["content_types"].get(ct, 0) for ct in types),
+                d["tokens"],
+            ]
+        )
+    rows.append(
+        [
+            "total",
+            a["chunks"],
+            *(a["tiers"][t] for t in tiers),
+            *(a["content_types"][ct] for ct in types),
+            sum(d["tokens"] for d in a["letters"].values()),
+        ]
+    )
     lines += _table(["letter", "chunks", *(f"T{t}" for t in tiers), *types, "tokens"], rows)
     lines += ["", "token_count distribution"]
-    lines += _table(["", "n", "min", "median", "p90", "max", "mean"],
-                    [[k, *(v[c] if v[c] is not None else "-" for c in ("n", "min", "median", "p90", "max", "mean"))]
-                     for k, v in a["tokens"].items()])
+    lines += _table(
+        ["", "n", "min", "median", "p90", "max", "mean"],
+        [
+            [
+                k,
+                *(
+                    v[c] if v[c] is not None else "-"
+                    for c in ("n", "min", "median", "p90", "max", "mean")
+                ),
+            ]
+            for k, v in a["tokens"].items()
+        ],
+    )
     if a["size"]:
-        lines += ["", "size vs targets (tier 1: min 250, target max 2000; tier 2: 120 / 500 tokens)"]
-        lines += _table(["", "below minimum", "above target"],
-                        [[k, v["below_minimum"], v["above_target"]] for k, v in a["size"].items()])
+        lines += [
+            "",
+            "size vs targets (tier 1: min 250, target max 2000; tier 2: 120 / 500 tokens)",
+        ]
+        lines += _table(
+            ["", "below minimum", "above target"],
+            [[k, v["below_minimum"], v["above_target"]] for k, v in a["size"].items()],
+        )
     if a["enriched_chunks"] == 0:
-        lines += ["", "entities, concepts, themes, principles and confessions: none, the chunks are not "
-                      "enriched yet (run `letterchunk run` or `letterchunk enrich` on them)"]
+        lines += [
+            "",
+            "entities, concepts, themes, principles and confessions: none, the chunks are not "
+            "enriched yet (run `letterchunk run` or `letterchunk enrich` on them)",
+        ]
     else:
         lines.append("")
         for field in TOP_FIELDS:
             items = a["top"][field]
-            lines.append(f"top {field}: " + (", ".join(f"{k} ({v})" for k, v in items) if items else "(none)"))
+            lines.append(
+                f"top {field}: "
+                + (", ".join(f"{k} ({v})" for k, v in items) if items else "(none)")
+            )
         if a["principles"]:
-            lines.append("principles by category: " + ", ".join(f"{k} {v}" for k, v in a["principles"].items()))
+            lines.append(
+                "principles by category: "
+                + ", ".join(f"{k} {v}" for k, v in a["principles"].items())
+            )
         confessions = {y: n for y, n in a["mistake_confessions"].items() if n}
-        lines += ["", f"mistake confessions per year (total {sum(confessions.values())}; years not listed: 0)"]
+        lines += [
+            "",
+            f"mistake confessions per year (total {sum(confessions.values())}; "
+            "years not listed: 0)",
+        ]
         if confessions:
             lines += _table(["year", "chunks"], [[y, n] for y, n in confessions.items()])
     lines.append("")
@@ -268,20 +335,30 @@ def render_text(a: dict[str, Any]) -> str:
     if rep is None:
         lines.append("repairs: no YYYY.report.jsonl in the folder")
     else:
-        lines.append(f"repairs: {rep['records']} report record(s) from {rep['runs']} run(s) over "
-                     f"{rep['chunks']} chunk(s), {rep['tokens']['prompt_tokens']} prompt + "
-                     f"{rep['tokens']['completion_tokens']} completion tokens; outcomes of the "
-                     "latest run per chunk: "
-                     + (", ".join(f"{k} {v}" for k, v in rep["outcomes"].items()) or "none"))
+        lines.append(
+            f"repairs: {rep['records']} report record(s) from {rep['runs']} run(s) over "
+            f"{rep['chunks']} chunk(s), {rep['tokens']['prompt_tokens']} prompt + "
+            f"{rep['tokens']['completion_tokens']} completion tokens; outcomes of the "
+            "latest run per chunk: "
+            + (", ".join(f"{k} {v}" for k, v in rep["outcomes"].items()) or "none")
+        )
         if rep["by_rule"]:
-            lines += _table(["rule", "found", "fixed by code"],
-                            [[k, v["found"], v["fixed"]] for k, v in rep["by_rule"].items()])
+            lines += _table(
+                ["rule", "found", "fixed by code"],
+                [[k, v["found"], v["fixed"]] for k, v in rep["by_rule"].items()],
+            )
     if a.get("run"):
         r = a["run"]
         cost = "unknown" if r.get("cost_usd") is None else f"${r['cost_usd']:.4f}"
-        lines += ["", f"run ({r.get('status')}, model {r.get('model')}): {r.get('requests', 0)} requests, "
-                      f"{r.get('total_tokens', 0)} tokens, {r.get('cache_hits', 0)} cache hits, cost {cost}"]
+        lines += [
+            "",
+            f"run ({r.get('status')}, model {r.get('model')}): {r.get('requests', 0)} requests, "
+            f"{r.get('total_tokens', 0)} tokens, {r.get('cache_hits', 0)} cache hits, cost {cost}",
+        ]
     if a["skipped"]:
-        lines += ["", f"skipped {len(a['skipped'])} unreadable line(s); run `letterchunk validate` on them:"]
+        lines += [
+            "",
+            f"skipped {len(a['skipped'])} unreadable line(s); run `letterchunk validate` on them:",
+        ]
         lines += [f"  {s['file']}:{s['line']}: {s['reason']}" for s in a["skipped"][:20]]
     return "\n".join(lines) + "\n"

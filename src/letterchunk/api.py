@@ -41,7 +41,8 @@ def run(
     on_failure: OnFailure = "halt",
     hooks: Hooks | None = None,
 ) -> list[LetterOutcome]:
-    """Segment, enrich, validate and write every letter in ``paths`` (files or folders) to ``out_dir``.
+    """Segment, enrich, validate and write every letter in ``paths`` (files or folders) to
+    ``out_dir``.
 
     Returns one :class:`LetterOutcome` per letter.  Raises the library's own errors
     (:class:`~letterchunk.errors.InputError` for a bad path, before any backend is started;
@@ -49,7 +50,8 @@ def run(
     invalid; :class:`~letterchunk.errors.ConfigError` for a backend that cannot be used).
     """
     letters = find_letters(paths)
-    options = RunOptions(tier2=tier2, workers=workers, max_attempts=max_attempts,
-                         on_failure=on_failure)
+    options = RunOptions(
+        tier2=tier2, workers=workers, max_attempts=max_attempts, on_failure=on_failure
+    )
     with open_client(model=model, mode=mode, cache=cache, cache_dir=cache_dir) as client:
         return run_paths(letters, out_dir, client, options, hooks)

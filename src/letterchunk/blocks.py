@@ -130,13 +130,13 @@ def _ends_sentence(t: str) -> bool:
     the line ends in a closing quote, or in sentence punctuation before closing quotes/brackets."""
     if not t:
         return False
-    if t[-1] in "\"”’":
+    if t[-1] in '"”’':
         return True
     r = t.rstrip(_CLOSERS)
     return bool(r) and r[-1] in ".?!:;"
 
 
-def _is_bullet(ln: "Line") -> bool:
+def _is_bullet(ln: Line) -> bool:
     c = ln.text[:1]
     return (
         bool(c)
@@ -145,11 +145,11 @@ def _is_bullet(ln: "Line") -> bool:
     )
 
 
-def _is_salutation(ln: "Line") -> bool:
+def _is_salutation(ln: Line) -> bool:
     return ln.text.startswith(("To the ", "Dear ")) and _SALUTATION.match(ln.raw) is not None
 
 
-def _is_separator(ln: "Line") -> bool:
+def _is_separator(ln: Line) -> bool:
     return ln.text[:1] in _SEPARATOR_FIRST and _SEPARATOR.match(ln.raw) is not None
 
 
@@ -218,8 +218,8 @@ def is_table_row(raw: str) -> bool:
         return False
     m = None
     if "." in s or "…" in s:  # a leader needs one
-        for m in _LEADER.finditer(s):
-            pass
+        leaders = list(_LEADER.finditer(s))
+        m = leaders[-1] if leaders else None  # the last leader on the line
     if m is not None:
         after = s[m.end() :].strip()
         before = s[: m.start()].strip()
@@ -376,9 +376,7 @@ def _signature_line(raw: str) -> str | None:
 # detection
 
 
-def _find_tables(
-    lines: list[Line], detached: set[int]
-) -> tuple[list[tuple[int, int]], list[bool]]:
+def _find_tables(lines: list[Line], detached: set[int]) -> tuple[list[tuple[int, int]], list[bool]]:
     """Line ranges of tables, and ``is_table_row`` of every line; ``detached`` receives the line
     indices of captions that stand one blank line above the column headers (such a caption
     opens a section)."""
@@ -398,7 +396,7 @@ def _find_tables(
         for ln in lines
         for t in (ln.text,)
     ]
-    strong = [r or u for r, u in zip(row, rule)]
+    strong = [r or u for r, u in zip(row, rule, strict=True)]
     spans: list[tuple[int, int]] = []
     i = 0
     while i < n:
@@ -428,10 +426,14 @@ def _find_tables(
                     break
                 k += 1
             if k < n and strong[k] and blanks <= 2 and soft <= 3:
-                if blanks and soft and (
-                    not _cells_align(lines, j, k)
-                    or any(_header_like_cells(lines[x].raw) for x in range(j, k))
-                    or _heading_row(lines[k].text)
+                if (
+                    blanks
+                    and soft
+                    and (
+                        not _cells_align(lines, j, k)
+                        or any(_header_like_cells(lines[x].raw) for x in range(j, k))
+                        or _heading_row(lines[k].text)
+                    )
                 ):
                     break  # a blank line, then a new caption / column headings: a new table
                 last = k
@@ -509,9 +511,7 @@ def _find_tables(
 def _heading_row(s: str) -> bool:
     """A row of column headings made of years or dates only ("2016   2015   2014")."""
     cells = _cells(s)
-    return len(cells) >= 2 and all(
-        _YEAR_CELL.fullmatch(c) for c in cells
-    )
+    return len(cells) >= 2 and all(_YEAR_CELL.fullmatch(c) for c in cells)
 
 
 def _cells_align(lines: list[Line], a: int, b: int) -> bool:
@@ -587,9 +587,9 @@ def detect_blocks(text: str) -> list[Block]:
                 and len(lines[j + 1].text) <= 80
             ):
                 j += 1
-            b = _mk(lines, "header", i, j)
-            b.title = " ".join(lines[x].text for x in range(i, j + 1)).rstrip(":")
-            blocks.append(b)
+            header = _mk(lines, "header", i, j)
+            header.title = " ".join(lines[x].text for x in range(i, j + 1)).rstrip(":")
+            blocks.append(header)
             i = j + 1
             continue
         if _is_bullet(ln):
@@ -604,11 +604,11 @@ def detect_blocks(text: str) -> list[Block]:
             back = j  # where the paragraph ends if the next line does not continue it
             nxt = lines[j + 1]
             if nxt.blank:
-                k = _page_break_continuation(lines, kind, j)
-                if k is None:
+                resume = _page_break_continuation(lines, kind, j)
+                if resume is None:
                     break
-                j = k - 1  # the sentence goes on after a page break: same paragraph
-                nxt = lines[k]
+                j = resume - 1  # the sentence goes on after a page break: same paragraph
+                nxt = lines[resume]
             # _is_bullet / _is_salutation / _ends_sentence with their cheap tests inlined (the
             # hottest loop: every line of every paragraph)
             c = nxt.text[0]

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import ConfigError
 
@@ -96,7 +97,8 @@ class BudgetSettings:
         for name in ("reserved_prompt", "reserved_answer"):
             if getattr(self, name) < 0:
                 raise ConfigError(
-                    f"{_OPTION[name]} (env {ENV_VARS[name]}) must be >= 0, got {getattr(self, name)}"
+                    f"{_OPTION[name]} (env {ENV_VARS[name]}) must be >= 0, "
+                    f"got {getattr(self, name)}"
                 )
         if not 0 < self.safety_buffer <= 1:
             raise ConfigError(
@@ -106,7 +108,9 @@ class BudgetSettings:
         for name in ("max_tokens_hint", "max_words_hint"):
             value = getattr(self, name)
             if value is not None and value <= 0:
-                raise ConfigError(f"{_OPTION[name]} (env {ENV_VARS[name]}) must be positive, got {value}")
+                raise ConfigError(
+                    f"{_OPTION[name]} (env {ENV_VARS[name]}) must be positive, got {value}"
+                )
         reserved = self.reserved_prompt + self.reserved_answer
         if reserved >= self.context_limit:
             raise ConfigError(
@@ -117,7 +121,8 @@ class BudgetSettings:
         if t_req <= reserved:
             raise ConfigError(
                 f"each request may use {t_req} tokens (--tpm {self.tpm} / --requests-per-minute "
-                f"{self.requests_per_minute}), not more than the {reserved} reserved for prompt and "
+                f"{self.requests_per_minute}), not more than the {reserved} reserved for "
+                "prompt and "
                 "answer; raise --tpm, or lower --requests-per-minute or the reserved sizes"
             )
 
@@ -194,7 +199,9 @@ def compute_budget(settings: BudgetSettings | None = None) -> BudgetResult:
             "requests will be throttled"
         )
     if t_chunk_safe < 1:
-        warnings.append("the safe chunk size is below one token; the limits leave no room for chunks")
+        warnings.append(
+            "the safe chunk size is below one token; the limits leave no room for chunks"
+        )
     return BudgetResult(
         settings=s,
         t_req=t_req,

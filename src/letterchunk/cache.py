@@ -110,7 +110,9 @@ class ResponseCache:
         if mode not in CACHE_MODES:
             raise ConfigError(f"unknown cache mode {mode!r}; use one of: {', '.join(CACHE_MODES)}")
         self.mode: CacheMode = mode  # type: ignore[assignment]
-        self.directory = Path(directory or os.environ.get("LETTERCHUNK_CACHE_DIR") or DEFAULT_CACHE_DIR)
+        self.directory = Path(
+            directory or os.environ.get("LETTERCHUNK_CACHE_DIR") or DEFAULT_CACHE_DIR
+        )
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
@@ -188,7 +190,9 @@ class ResponseCache:
             if isinstance(raw, str):
                 found = CachedAnswer.from_json(raw)
                 if found is None:
-                    log.warning("cache entry %s for %s is unreadable; asking again", key[:12], chunk_id)
+                    log.warning(
+                        "cache entry %s for %s is unreadable; asking again", key[:12], chunk_id
+                    )
         with self._lock:
             if found is None:
                 self.misses += 1

@@ -32,9 +32,10 @@ else is refused with an :class:`~letterchunk.errors.InputError` that says how to
 
 Year and date: :func:`extract_year` takes ``letter_year`` from a ``YYYY`` in the file name,
 else from the content (see there); a name whose year no letter can have (``1850.txt``,
-``2999.txt``) is refused rather than replaced by a year of the text; :func:`extract_date` takes ``letter_date`` from the signature
-block (see there).  When no full date exists the date is ``"0000-00-00"`` and ``date_note``
-says why; the segmenter copies that note into ``boundary_note`` (seed §0.3).
+``2999.txt``) is refused rather than replaced by a year of the text; :func:`extract_date`
+takes ``letter_date`` from the signature block (see there).  When no full date exists the
+date is ``"0000-00-00"`` and ``date_note`` says why; the segmenter copies that note into
+``boundary_note`` (seed §0.3).
 """
 
 from __future__ import annotations
@@ -153,11 +154,11 @@ def clean_text(raw: str) -> str:
         for i, ln in enumerate(lines)
         for s in (ln.strip(),)
     ]
-    boundary = [p or ln == _FORMFEED_MARK for p, ln in zip(page, lines)]
+    boundary = [p or ln == _FORMFEED_MARK for p, ln in zip(page, lines, strict=True)]
     running = _running_lines(lines, boundary)
     kept: list[str] = []
     after_gap = False  # a page artifact was just removed with blank lines above it
-    for ln, is_page in zip(lines, page):
+    for ln, is_page in zip(lines, page, strict=True):
         if is_page or ln == _FORMFEED_MARK or (running and ln.strip() in running):
             after_gap = after_gap or (bool(kept) and not kept[-1].strip())
             continue
@@ -231,8 +232,8 @@ def _date_lines(text: str, lines: list[str]) -> list[tuple[int, re.Match[str], b
     """
     hits: dict[int, None] = {}
     line, pos = 0, 0
-    for m in _ANY_DATE_BODY.finditer(text):
-        at = m.start()
+    for hit in _ANY_DATE_BODY.finditer(text):
+        at = hit.start()
         if at and _WORD_CHAR.match(text, at - 1):
             continue  # no word boundary before the month: not a date
         line += text.count("\n", pos, at)
@@ -265,8 +266,10 @@ def _date_lines(text: str, lines: list[str]) -> list[tuple[int, re.Match[str], b
 def _is_signature_line(ln: str) -> bool:
     s = ln.strip()
     # short once the column gap between a date and a title is closed up
-    return bool(s) and len(" ".join(s.split())) <= 80 and (
-        _SIGNATURE_CUE.search(s) is not None or _NAME_LINE.match(ln) is not None
+    return (
+        bool(s)
+        and len(" ".join(s.split())) <= 80
+        and (_SIGNATURE_CUE.search(s) is not None or _NAME_LINE.match(ln) is not None)
     )
 
 
@@ -275,9 +278,10 @@ def extract_date(text: str) -> tuple[str, str | None]:
 
     A date line is a line holding a date alone or beside a name/title across 3+ spaces
     ("February 25, 2017      Warren E. Buffett"); formats: "March 4, 1986", "March 14,1978",
-    "Feb. 27, 2016", "February 25th, 2017".  The first date line within three lines of a signature line (a title such
-    as "Chairman", "/s/", "Sincerely", or an indented personal name) wins; failing that, a date
-    line among the first five non-blank lines (letters dated at the top).  Only a month and a
+    "Feb. 27, 2016", "February 25th, 2017".  The first date line within three lines of a
+    signature line (a title such as "Chairman", "/s/", "Sincerely", or an indented personal
+    name) wins; failing that, a date line among the first five non-blank lines (letters dated
+    at the top).  Only a month and a
     year ("February 2008") is not a date: the result is ``"0000-00-00"`` with a note naming what
     was found.  No date at all: ``"0000-00-00"`` and a note.
     """
@@ -298,10 +302,7 @@ def extract_date(text: str) -> tuple[str, str | None]:
     partial = None
     for want_head in (False, True):
         for i, m, full in candidates:
-            if want_head:
-                near = i in head
-            else:
-                near = any(abs(i - j) <= 3 for j in sig)
+            near = i in head if want_head else any(abs(i - j) <= 3 for j in sig)
             if not near:
                 continue
             if not full:
@@ -345,9 +346,12 @@ def _check_name_year(path: Path) -> None:
     m = _NUMBER_IN_NAME.search(path.stem)
     last = _dt.date.today().year + 1
     if m and not FIRST_LETTER_YEAR <= int(m.group(1)) <= last:
-        raise InputError(path, f"the file name says year {m.group(1)}, which no letter can have "
-                         f"({FIRST_LETTER_YEAR}-{last}); rename the file to the letter's year, "
-                         "e.g. 1986.txt")
+        raise InputError(
+            path,
+            f"the file name says year {m.group(1)}, which no letter can have "
+            f"({FIRST_LETTER_YEAR}-{last}); rename the file to the letter's year, "
+            "e.g. 1986.txt",
+        )
 
 
 def load_letter(path: str | Path) -> CleanedLetter:
@@ -394,6 +398,9 @@ def load_letter(path: str | Path) -> CleanedLetter:
             log.warning(
                 "%s: signature date %s suggests the letter covers %d, but letter_year is %d "
                 "(from the file name); rename the file if the name is wrong",
-                p, date, covers, year,
+                p,
+                date,
+                covers,
+                year,
             )
     return CleanedLetter(year=year, date=date, date_note=note, source_path=str(p), text=text)

@@ -1,4 +1,5 @@
-"""One place that turns options and the environment into a ready :class:`~letterchunk.llm.LLMClient`.
+"""One place that turns options and the environment into a ready
+:class:`~letterchunk.llm.LLMClient`.
 
 Backend choice:
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,14 +36,15 @@ DEFAULT_RETRIES = 3  # extra attempts after a timeout, 429, 5xx or reset: 4 in a
 CacheMode = Literal["use", "refresh", "off", "offline"]
 
 
-def backend_configured(env: dict[str, str] | None = None) -> bool:
+def backend_configured(env: Mapping[str, str] | None = None) -> bool:
     """True when the environment names an API (hosted OpenAI or a compatible server)."""
     env = os.environ if env is None else env
     return bool(env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"))
 
 
-def transport_settings(timeout_s: float | None, transport_retries: int | None, *,
-                       embedded: bool) -> dict[str, Any]:
+def transport_settings(
+    timeout_s: float | None, transport_retries: int | None, *, embedded: bool
+) -> dict[str, Any]:
     """Timeout and transport retries: the argument, then the environment, then the default for
     this backend (the embedded model on a CPU gets a longer timeout)."""
     from .llm import _env_number
@@ -53,9 +55,11 @@ def transport_settings(timeout_s: float | None, transport_retries: int | None, *
     if transport_retries is None:
         transport_retries = _env_number(ENV_RETRIES, int, env)
     return {
-        "timeout_s": timeout_s if timeout_s is not None
+        "timeout_s": timeout_s
+        if timeout_s is not None
         else (EMBEDDED_TIMEOUT_S if embedded else DEFAULT_TIMEOUT_S),
-        "transport_retries": transport_retries if transport_retries is not None
+        "transport_retries": transport_retries
+        if transport_retries is not None
         else DEFAULT_RETRIES,
     }
 
@@ -99,11 +103,18 @@ def open_client(
             else:
                 base_url = stack.enter_context(backend.embedded_server())
             llm_settings = LLMSettings.from_env(
-                env={}, base_url=base_url, model=model or backend.MODEL_ID,
-                mode=mode or "JSON_SCHEMA", **settings,
+                env={},
+                base_url=base_url,
+                model=model or backend.MODEL_ID,
+                mode=mode or "JSON_SCHEMA",
+                **settings,
             )
-        client = stack.enter_context(LLMClient(
-            llm_settings, cache=answers, prompt_hash=prompt_hash(),
-            limiter=limiter(llm_settings) if limiter else None,
-        ))
+        client = stack.enter_context(
+            LLMClient(
+                llm_settings,
+                cache=answers,
+                prompt_hash=prompt_hash(),
+                limiter=limiter(llm_settings) if limiter else None,
+            )
+        )
         yield client

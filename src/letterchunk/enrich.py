@@ -52,7 +52,7 @@ uses it to re-ask only the fields behind a violation).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args, get_origin
 
@@ -170,7 +170,8 @@ class EnrichedTable(_Answer):
 
 
 class Enrichment(_Answer):
-    """Answer for a Tier-1 or Tier-2 (narrative) chunk; fields in the order the model writes them."""
+    # the docstring is the schema's description, sent to the model: changing it changes requests
+    """Answer for a Tier-1 or Tier-2 (narrative) chunk; fields in the order the model writes them."""  # noqa: E501
 
     contextual_summary: str = Field(max_length=MAX_CONTEXT_CHARS)
     themes: list[str] = Field(min_length=1, max_length=MAX_THEMES)
@@ -258,7 +259,7 @@ class PromptContext:
         vocabulary: frozenset[str] | None = None,
         *,
         grounded_choices: bool = True,
-        cues: dict[str, tuple[str, ...] | list[str]] | None = None,
+        cues: Mapping[str, Sequence[str]] | None = None,
     ) -> PromptContext:
         vocab = load_vocabulary() if vocabulary is None else vocabulary
         titles = tuple(dict.fromkeys(t for t in section_titles if t and t != UNTITLED))
@@ -269,9 +270,13 @@ class PromptContext:
         # sorted: a frozenset's iteration order changes with PYTHONHASHSEED, and the prompt
         # bytes must not (cache keys, cassettes)
         ordered = tuple(sorted(vocab))
-        return cls(year=year, section_titles=titles, vocabulary=ordered,
-                   grounded_choices=grounded_choices,
-                   cues=tuple((c, tuple(cues.get(c, ()))) for c in ordered))
+        return cls(
+            year=year,
+            section_titles=titles,
+            vocabulary=ordered,
+            grounded_choices=grounded_choices,
+            cues=tuple((c, tuple(cues.get(c, ()))) for c in ordered),
+        )
 
 
 def load_vocabulary() -> frozenset[str]:
@@ -290,7 +295,8 @@ def years_in_text(text: str) -> list[int]:
 
 
 _WS = re.compile(r"\s+")
-_NOT_NAMES = frozenset("""
+_NOT_NAMES = frozenset(
+    """
 a about after all also although among an and any are as at because before besides both but by
 dear despite during each either even every except few for from further given he her here his
 however i if in including instead into it its last let many meanwhile more moreover most much my
@@ -300,7 +306,8 @@ through thus to today two under unless until upon we what when whenever where wh
 while who why will with within without yet you your
 january february march april may june july august september october november december
 monday tuesday wednesday thursday friday saturday sunday
-""".split())
+""".split()
+)
 _CONNECTORS = frozenset({"of", "and", "&", "de", "du", "la", "van", "von"})
 _CONTINUE_AFTER_DOT = re.compile(r"^(?:Mr|Mrs|Ms|Dr|Jr|Sr|St|[A-Z]|(?:[A-Z]\.)+[A-Z])\.$")
 _ENDS_NAME = re.compile(r"[,;:!?)\]\"\u201d]$|\.$")
@@ -430,8 +437,17 @@ def cued_concepts(text: str, ctx: PromptContext) -> list[str]:
 
 # self-critical cues (see module docstring); each matches at a word start, case-insensitively
 CONFESSION_CUES: tuple[str, ...] = (
-    r"mistake", r"errors?\b", r"erred\b", r"wrong", r"blunder", r"regret", r"misjudg",
-    r"miscalculat", r"should(?: not|n['\u2019]t)? have\b", r"failed to\b", r"embarrass",
+    r"mistake",
+    r"errors?\b",
+    r"erred\b",
+    r"wrong",
+    r"blunder",
+    r"regret",
+    r"misjudg",
+    r"miscalculat",
+    r"should(?: not|n['\u2019]t)? have\b",
+    r"failed to\b",
+    r"embarrass",
 )
 _CONFESSION = re.compile(r"(?<!\w)(?:" + "|".join(CONFESSION_CUES) + ")", re.IGNORECASE)
 
@@ -441,15 +457,17 @@ def confession_sentences(text: str) -> list[str]:
     return [s for s in sentence_choices(text) if _CONFESSION.search(s)]
 
 
-def _choice_list(values: list, cap: int) -> tuple[object, object]:
+def _choice_list(values: list, cap: int) -> tuple[Any, FieldInfo]:
     """``list[Literal[values]]`` capped at ``cap`` items; an always-empty list when no values."""
     if not values:
         return (list[str], Field(max_length=0))
-    return (list[Literal[tuple(values)]], Field(max_length=cap))  # type: ignore[valid-type]
+    # a Literal of values known only at run time: no static type can name it
+    return (list[Literal[tuple(values)]], Field(max_length=cap))  # type: ignore[misc]
 
 
-def without_choices(annotation: Any, info: FieldInfo,
-                    banned: Iterable[object]) -> tuple[Any, FieldInfo] | None:
+def without_choices(
+    annotation: Any, info: FieldInfo, banned: Iterable[object]
+) -> tuple[Any, FieldInfo] | None:
     """``(annotation, info)`` with every value of ``banned`` taken out of its enums.
 
     Walks ``Literal`` enums, lists and nested response models (an entity name banned in
@@ -499,14 +517,16 @@ def response_model_for(chunk: Chunk, ctx: PromptContext) -> type[_Answer]:
     Named ``Enrichment`` / ``TableEnrichment`` (the name is part of the request).
     """
     base: type[_Answer] = TableEnrichment if _is_table(chunk) else Enrichment
-    narrowed: dict[str, tuple[object, object]] = {}
+    narrowed: dict[str, tuple[Any, FieldInfo]] = {}
     if ctx.grounded_choices:  # only the cued concepts; none cued -> [] forced
-        narrowed["buffett_concepts"] = _choice_list(
-            cued_concepts(chunk.content, ctx), MAX_CONCEPTS)
+        narrowed["buffett_concepts"] = _choice_list(cued_concepts(chunk.content, ctx), MAX_CONCEPTS)
     elif ctx.vocabulary:
         narrowed["buffett_concepts"] = _choice_list(list(ctx.vocabulary), MAX_CONCEPTS)
-    titles = [t for t in ctx.section_titles if section_reference_problem(
-        t, chunk.metadata.section_title, ctx.section_titles) is None]
+    titles = [
+        t
+        for t in ctx.section_titles
+        if section_reference_problem(t, chunk.metadata.section_title, ctx.section_titles) is None
+    ]
     narrowed["related_sections_same_letter"] = _choice_list(titles, MAX_RELATED_SECTIONS)
     found = years_in(chunk.content)  # rule year.comparison_not_found
     years = [y for y in years_in_text(chunk.content) if y != ctx.year and y in found]
@@ -525,20 +545,21 @@ def response_model_for(chunk: Chunk, ctx: PromptContext) -> type[_Answer]:
             confessions = confession_sentences(chunk.content)
             # confession sentences first: the evidence a confession tag must quote
             quotes = list(dict.fromkeys(confessions + sentence_choices(chunk.content)))
-            quote = Literal[tuple(quotes)] if quotes else str  # type: ignore[valid-type]
+            quote: Any = Literal[tuple(quotes)] if quotes else str
             principle = create_model(
                 "EnrichedPrinciple", __base__=EnrichedPrinciple, evidence=(quote, Field())
             )
-            narrowed["principles"] = (list[principle], Field(max_length=MAX_PRINCIPLES))
+            # a model class made at run time: mypy sees a variable, pydantic a type
+            principles = list[principle]  # type: ignore[valid-type]
+            narrowed["principles"] = (principles, Field(max_length=MAX_PRINCIPLES))
             narrowed["content_type_evidence"] = _choice_list(quotes, MAX_EVIDENCE)
-            types = [t for t in get_args(NarrativeType)
-                     if t != "mistake_confession" or confessions]
-            narrowed["content_type"] = (Literal[tuple(types)], Field())  # type: ignore[valid-type]
+            types = [t for t in get_args(NarrativeType) if t != "mistake_confession" or confessions]
+            narrowed["content_type"] = (Literal[tuple(types)], Field())
     if _is_table(chunk):
         n = len(chunk.metadata.table_data)
         narrowed["tables"] = (list[EnrichedTable], Field(min_length=n, max_length=n))
 
-    fields: dict[str, tuple[object, object]] = {}
+    fields: dict[str, tuple[Any, FieldInfo]] = {}
     if chunk.metadata.section_title == UNTITLED:
         fields["section_title"] = (str, Field(min_length=1, max_length=MAX_NAME_CHARS))
     for name, info in base.model_fields.items():  # keep the base model's order
@@ -577,7 +598,8 @@ def build_messages(chunk: Chunk, ctx: PromptContext) -> list[dict]:
         # never show the placeholder: the model copied it back as the title
         section_title=(
             "(untitled: answer section_title with a new title)"
-            if chunk.metadata.section_title == UNTITLED else chunk.metadata.section_title
+            if chunk.metadata.section_title == UNTITLED
+            else chunk.metadata.section_title
         ),
         hints=_hints(chunk, ctx),
         content=chunk.content,
@@ -595,18 +617,22 @@ def _hints(chunk: Chunk, ctx: PromptContext) -> str:
         lines = [
             "Concepts cued in this chunk (buffett_concepts: choose 0-3 only from these): "
             + ", ".join(concepts)
-            if concepts else "Concepts cued in this chunk: none (buffett_concepts: [])"
+            if concepts
+            else "Concepts cued in this chunk: none (buffett_concepts: [])"
         ]
     else:
         lines = [
             "Suggested concepts (cued in this chunk, most first): " + ", ".join(concepts)
-            if concepts else "Suggested concepts: none cued in this chunk"
+            if concepts
+            else "Suggested concepts: none cued in this chunk"
         ]
     if not _is_table(chunk):
         confessions = confession_sentences(chunk.content)
         if confessions:
-            lines.append("Possible confession sentences (if one admits a mistake of Buffett's or "
-                         "Berkshire's, answer mistake_confession and quote it):")
+            lines.append(
+                "Possible confession sentences (if one admits a mistake of Buffett's or "
+                "Berkshire's, answer mistake_confession and quote it):"
+            )
             lines += [f"- {s}" for s in confessions[:MAX_HINT_SENTENCES]]
         else:
             lines.append("Possible confession sentences: none (not a mistake_confession)")
@@ -631,8 +657,14 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
     answer = dict(e)
     meta = chunk.metadata
     update: dict[str, object] = {}
-    for name in ("contextual_summary", "themes", "buffett_concepts", "has_financial_data",
-                 "retrieval_priority", "abstraction_level"):
+    for name in (
+        "contextual_summary",
+        "themes",
+        "buffett_concepts",
+        "has_financial_data",
+        "retrieval_priority",
+        "abstraction_level",
+    ):
         if name in answer:
             value = answer[name]
             update[name] = list(value) if isinstance(value, list) else value
@@ -644,7 +676,8 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
     if "entities" in answer:
         ent = answer["entities"]
         update["entities"] = Entities(
-            companies=_unique(ent.companies), people=_unique(ent.people),
+            companies=_unique(ent.companies),
+            people=_unique(ent.people),
             metrics=_unique(ent.metrics),
         )
     if "principles" in answer:
@@ -687,13 +720,16 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
                 rows=[list(r) for r in old.rows],
                 row_count=old.row_count,
             )
-            for old, t in zip(meta.table_data, tables)
-        ] + [old for old in meta.table_data[len(tables):]]
+            for old, t in zip(meta.table_data, tables, strict=False)
+        ] + [old for old in meta.table_data[len(tables) :]]
     new_meta = meta.model_copy(update=update)
     # re-validate so an answer can never smuggle a wrong type into a canonical chunk
     return Chunk.model_validate(
-        {"chunk_id": chunk.chunk_id, "content": chunk.content,
-         "metadata": new_meta.model_dump(mode="python")},
+        {
+            "chunk_id": chunk.chunk_id,
+            "content": chunk.content,
+            "metadata": new_meta.model_dump(mode="python"),
+        },
     )
 
 
@@ -721,7 +757,10 @@ def evidence_record(chunk_id: str, e: BaseModel) -> dict:
     (the small model tends to quote the whole chunk whatever the tag).
     """
     answer = dict(e)
-    tagged = answer.get("content_type", "narrative") in ("mistake_confession", "principle_statement")
+    tagged = answer.get("content_type", "narrative") in (
+        "mistake_confession",
+        "principle_statement",
+    )
     return {
         "chunk_id": chunk_id,
         "content_type_evidence": [

@@ -85,14 +85,23 @@ class RepairExhausted(LetterchunkError):
         self.attempts = attempts
         self.violations = violations
         self.usage = usage
+        self.records: list[dict[str, Any]] = []  # the repair report's records, when repair raised
         rules = ", ".join(sorted({getattr(v, "code", str(v)) for v in violations})) or "?"
         # rules of kind corpus/mechanical/input are about the chunk itself, not the answer:
         # another attempt cannot fix them, so do not suggest one
-        unfixable = sorted({getattr(v, "code", "?") for v in violations
-                            if getattr(v, "kind", "semantic") != "semantic"})
+        unfixable = sorted(
+            {
+                getattr(v, "code", "?")
+                for v in violations
+                if getattr(v, "kind", "semantic") != "semantic"
+            }
+        )
         advice = (
             f"the model cannot fix {', '.join(unfixable)} (more attempts will not help): fix the "
             "letter file, whose layout decides the chunks, or use --on-failure skip"
-            if unfixable else "see the repair report, raise --max-attempts, or use --on-failure skip"
+            if unfixable
+            else "see the repair report, raise --max-attempts, or use --on-failure skip"
         )
-        super().__init__(f"{chunk_id}: still invalid after {attempts} attempt(s) (rules: {rules}); {advice}")
+        super().__init__(
+            f"{chunk_id}: still invalid after {attempts} attempt(s) (rules: {rules}); {advice}"
+        )

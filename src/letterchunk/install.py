@@ -38,7 +38,9 @@ def source_checkout(package_dir: Path | None = None) -> Path | None:
     return root if _PROJECT_NAME.search(pyproject) else None
 
 
-def pip_install(extra: str | None = None, *, reinstall: bool = False, package_dir: Path | None = None) -> str:
+def pip_install(
+    extra: str | None = None, *, reinstall: bool = False, package_dir: Path | None = None
+) -> str:
     """The pip command that installs letterchunk with ``extra`` (or reinstalls it), e.g.
     ``pip install -e ".[local]"`` in a checkout, ``pip install "letterchunk[local]"`` otherwise."""
     suffix = f"[{extra}]" if extra else ""

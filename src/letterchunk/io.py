@@ -18,10 +18,17 @@ import secrets
 import stat
 from pathlib import Path
 
-__all__ = ["append_lines", "atomic_write_lines", "atomic_write_text", "create_temp_beside",
-           "read_json_objects"]
+__all__ = [
+    "append_lines",
+    "atomic_write_lines",
+    "atomic_write_text",
+    "create_temp_beside",
+    "read_json_objects",
+]
 
-_OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_OPEN_FLAGS = (
+    os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+)
 
 
 def create_temp_beside(path: str | Path, suffix: str = ".tmp") -> tuple[int, Path]:
@@ -50,7 +57,9 @@ def create_temp_beside(path: str | Path, suffix: str = ".tmp") -> tuple[int, Pat
                 tmp.unlink(missing_ok=True)
                 raise
         return fd, tmp
-    raise FileExistsError(f"no free temporary name beside {path}; remove the .{path.name}.* files there")
+    raise FileExistsError(
+        f"no free temporary name beside {path}; remove the .{path.name}.* files there"
+    )
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -93,7 +102,7 @@ def append_lines(path: str | Path, lines: list[str]) -> None:
                     data = b"\n" + data
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -23,6 +23,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -52,7 +53,9 @@ class ModelPrice:
     output_per_mtok: float
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return (prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok) / 1e6
+        return (
+            prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok
+        ) / 1e6
 
 
 def _prices_path(path: str | Path | None) -> Path | Any:
@@ -70,23 +73,34 @@ def load_prices(path: str | Path | None = None) -> dict[str, ModelPrice]:
     try:
         data = json.loads(source.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{source}: price file not found; fix --prices / LETTERCHUNK_PRICES") from None
+        raise ConfigError(
+            f"{source}: price file not found; fix --prices / LETTERCHUNK_PRICES"
+        ) from None
     except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{source}: cannot read the price file ({exc}); fix the JSON or point --prices elsewhere") from exc
+        raise ConfigError(
+            f"{source}: cannot read the price file ({exc}); "
+            "fix the JSON or point --prices elsewhere"
+        ) from exc
     models = data.get("models") if isinstance(data, dict) else None
     if not isinstance(models, dict):
-        raise ConfigError(f'{source}: expected {{"models": {{"<model id>": {{"input_per_mtok": .., "output_per_mtok": ..}}}}}}')
+        raise ConfigError(
+            f'{source}: expected {{"models": {{"<model id>": '
+            '{"input_per_mtok": .., "output_per_mtok": ..}}}'
+        )
     table: dict[str, ModelPrice] = {}
     for model, entry in models.items():
         try:
             inp, out = entry["input_per_mtok"], entry["output_per_mtok"]
-            if isinstance(inp, bool) or isinstance(out, bool) or not all(
-                isinstance(v, (int, float)) and v >= 0 for v in (inp, out)
+            if (
+                isinstance(inp, bool)
+                or isinstance(out, bool)
+                or not all(isinstance(v, (int, float)) and v >= 0 for v in (inp, out))
             ):
                 raise TypeError
         except (KeyError, TypeError):
             raise ConfigError(
-                f"{source}: model {model!r} needs non-negative numbers input_per_mtok and output_per_mtok"
+                f"{source}: model {model!r} needs non-negative numbers "
+                "input_per_mtok and output_per_mtok"
             ) from None
         table[model.lower()] = ModelPrice(model, float(inp), float(out))
     return table
@@ -118,16 +132,29 @@ class LetterTotals:
     _started: float | None = field(default=None, repr=False)
 
     def add(self, other: LetterTotals) -> None:
-        for name in ("requests", "prompt_tokens", "completion_tokens", "repairs", "cache_hits",
-                     "cache_misses", "chunks", "failed_chunks"):
+        for name in (
+            "requests",
+            "prompt_tokens",
+            "completion_tokens",
+            "repairs",
+            "cache_hits",
+            "cache_misses",
+            "chunks",
+            "failed_chunks",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
 class Ledger:
     """Thread-safe per-letter accounting for one run."""
 
-    def __init__(self, model: str, *, prices: dict[str, ModelPrice] | None = None,
-                 clock: Any = time.monotonic) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        prices: dict[str, ModelPrice] | None = None,
+        clock: Any = time.monotonic,
+    ) -> None:
         """``prices``: a table from :func:`load_prices` (default: the shipped/env price file)."""
         self.model = model
         self.price = price_for(model, prices)
@@ -183,8 +210,15 @@ class Ledger:
             t.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
             t.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
 
-    def record_completion(self, letter: str | int, *, source: str, prompt_tokens: int = 0,
-                          completion_tokens: int = 0, requests: int = 1) -> None:
+    def record_completion(
+        self,
+        letter: str | int,
+        *,
+        source: str,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        requests: int = 1,
+    ) -> None:
         """One LLM answer: ``source`` "cache" (no tokens spent) or "live"."""
         with self._lock:
             t = self._letter(letter)
@@ -197,7 +231,8 @@ class Ledger:
             t.completion_tokens += completion_tokens
 
     def record_usage(self, letter: str | int, usage: Any, *, source: str) -> None:
-        """Convenience for an ``llm.Usage``-like object (prompt_tokens, completion_tokens, requests)."""
+        """Convenience for an ``llm.Usage``-like object (prompt_tokens, completion_tokens,
+        requests)."""
         self.record_completion(
             letter,
             source=source,
@@ -216,8 +251,15 @@ class Ledger:
             t.chunks += 1
             t.failed_chunks += int(failed)
 
-    def record_letter(self, letter: str | int, *, total: int, enriched: int,
-                      pending: list[str], written: bool = True) -> None:
+    def record_letter(
+        self,
+        letter: str | int,
+        *,
+        total: int,
+        enriched: int,
+        pending: list[str],
+        written: bool = True,
+    ) -> None:
         """How the letter ended: ``enriched`` of ``total`` chunks; ``pending`` ids are in the
         file as segmented (``written=False``: this run left the letter's files unchanged)."""
         with self._lock:
@@ -244,7 +286,11 @@ class Ledger:
 
     # ------------------------------------------------------------------ reading
     def cost(self, t: LetterTotals) -> float | None:
-        return None if self.price is None else round(self.price.cost(t.prompt_tokens, t.completion_tokens), 6)
+        return (
+            None
+            if self.price is None
+            else round(self.price.cost(t.prompt_tokens, t.completion_tokens), 6)
+        )
 
     def totals(self) -> LetterTotals:
         with self._lock:
@@ -263,7 +309,9 @@ class Ledger:
         out["wall_s"] = round(end - self._started, 3)
         return {
             "model": self.model,
-            "price": None if self.price is None else {
+            "price": None
+            if self.price is None
+            else {
                 "input_per_mtok": self.price.input_per_mtok,
                 "output_per_mtok": self.price.output_per_mtok,
             },
@@ -276,11 +324,17 @@ class Ledger:
         }
 
     def _letter_dict(self, t: LetterTotals) -> dict[str, Any]:
-        state = {} if t.state is None else {
-            "state": t.state, "enriched_chunks": t.enriched_chunks,
-            "total_chunks": t.total_chunks, "pending_chunk_ids": list(t.pending),
-            "written": t.written,
-        }
+        state = (
+            {}
+            if t.state is None
+            else {
+                "state": t.state,
+                "enriched_chunks": t.enriched_chunks,
+                "total_chunks": t.total_chunks,
+                "pending_chunk_ids": list(t.pending),
+                "written": t.written,
+            }
+        )
         return {
             **state,
             "requests": t.requests,
@@ -306,27 +360,57 @@ class Ledger:
         """A human table (one row per letter and a total) for the CLI to print on stderr, then
         a line per incomplete letter saying how to finish it (``out_dir``: the run's folder)."""
         data = self.to_dict()
-        head = ("letter", "chunks", "requests", "prompt", "completion", "repairs", "cache hits", "wall s", "cost $")
+        head = (
+            "letter",
+            "chunks",
+            "requests",
+            "prompt",
+            "completion",
+            "repairs",
+            "cache hits",
+            "wall s",
+            "cost $",
+        )
         rows = []
         for name, d in list(data["letters"].items()) + [("total", data["totals"])]:
-            rows.append((
-                name, str(d["chunks"]), str(d["requests"]), str(d["prompt_tokens"]),
-                str(d["completion_tokens"]), str(d["repairs"]), str(d["cache_hits"]),
-                f"{d['wall_s']:.1f}", "unknown" if d["cost_usd"] is None else f"{d['cost_usd']:.4f}",
-            ))
+            rows.append(
+                (
+                    name,
+                    str(d["chunks"]),
+                    str(d["requests"]),
+                    str(d["prompt_tokens"]),
+                    str(d["completion_tokens"]),
+                    str(d["repairs"]),
+                    str(d["cache_hits"]),
+                    f"{d['wall_s']:.1f}",
+                    "unknown" if d["cost_usd"] is None else f"{d['cost_usd']:.4f}",
+                )
+            )
         widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-        fmt = lambda r: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+
+        def fmt(r: Sequence[str]) -> str:
+            return "  ".join(
+                c.rjust(w) if i else c.ljust(w)
+                for i, (c, w) in enumerate(zip(r, widths, strict=False))
+            )
+
         lines = [fmt(head), *(fmt(r) for r in rows)]
         if data["price"] is None:
-            lines.append(f"cost unknown: model {self.model!r} is not in the price table (add it to prices.json)")
+            lines.append(
+                f"cost unknown: model {self.model!r} is not in the price table "
+                "(add it to prices.json)"
+            )
         if data["status"] != "complete":
             lines.append(f"run {data['status']}: {data['stop_reason'] or ''}".rstrip(": "))
         folder = "DIR" if out_dir is None else str(out_dir)
         for name in data["incomplete_letters"]:
             d = data["letters"][name]
             pending = len(d["pending_chunk_ids"])
-            where = (f"the other {pending} kept as segmented in {Path(folder) / f'{name}.jsonl'}"
-                     if d["written"] else "its files were left as they were")
+            where = (
+                f"the other {pending} kept as segmented in {Path(folder) / f'{name}.jsonl'}"
+                if d["written"]
+                else "its files were left as they were"
+            )
             lines.append(
                 f"letter {name} incomplete: {d['enriched_chunks']} of {d['total_chunks']} "
                 f"chunk(s) enriched, {where}; rerun `letterchunk enrich {folder}` (or the same "

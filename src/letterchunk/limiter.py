@@ -21,10 +21,10 @@ How it counts — mirroring how the hosted API (and ``tests/fake_openai.py``) co
   learns how the server counts the *prompt* part: the server charges an admitted request
   prompt + max_tokens, and the reported usage (prompt + completion) is an upper bound of that
   prompt.  The rate charge of a new request is then ``prompt_estimate x r + max_tokens``, with
-  r the largest ratio usage / prompt_estimate of the last 50 requests (+10%), once 5 are known.  Our estimate counts the response
-  schema, which some servers do not count: without this correction every request in flight
-  would hold twice its real charge and the limit could not be used fully.  Budget caps always
-  use the uncorrected worst case.
+  r the largest ratio usage / prompt_estimate of the last 50 requests (+10%), once 5 are
+  known.  Our estimate counts the response schema, which some servers do not count: without
+  this correction every request in flight would hold twice its real charge and the limit could
+  not be used fully.  Budget caps always use the uncorrected worst case.
 * A charge leaves the window ``window_s + skew_s`` after the request was *settled*, not after it
   was sent.  The server counts a request from the moment it admitted it, which lies somewhere
   between our ``acquire`` and our ``settle`` (a worker can stall for a second between the two
@@ -45,14 +45,16 @@ Env vars (read by :meth:`RateLimiter.from_env`, never at import): ``OPENAI_TPM_L
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import BudgetExceeded, ConfigError
 from .tokens import count_tokens
@@ -144,7 +146,9 @@ class RateLimiter:
         prompt correction described in the module docstring)."""
         self.tpm = _positive("tpm", tpm, "--tpm / OPENAI_TPM_LIMIT")
         self.rpm = _positive("rpm", rpm, "--rpm / OPENAI_RPM_LIMIT")
-        self.max_tokens_total = _positive("max_tokens_total", max_tokens_total, "--max-tokens-total")
+        self.max_tokens_total = _positive(
+            "max_tokens_total", max_tokens_total, "--max-tokens-total"
+        )
         self.max_cost = _positive("max_cost", max_cost, "--max-cost")
         if window_s <= 0:
             raise ConfigError(f"limiter window must be positive, got {window_s}")
@@ -168,7 +172,9 @@ class RateLimiter:
         self._pause_until = 0.0
         self._scale = 1.0
         self._ratios: deque[float] = deque(maxlen=50)
-        self.completion_allowance = completion_allowance if completion_allowance and completion_allowance > 0 else None
+        self.completion_allowance = (
+            completion_allowance if completion_allowance and completion_allowance > 0 else None
+        )
         self._prompt_ratios: deque[float] = deque(maxlen=50)
         self._n_requests = self._n_settled = self._est_total = self._waits = 0
         self._waited_s = 0.0
@@ -184,7 +190,9 @@ class RateLimiter:
                 try:
                     kw[key] = int(raw)
                 except ValueError:
-                    raise ConfigError(f"environment variable {var}={raw!r} is not an integer; fix or unset it") from None
+                    raise ConfigError(
+                        f"environment variable {var}={raw!r} is not an integer; fix or unset it"
+                    ) from None
         kw.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**kw)
 
@@ -192,7 +200,9 @@ class RateLimiter:
     @property
     def active(self) -> bool:
         """True when there is anything to enforce."""
-        return any(v is not None for v in (self.tpm, self.rpm, self.max_tokens_total, self.max_cost))
+        return any(
+            v is not None for v in (self.tpm, self.rpm, self.max_tokens_total, self.max_cost)
+        )
 
     def acquire(self, estimated_tokens: int) -> None:
         """Block until a request of ``estimated_tokens`` fits the limits, then charge it.
@@ -224,7 +234,9 @@ class RateLimiter:
             if waited:
                 self._waits += 1
                 self._waited_s += self._clock() - started
-            charge = _Charge(at=self._clock(), tokens=charge_tokens, cost=cost, est=est, budget=budget_tokens)
+            charge = _Charge(
+                at=self._clock(), tokens=charge_tokens, cost=cost, est=est, budget=budget_tokens
+            )
             self._window.append(charge)
             self._unsettled.append(charge)
             self._pending().append((est, charge))
@@ -254,7 +266,11 @@ class RateLimiter:
             if charge is None:
                 log.debug("settle(%s, %s) without a matching acquire; ignored", est, actual)
                 return
-            if prompt_tokens is not None and completion_tokens is not None and self.price is not None:
+            if (
+                prompt_tokens is not None
+                and completion_tokens is not None
+                and self.price is not None
+            ):
                 cost = self.price.cost(int(prompt_tokens), int(completion_tokens))
             else:
                 cost = self._worst_cost(actual)
@@ -294,8 +310,11 @@ class RateLimiter:
                 waited_s=round(self._waited_s, 3),
                 waits=self._waits,
                 scale=round(self._scale, 4),
-                prompt_ratio=(round(max(self._prompt_ratios) * _RATIO_MARGIN, 4)
-                              if len(self._prompt_ratios) >= _MIN_SAMPLES else None),
+                prompt_ratio=(
+                    round(max(self._prompt_ratios) * _RATIO_MARGIN, 4)
+                    if len(self._prompt_ratios) >= _MIN_SAMPLES
+                    else None
+                ),
             )
 
     # ------------------------------------------------------------------ internals
@@ -316,7 +335,11 @@ class RateLimiter:
     def _worst_cost(self, tokens: int) -> float:
         if self.price is None:
             return 0.0
-        return self.price.cost(0, tokens) if self.price.output_per_mtok >= self.price.input_per_mtok else self.price.cost(tokens, 0)
+        return (
+            self.price.cost(0, tokens)
+            if self.price.output_per_mtok >= self.price.input_per_mtok
+            else self.price.cost(tokens, 0)
+        )
 
     def _settle_charge_locked(self, charge: _Charge, actual: int, cost: float) -> None:
         charge.tokens, charge.budget, charge.cost, charge.settled = actual, actual, cost, True
@@ -324,10 +347,8 @@ class RateLimiter:
         self._spent_tokens += actual
         self._spent_cost += cost
         self._n_settled += 1
-        try:
+        with contextlib.suppress(ValueError):  # it may have left the in-flight list already
             self._unsettled.remove(charge)
-        except ValueError:
-            pass
 
     def _find_charge_locked(self, est: int) -> _Charge | None:
         pending = self._pending()
@@ -365,8 +386,9 @@ class RateLimiter:
                     "cost",
                     round(used_cost, 6),
                     self.max_cost,
-                    f"the next request (up to ${cost:.4f}) would pass --max-cost ${self.max_cost:g} "
-                    f"(${used_cost:.4f} spent or in flight); finished letters are written and valid, "
+                    f"the next request (up to ${cost:.4f}) would pass "
+                    f"--max-cost ${self.max_cost:g} (${used_cost:.4f} spent or in flight); "
+                    "finished letters are written and valid, "
                     "rerun the same command with a higher cap to resume",
                 )
                 raise self._tripped
@@ -390,7 +412,9 @@ class RateLimiter:
             return max(0.0, pause)
         freed = 0
         # settled charges leave in the order they were settled; in-flight ones only when settled
-        for removed, charge in enumerate(sorted((c for c in self._window if c.settled), key=lambda c: c.at), start=1):
+        for removed, charge in enumerate(
+            sorted((c for c in self._window if c.settled), key=lambda c: c.at), start=1
+        ):
             freed += charge.tokens
             if fits(freed, removed):
                 return max(charge.at + horizon - now, pause, 0.001)

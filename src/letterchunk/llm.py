@@ -18,8 +18,9 @@ raise BackendError at once.  ``KeyboardInterrupt`` is never caught.
 An optional ``limiter`` (rate limits, budget caps) is called around every HTTP request:
 ``limiter.acquire(estimated_tokens)`` before (it may raise ``BudgetExceeded``) and
 ``limiter.settle(estimated_tokens, actual_total_tokens, prompt_tokens=, completion_tokens=)``
-after (actual 0 and no split when the request failed without an answer).  The estimate is the o200k token count of what is sent (messages,
-plus the schema instructor adds) + ``max_tokens``.
+after (actual 0 and no split when the request failed without an answer).  The estimate is
+the o200k token count of what is sent (messages, plus the schema instructor adds) +
+``max_tokens``.
 
 Settings are read from the environment only when :meth:`LLMSettings.from_env` is called.
 """
@@ -33,8 +34,8 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
@@ -123,7 +124,9 @@ def _env_number(name: str, kind: type, env: dict[str, str]) -> Any:
     try:
         return kind(raw)
     except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a valid {kind.__name__}; fix or unset it") from None
+        raise ConfigError(
+            f"{name}={raw!r} is not a valid {kind.__name__}; fix or unset it"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -166,7 +169,7 @@ class LLMSettings:
         return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> LLMSettings:
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMSettings:
         """Settings from ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``LETTERCHUNK_MODEL``,
         ``LETTERCHUNK_INSTRUCTOR_MODE``, ``LETTERCHUNK_MAX_TOKENS``, ``LETTERCHUNK_SEED``,
         ``LETTERCHUNK_TIMEOUT_S``, ``LETTERCHUNK_TRANSPORT_RETRIES``; keyword overrides win
@@ -197,7 +200,9 @@ class LLMSettings:
         base_url = (base_url or HOSTED_OPENAI_URL).rstrip("/")
         hosted = base_url == HOSTED_OPENAI_URL
         if hosted and not api_key:
-            raise ConfigError("OPENAI_BASE_URL points at api.openai.com but OPENAI_API_KEY is not set")
+            raise ConfigError(
+                "OPENAI_BASE_URL points at api.openai.com but OPENAI_API_KEY is not set"
+            )
 
         model = overrides.pop("model", None) or env.get("LETTERCHUNK_MODEL") or None
         if model is None:
@@ -239,7 +244,7 @@ class Completion:
     value: BaseModel | None
     raw_text: str
     usage: Usage
-    source: Literal["cache", "live"]
+    source: Literal["cache", "live", "file"]  # file: repair's stand-in for values already there
     latency_s: float
     finish_reason: str | None
     error: str | None = None
@@ -330,11 +335,14 @@ def _classify(exc: BaseException, settings: LLMSettings) -> _Transient | Backend
     if isinstance(exc, openai.APIStatusError):
         code = exc.status_code
         if code >= 500 or code in (408, 409):
-            return _Transient(f"HTTP {code} from the server", _retry_after_seconds(exc.response), exc)
+            return _Transient(
+                f"HTTP {code} from the server", _retry_after_seconds(exc.response), exc
+            )
         hint = {
             401: "check OPENAI_API_KEY",
             403: "check the key's permissions for this model",
-            404: f"check OPENAI_BASE_URL ({where}) and the model id {settings.model!r} (LETTERCHUNK_MODEL)",
+            404: f"check OPENAI_BASE_URL ({where}) and the model id {settings.model!r} "
+            "(LETTERCHUNK_MODEL)",
         }.get(
             code,
             f"the server rejected the request; if it does not support instructor mode "
@@ -344,7 +352,7 @@ def _classify(exc: BaseException, settings: LLMSettings) -> _Transient | Backend
     return None
 
 
-def _short(exc: BaseException, limit: int = 300) -> str:
+def _short(exc: BaseException | str, limit: int = 300) -> str:
     """One line of an error for a message; keys and URL passwords masked (``redact``)."""
     text = redact(exc).replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -424,21 +432,33 @@ class LLMClient:
         if call.cached is not None:
             call.response = call.cached
             return call.cached
-        from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt
+        from tenacity import (
+            RetryCallState,
+            RetryError,
+            Retrying,
+            retry_if_exception_type,
+            stop_after_attempt,
+        )
 
         s = self.settings
+
+        def log_retry(rs: RetryCallState) -> None:
+            # only _Transient is retried, so the failed attempt raised one
+            exc = rs.outcome.exception() if rs.outcome is not None else None
+            log.warning(
+                "%s: %s; retrying (attempt %d of %d)",
+                call.chunk_id,
+                exc.description if isinstance(exc, _Transient) else exc,
+                rs.attempt_number + 1,
+                s.transport_retries + 1,
+            )
+
         retrying = Retrying(
             stop=stop_after_attempt(s.transport_retries + 1),
             wait=self._wait,
             retry=retry_if_exception_type(_Transient),
             sleep=self._sleep,
-            before_sleep=lambda rs: log.warning(
-                "%s: %s; retrying (attempt %d of %d)",
-                call.chunk_id,
-                rs.outcome.exception().description,
-                rs.attempt_number + 1,
-                s.transport_retries + 1,
-            ),
+            before_sleep=log_retry,
             reraise=False,
         )
         try:
@@ -517,7 +537,9 @@ class LLMClient:
             if hit is not None:
                 call.cached = _rebuild_completion(hit, s.mode)
 
-        create = instructor.patch(create=lambda **kw: self._send(call, **kw), mode=instructor.Mode[s.mode])
+        create = instructor.patch(
+            create=lambda **kw: self._send(call, **kw), mode=instructor.Mode[s.mode]
+        )
         value: BaseModel | None = None
         error: str | None = None
         try:
@@ -537,7 +559,9 @@ class LLMClient:
             if isinstance(cause, LetterchunkError):
                 raise cause from cause.__cause__
             if call.response is None:
-                raise BackendError(f"{chunk_id}: the LLM call failed before any answer: {_short(exc)}") from exc
+                raise BackendError(
+                    f"{chunk_id}: the LLM call failed before any answer: {_short(exc)}"
+                ) from exc
             error = _describe_parse_error(exc)
 
         if value is not None and type(value) is not response_model:
@@ -607,10 +631,7 @@ def _answer_parts(response: Any) -> tuple[str, str | None, str | None]:
     message = choice.message
     refusal = getattr(message, "refusal", None)
     tool_calls = getattr(message, "tool_calls", None) or []
-    if tool_calls:
-        raw = tool_calls[0].function.arguments or ""
-    else:
-        raw = message.content or ""
+    raw = (tool_calls[0].function.arguments or "") if tool_calls else (message.content or "")
     if not raw and refusal:
         raw = refusal
     return raw, choice.finish_reason, refusal
@@ -634,7 +655,8 @@ def _describe_parse_error(exc: BaseException) -> str:
         if any(e.get("type") == "json_invalid" for e in errors):
             return f"malformed JSON: {_short(errors[0].get('msg', ''), 200)}"
         parts = [
-            f"{'.'.join(str(p) for p in e.get('loc', ())) or '<root>'}: {e.get('msg')}" for e in errors[:10]
+            f"{'.'.join(str(p) for p in e.get('loc', ())) or '<root>'}: {e.get('msg')}"
+            for e in errors[:10]
         ]
         more = f" (+{len(errors) - 10} more)" if len(errors) > 10 else ""
         return "schema-invalid: " + "; ".join(parts) + more
@@ -651,7 +673,11 @@ def _rebuild_completion(hit: CachedAnswer, mode: str) -> Any:
     if hit.refusal is None or hit.raw_text != hit.refusal:
         if mode == "TOOLS":
             message["tool_calls"] = [
-                {"id": "call_cached", "type": "function", "function": {"name": "cached", "arguments": hit.raw_text}}
+                {
+                    "id": "call_cached",
+                    "type": "function",
+                    "function": {"name": "cached", "arguments": hit.raw_text},
+                }
             ]
         else:
             message["content"] = hit.raw_text
@@ -661,7 +687,9 @@ def _rebuild_completion(hit: CachedAnswer, mode: str) -> Any:
             "object": "chat.completion",
             "created": 0,
             "model": hit.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": hit.finish_reason or "stop"}],
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": hit.finish_reason or "stop"}
+            ],
             "usage": {
                 "prompt_tokens": hit.prompt_tokens,
                 "completion_tokens": hit.completion_tokens,

@@ -52,8 +52,10 @@ def folder_lock(folder: str | Path) -> Iterator[Path]:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise ConfigError(f"{folder}: cannot create the lock file {LOCK_NAME} there "
-                              f"({exc.strerror or exc}); pass a writable folder") from exc
+            raise ConfigError(
+                f"{folder}: cannot create the lock file {LOCK_NAME} there "
+                f"({exc.strerror or exc}); pass a writable folder"
+            ) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -85,7 +85,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True)
 class RunOptions:
     tier2: bool = False
@@ -226,15 +225,24 @@ def enrich_one(chunk: Chunk, job: LetterJob, client: Any, options: RunOptions) -
         evidence = evidence_record(chunk.chunk_id, first.value)
         ctx = dataclasses.replace(job.context, evidence={chunk.chunk_id: evidence})
         errors = [
-            v for v in validate_chunk(candidate, stage="enriched", context=ctx)
+            v
+            for v in validate_chunk(candidate, stage="enriched", context=ctx)
             if v.severity == "error"
         ]
         if not errors:
-            return ChunkOutcome(chunk.chunk_id, candidate, evidence, first.usage, 1, hits,
-                                latency_s=getattr(first, "latency_s", None))
+            return ChunkOutcome(
+                chunk.chunk_id,
+                candidate,
+                evidence,
+                first.usage,
+                1,
+                hits,
+                latency_s=getattr(first, "latency_s", None),
+            )
 
-    return _repair(chunk, job, client, options, messages=messages, model=model, first=first,
-                   hits=hits)
+    return _repair(
+        chunk, job, client, options, messages=messages, model=model, first=first, hits=hits
+    )
 
 
 def _repair(
@@ -282,8 +290,9 @@ def _repair(
 # ------------------------------------------------------------------------------ per letter
 
 
-def letter_job(year: int, cleaned_text: str, chunks: Sequence[Chunk], *,
-               grounded_choices: bool = True) -> LetterJob:
+def letter_job(
+    year: int, cleaned_text: str, chunks: Sequence[Chunk], *, grounded_choices: bool = True
+) -> LetterJob:
     from .segment import section_titles
     from .validate import LetterContext
     from .vocabulary import load_concepts
@@ -291,8 +300,9 @@ def letter_job(year: int, cleaned_text: str, chunks: Sequence[Chunk], *,
     titles = [t for t in section_titles(list(chunks)) if t != UNTITLED]
     vocab = load_concepts()
     prompt = PromptContext.for_letter(year, titles, vocab, grounded_choices=grounded_choices)
-    context = LetterContext(cleaned_text=cleaned_text, section_titles=list(titles),
-                            vocabulary=vocab)
+    context = LetterContext(
+        cleaned_text=cleaned_text, section_titles=list(titles), vocabulary=vocab
+    )
     return LetterJob(year=year, cleaned_text=cleaned_text, prompt=prompt, context=context)
 
 
@@ -318,39 +328,48 @@ def unify_titles(original: Sequence[Chunk], enriched: Sequence[Chunk | None]) ->
     the title of the section's first chunk.  Deterministic whatever order the pool finished in.
     """
     chosen: dict[str, str] = {}
-    for before, after in zip(original, enriched):
+    for before, after in zip(original, enriched, strict=True):
         if after is not None and before.metadata.section_title == UNTITLED:
             chosen.setdefault(_section_key(before.chunk_id), after.metadata.section_title)
     # A model title may repeat another section's title (a small model names the opening after
     # the next header): section titles stay unique within a letter, so the later-chosen copy
     # gets its section number.  Segmenter titles are never changed.
-    taken = {c.metadata.section_title.casefold() for c in original
-             if c.metadata.section_title != UNTITLED}
+    taken = {
+        c.metadata.section_title.casefold()
+        for c in original
+        if c.metadata.section_title != UNTITLED
+    }
     for key in sorted(chosen, key=lambda k: int(k[1:])):
         if chosen[key].casefold() in taken:
             chosen[key] = f"{chosen[key]} (section {key[1:]})"
         taken.add(chosen[key].casefold())
     out: list[Chunk | None] = []
-    for before, after in zip(original, enriched):
+    for before, after in zip(original, enriched, strict=True):
         title = chosen.get(_section_key(before.chunk_id))
         if after is None or title is None or before.metadata.section_title != UNTITLED:
             out.append(after)
             continue
         xref = after.metadata.cross_references
-        meta = after.metadata.model_copy(update={
-            "section_title": title,
-            "section_hierarchy": [
-                title if h in (UNTITLED, after.metadata.section_title) else h
-                for h in before.metadata.section_hierarchy
-            ],
-            # a section never refers to itself (the chunk chose from the other titles before
-            # its section had one, and the model may name the section like another one)
-            "cross_references": xref.model_copy(update={
-                "related_sections_same_letter": list(dict.fromkeys(
-                    t for t in xref.related_sections_same_letter if t != title
-                )),
-            }),
-        })
+        meta = after.metadata.model_copy(
+            update={
+                "section_title": title,
+                "section_hierarchy": [
+                    title if h in (UNTITLED, after.metadata.section_title) else h
+                    for h in before.metadata.section_hierarchy
+                ],
+                # a section never refers to itself (the chunk chose from the other titles before
+                # its section had one, and the model may name the section like another one)
+                "cross_references": xref.model_copy(
+                    update={
+                        "related_sections_same_letter": list(
+                            dict.fromkeys(
+                                t for t in xref.related_sections_same_letter if t != title
+                            )
+                        ),
+                    }
+                ),
+            }
+        )
         out.append(after.model_copy(update={"metadata": meta}))
     return out
 
@@ -390,12 +409,21 @@ def enrich_letter(
             # the chunk raised (halt, budget cap, backend gone, Ctrl-C): its calls still count,
             # and a halt's per-attempt records go to the report with them
             if hooks.chunk_done and counted.calls:
-                hooks.chunk_done(ChunkOutcome(chunks[i].chunk_id, None, None, counted.usage,
-                                              counted.calls, counted.hits,
-                                              records=list(getattr(exc, "records", None) or [])))
+                hooks.chunk_done(
+                    ChunkOutcome(
+                        chunks[i].chunk_id,
+                        None,
+                        None,
+                        counted.usage,
+                        counted.calls,
+                        counted.hits,
+                        records=list(getattr(exc, "records", None) or []),
+                    )
+                )
             raise
-        outcome = dataclasses.replace(outcome, usage=counted.usage, calls=counted.calls,
-                                      cache_hits=counted.hits)
+        outcome = dataclasses.replace(
+            outcome, usage=counted.usage, calls=counted.calls, cache_hits=counted.hits
+        )
         results[i] = outcome
         if hooks.chunk_done:  # progress bar, ledger, budget check
             hooks.chunk_done(outcome)
@@ -409,8 +437,9 @@ def enrich_letter(
                 failure = exc
                 break
     else:
-        with ThreadPoolExecutor(max_workers=options.workers,
-                                thread_name_prefix=f"enrich-{year}") as pool:
+        with ThreadPoolExecutor(
+            max_workers=options.workers, thread_name_prefix=f"enrich-{year}"
+        ) as pool:
             futures = [pool.submit(work, i) for i in todo]
             try:
                 _, pending = wait(futures, return_when=FIRST_EXCEPTION)
@@ -427,36 +456,50 @@ def enrich_letter(
 
     # chunks enriched earlier keep their title choice: seen as the segmenter's placeholder when
     # their section still has untitled chunks, so the whole section ends with one title
-    untitled = {_section_key(c.chunk_id) for c in chunks
-                if c.chunk_id not in kept and c.metadata.section_title == UNTITLED}
+    untitled = {
+        _section_key(c.chunk_id)
+        for c in chunks
+        if c.chunk_id not in kept and c.metadata.section_title == UNTITLED
+    }
     originals = [
-        c.model_copy(update={"metadata": c.metadata.model_copy(update={
-            "section_title": UNTITLED})})
-        if c.chunk_id in kept and _section_key(c.chunk_id) in untitled else c
+        c.model_copy(update={"metadata": c.metadata.model_copy(update={"section_title": UNTITLED})})
+        if c.chunk_id in kept and _section_key(c.chunk_id) in untitled
+        else c
         for c in chunks
     ]
-    enriched = unify_titles(originals, [
-        c if c.chunk_id in kept else (r.chunk if r else None) for c, r in zip(chunks, results)
-    ])
+    enriched = unify_titles(
+        originals,
+        [
+            c if c.chunk_id in kept else (r.chunk if r else None)
+            for c, r in zip(chunks, results, strict=True)
+        ],
+    )
     outcomes = [
         dataclasses.replace(r, chunk=c) if r is not None else None
-        for r, c in zip(results, enriched)
+        for r, c in zip(results, enriched, strict=True)
     ]
     finished = [o for o in outcomes if o is not None]
-    written = [e if e is not None else c for c, e in zip(chunks, enriched)]
-    pending_ids = [c.chunk_id for c, e in zip(chunks, enriched) if e is None]
+    written = [e if e is not None else c for c, e in zip(chunks, enriched, strict=True)]
+    pending_ids = [c.chunk_id for c, e in zip(chunks, enriched, strict=True) if e is None]
     valid = [e for e in enriched if e is not None]
     evidence = {k: v for k, v in kept.items() if v}
-    evidence.update({o.chunk_id: o.evidence for o in finished
-                     if o.chunk is not None and o.evidence})
+    evidence.update(
+        {o.chunk_id: o.evidence for o in finished if o.chunk is not None and o.evidence}
+    )
     ctx = dataclasses.replace(job.context, evidence=evidence)
     if not pending_ids:
         letter_violations = validate_letter(valid, stage="enriched", context=ctx) if valid else []
     else:  # an incomplete letter: the file as written must hold at stage "segmented"
         letter_violations = validate_letter(written, stage="segmented", context=ctx)
-    result = LetterOutcome(year=year, chunks=valid, outcomes=finished,
-                           violations=letter_violations, written=written, pending=pending_ids,
-                           kept_evidence={k: v for k, v in kept.items() if v})
+    result = LetterOutcome(
+        year=year,
+        chunks=valid,
+        outcomes=finished,
+        violations=letter_violations,
+        written=written,
+        pending=pending_ids,
+        kept_evidence={k: v for k, v in kept.items() if v},
+    )
     if failure is not None:
         failure.partial = result  # type: ignore[attr-defined]
         raise failure
@@ -479,8 +522,9 @@ def dump_evidence(record: dict) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(", ", ": "))
 
 
-def write_letter(out_dir: str | Path, year: int, cleaned_text: str | None,
-                 outcome: LetterOutcome) -> list[Path]:
+def write_letter(
+    out_dir: str | Path, year: int, cleaned_text: str | None, outcome: LetterOutcome
+) -> list[Path]:
     """Write one letter's files atomically (each file is whole or absent, never half-written).
 
     ``YYYY.jsonl`` holds every chunk of ``outcome.written``: enriched where it is, else as
@@ -500,8 +544,8 @@ def write_letter(out_dir: str | Path, year: int, cleaned_text: str | None,
         written.append(paths["cleaned"])
     atomic_write_lines(paths["chunks"], [dump_chunk(c) for c in chunks])
     atomic_write_lines(
-        paths["evidence"], [dump_evidence(evidence[c.chunk_id]) for c in chunks
-                            if c.chunk_id in evidence]
+        paths["evidence"],
+        [dump_evidence(evidence[c.chunk_id]) for c in chunks if c.chunk_id in evidence],
     )
     written += [paths["chunks"], paths["evidence"]]
     outcome.paths = written
@@ -514,8 +558,9 @@ def _enriched(chunk: Chunk) -> bool:
     return bool(chunk.metadata.contextual_summary.strip())
 
 
-def _keep_earlier(paths: dict[str, Path], chunks: list[Chunk], evidence: dict[str, dict],
-                  pending: set[str]) -> tuple[list[Chunk], dict[str, dict]]:
+def _keep_earlier(
+    paths: dict[str, Path], chunks: list[Chunk], evidence: dict[str, dict], pending: set[str]
+) -> tuple[list[Chunk], dict[str, dict]]:
     """``chunks`` with each pending one replaced by its enriched twin already on disk."""
     if not paths["chunks"].is_file():
         return chunks, evidence
@@ -529,8 +574,12 @@ def _keep_earlier(paths: dict[str, Path], chunks: list[Chunk], evidence: dict[st
     out = []
     for c in chunks:
         twin = earlier.get(c.chunk_id)
-        if (c.chunk_id in pending and twin is not None and twin.content == c.content
-                and twin.metadata.source_span == c.metadata.source_span):
+        if (
+            c.chunk_id in pending
+            and twin is not None
+            and twin.content == c.content
+            and twin.metadata.source_span == c.metadata.source_span
+        ):
             out.append(twin)
             if c.chunk_id in old_evidence:
                 evidence[c.chunk_id] = old_evidence[c.chunk_id]
@@ -539,13 +588,22 @@ def _keep_earlier(paths: dict[str, Path], chunks: list[Chunk], evidence: dict[st
     return out, evidence
 
 
-def _run_one(year: int, text: str, chunks: list[Chunk], out_dir: Path, client: Any,
-             options: RunOptions, hooks: Hooks, write_cleaned: bool,
-             kept: dict[str, dict | None] | None = None) -> LetterOutcome:
+def _run_one(
+    year: int,
+    text: str,
+    chunks: list[Chunk],
+    out_dir: Path,
+    client: Any,
+    options: RunOptions,
+    hooks: Hooks,
+    write_cleaned: bool,
+    kept: dict[str, dict | None] | None = None,
+) -> LetterOutcome:
     report = None
     if options.report:  # appended chunk by chunk, so a killed run keeps what it paid for
-        report = RepairReport.for_letter(out_dir, year, run_id=options.run_id,
-                                         source=options.source_label)
+        report = RepairReport.for_letter(
+            out_dir, year, run_id=options.run_id, source=options.source_label
+        )
         hooks = dataclasses.replace(hooks, chunk_done=report.chunk_hook(hooks.chunk_done))
     try:
         outcome = enrich_letter(year, text, chunks, client, options, hooks, kept=kept)
@@ -587,19 +645,27 @@ def run_paths(
     letters = [load_letter(p) for p in files]
     segmented = [segment_letter(letter, tier2=options.tier2) for letter in letters]
     if options.context_tokens:  # before the first request: a chunk that cannot fit never goes
-        for path, letter, chunks in zip(files, letters, segmented):
-            check_prompt_sizes(path, letter.year, letter.text, chunks, client, options.context_tokens)
+        for path, letter, chunks in zip(files, letters, segmented, strict=True):
+            check_prompt_sizes(
+                path, letter.year, letter.text, chunks, client, options.context_tokens
+            )
     if hooks.letters_segmented:
         hooks.letters_segmented(len(letters), sum(len(c) for c in segmented))
     out = Path(out_dir)
     return [
         _run_one(letter.year, letter.text, chunks, out, client, options, hooks, True)
-        for letter, chunks in zip(letters, segmented)
+        for letter, chunks in zip(letters, segmented, strict=True)
     ]
 
 
-def check_prompt_sizes(path: str | Path, year: int, text: str, chunks: Sequence[Chunk],
-                       client: Any, context_tokens: int) -> None:
+def check_prompt_sizes(
+    path: str | Path,
+    year: int,
+    text: str,
+    chunks: Sequence[Chunk],
+    client: Any,
+    context_tokens: int,
+) -> None:
     """Raise InputError naming the letter when a chunk's request (prompt + answer allowance,
     counted as :func:`~letterchunk.llm.estimate_tokens` does) exceeds ``context_tokens``."""
     from .llm import estimate_tokens
@@ -607,14 +673,21 @@ def check_prompt_sizes(path: str | Path, year: int, text: str, chunks: Sequence[
     job = letter_job(year, text, chunks, grounded_choices=_grammar_backed(client))
     max_tokens = int(getattr(getattr(client, "settings", None), "max_tokens", 0) or 0)
     for chunk in chunks:
-        need = estimate_tokens({"messages": build_messages(chunk, job.prompt), "max_tokens": max_tokens})
+        need = estimate_tokens(
+            {"messages": build_messages(chunk, job.prompt), "max_tokens": max_tokens}
+        )
         if need > context_tokens:
-            raise InputError(path, (
-                f"chunk {chunk.chunk_id} ({chunk.metadata.token_count:,} tokens) needs a "
-                f"{need:,}-token request, more than the model's {context_tokens:,}-token context, "
-                "so the letter cannot be enriched as is and nothing was sent; split the letter "
-                "into paragraphs and sections (blank lines, headers), or pass --context-tokens "
-                "if the model has a larger context"))
+            raise InputError(
+                path,
+                (
+                    f"chunk {chunk.chunk_id} ({chunk.metadata.token_count:,} tokens) needs a "
+                    f"{need:,}-token request, more than the model's "
+                    f"{context_tokens:,}-token context, "
+                    "so the letter cannot be enriched as is and nothing was sent; split the letter "
+                    "into paragraphs and sections (blank lines, headers), or pass --context-tokens "
+                    "if the model has a larger context"
+                ),
+            )
 
 
 _JSONL = re.compile(r"^(\d{4})\.jsonl$")
@@ -628,9 +701,11 @@ def _read_chunks(path: Path) -> list[Chunk]:
         try:
             chunks.append(Chunk.model_validate_json(line))
         except ValueError as exc:
-            raise InputError(path, f"line {n} is not a canonical chunk ({exc.__class__.__name__}); "
-                                   "run `letterchunk validate` on it, or segment the letter again"
-                             ) from None
+            raise InputError(
+                path,
+                f"line {n} is not a canonical chunk ({exc.__class__.__name__}); "
+                "run `letterchunk validate` on it, or segment the letter again",
+            ) from None
     return chunks
 
 
@@ -655,8 +730,11 @@ def enrich_dir(
         raise InputError(folder, "not a folder; pass the --out folder of `letterchunk segment`")
     files = sorted(p for p in folder.iterdir() if _JSONL.match(p.name))
     if not files:
-        raise InputError(folder, "holds no YYYY.jsonl chunk files; run `letterchunk segment "
-                                 f"LETTER --out {folder}` first")
+        raise InputError(
+            folder,
+            "holds no YYYY.jsonl chunk files; run `letterchunk segment "
+            f"LETTER --out {folder}` first",
+        )
     jobs = []
     for path in files:
         chunks = _read_chunks(path)
@@ -672,8 +750,11 @@ def enrich_dir(
         source = chunks[0].metadata.source_file if chunks else f"{year}_cleaned.txt"
         cleaned = folder / source
         if not cleaned.is_file():
-            raise InputError(cleaned, f"missing: {path.name} was cut from it; run `letterchunk "
-                                      f"segment` again so both files are in {folder}")
+            raise InputError(
+                cleaned,
+                f"missing: {path.name} was cut from it; run `letterchunk "
+                f"segment` again so both files are in {folder}",
+            )
         jobs.append((year, cleaned.read_text(encoding="utf-8"), chunks, kept))
     if hooks.letters_segmented:
         hooks.letters_segmented(len(jobs), sum(len(c) - len(k) for _, _, c, k in jobs))

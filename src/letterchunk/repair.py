@@ -37,7 +37,7 @@ import dataclasses
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -106,7 +106,8 @@ class Change:
 
 @dataclass
 class RepairResult:
-    """What became of one chunk.  ``chunk`` is None exactly when ``outcome`` is not valid/repaired."""
+    """What became of one chunk.  ``chunk`` is None exactly when ``outcome`` is not
+    valid/repaired."""
 
     chunk_id: str
     outcome: Outcome
@@ -210,7 +211,9 @@ def _fix_tables(d: dict, ctx: Any) -> dict:
     md["has_table"] = len(md["table_data"]) > 0
     # (financial_table on a Tier-1/2 chunk is left to the model: which type it is needs judgement)
     if md["content_type"] == "financial_table" and md["table_data"]:
-        md["has_financial_data"] = True  # a financial table is financial data (table.financial_flag)
+        md["has_financial_data"] = (
+            True  # a financial table is financial data (table.financial_flag)
+        )
     if md["chunk_tier"] == 3 and md["table_data"] and md["content_type"] != "financial_table":
         md["content_type"] = "financial_table"  # §6: Tier-3 chunks with tables
     return d
@@ -283,13 +286,19 @@ def _fix_links(d: dict, ctx: Any) -> dict:
 def _fix_lists(d: dict, ctx: Any) -> dict:
     md = d["metadata"]
     md["section_hierarchy"] = [h for h in md["section_hierarchy"] if h.strip()] or (
-        [md["section_title"]] if md["section_title"].strip() else [])
-    for holder, key in ((md, "themes"), (md, "buffett_concepts"), (md, "merged_from"),
-                        (md["entities"], "companies"), (md["entities"], "people"),
-                        (md["entities"], "metrics"),
-                        (md["temporal_references"], "comparison_years"),
-                        (md["cross_references"], "related_sections_same_letter"),
-                        (md["cross_references"], "related_years")):
+        [md["section_title"]] if md["section_title"].strip() else []
+    )
+    for holder, key in (
+        (md, "themes"),
+        (md, "buffett_concepts"),
+        (md, "merged_from"),
+        (md["entities"], "companies"),
+        (md["entities"], "people"),
+        (md["entities"], "metrics"),
+        (md["temporal_references"], "comparison_years"),
+        (md["cross_references"], "related_sections_same_letter"),
+        (md["cross_references"], "related_years"),
+    ):
         holder[key] = list(dict.fromkeys(holder[key]))  # first occurrence wins
     return d
 
@@ -374,8 +383,15 @@ def normalize_record(raw: Any) -> tuple[dict, list[Change]]:
         md["letter_date"] = "0000-00-00"
         if not md.get("boundary_note"):
             md["boundary_note"] = "letter date unknown"
-    for key in ("child_chunk_ids", "themes", "buffett_concepts", "principles", "merged_from",
-                "section_hierarchy", "table_data"):
+    for key in (
+        "child_chunk_ids",
+        "themes",
+        "buffett_concepts",
+        "principles",
+        "merged_from",
+        "section_hierarchy",
+        "table_data",
+    ):
         if md.get(key) is None and key in md:
             md[key] = []
     if isinstance(md.get("table_data"), dict):
@@ -386,8 +402,10 @@ def normalize_record(raw: Any) -> tuple[dict, list[Change]]:
     for key in ("has_table", "has_financial_data", "standalone_exception"):
         if isinstance(md.get(key), str) and md[key].strip().lower() in ("true", "false"):
             md[key] = md[key].strip().lower() == "true"
-    for key, sub in (("entities", ("companies", "people", "metrics")),
-                     ("cross_references", ("related_sections_same_letter", "related_years"))):
+    for key, sub in (
+        ("entities", ("companies", "people", "metrics")),
+        ("cross_references", ("related_sections_same_letter", "related_years")),
+    ):
         if isinstance(md.get(key), dict):
             for s in sub:
                 if md[key].get(s) is None:
@@ -414,7 +432,8 @@ def _enrichment_model() -> type[BaseModel]:
 
 
 def _field_map() -> dict[str, list[str]]:
-    """metadata / sidecar path -> response fields that fill it (``enrich.FIELDS``, ``EVIDENCE_FIELDS``)."""
+    """metadata / sidecar path -> response fields that fill it (``enrich.FIELDS``,
+    ``EVIDENCE_FIELDS``)."""
     from . import enrich
 
     out: dict[str, list[str]] = {}
@@ -448,8 +467,11 @@ DROPPABLE: dict[str, str] = {
 def _rejected_value(violation: Any, data: dict, evidence: dict | None) -> Any:
     """The value a DROPPABLE violation rejected (``data`` is the chunk as JSON), or None."""
     parts = (getattr(violation, "field", None) or "").split(".")
-    node: Any = data.get("metadata") if parts[0] == "metadata" else (
-        evidence if parts[0] == "evidence" else None)
+    node: Any = (
+        data.get("metadata")
+        if parts[0] == "metadata"
+        else (evidence if parts[0] == "evidence" else None)
+    )
     for part in parts[1:]:
         try:
             node = node[int(part)] if part.isdigit() else node[part]
@@ -458,8 +480,9 @@ def _rejected_value(violation: Any, data: dict, evidence: dict | None) -> Any:
     return node if isinstance(node, (str, int)) else None
 
 
-def _drop_rejected(chunk: Chunk, evidence: dict | None, violations: list[Any],
-                   context: Any) -> tuple[Chunk, dict | None, list[Change]] | None:
+def _drop_rejected(
+    chunk: Chunk, evidence: dict | None, violations: list[Any], context: Any
+) -> tuple[Chunk, dict | None, list[Change]] | None:
     """The last resort: ``chunk`` without the list items behind ``violations``, when every one
     is DROPPABLE and the result is valid; None otherwise (the caller fails the chunk)."""
     if not violations or any(v.code not in DROPPABLE for v in violations):
@@ -510,10 +533,13 @@ def fields_for(violation: Any, model: type[BaseModel] | None = None) -> list[str
     path = getattr(violation, "field", None) or ""
     for prefix in ("metadata.", "evidence."):
         if path.startswith(prefix):
-            path = path[len(prefix):]
-    path = ".".join(p for p in re.sub(r"\[(\d+)\]", r".\1", path).split(".")
-                    if p and not p.isdigit())  # metadata.principles.0.statement -> principles.statement
-    coupled = [f for f in COUPLED.get(getattr(violation, "code", ""), ()) if f in model.model_fields]
+            path = path[len(prefix) :]
+    path = ".".join(
+        p for p in re.sub(r"\[(\d+)\]", r".\1", path).split(".") if p and not p.isdigit()
+    )  # metadata.principles.0.statement -> principles.statement
+    coupled = [
+        f for f in COUPLED.get(getattr(violation, "code", ""), ()) if f in model.model_fields
+    ]
     if coupled:
         return coupled
     if not path:
@@ -530,8 +556,9 @@ def fields_for(violation: Any, model: type[BaseModel] | None = None) -> list[str
     return []
 
 
-def partial_model(fields: list[str], model: type[BaseModel] | None = None,
-                  exclude: dict[str, set] | None = None) -> type[BaseModel]:
+def partial_model(
+    fields: list[str], model: type[BaseModel] | None = None, exclude: dict[str, set] | None = None
+) -> type[BaseModel]:
     """A response model with only ``fields`` of the Enrichment model, all required.
 
     ``exclude`` maps a field to values the validator rejected: they leave that field's enums
@@ -584,12 +611,21 @@ def response_violation(completion: Any, chunk_id: str) -> Any:
 
     error = (getattr(completion, "error", None) or "").strip()
     low = error.lower()
-    if getattr(completion, "finish_reason", None) == "length" or "truncat" in low or "length" in low:
+    if (
+        getattr(completion, "finish_reason", None) == "length"
+        or "truncat" in low
+        or "length" in low
+    ):
         code = "response.truncated"
     elif "refus" in low:
         code = "response.refused"
-    elif "json" in low and ("decode" in low or "malformed" in low or "invalid json" in low
-                            or "expecting" in low or "parse" in low):
+    elif "json" in low and (
+        "decode" in low
+        or "malformed" in low
+        or "invalid json" in low
+        or "expecting" in low
+        or "parse" in low
+    ):
         code = "response.malformed"
     else:
         code = "response.schema"
@@ -613,8 +649,9 @@ def _with_evidence(context: Any, chunk_id: str, record: dict | None) -> Any:
     return dataclasses.replace(context, evidence=evidence)
 
 
-def check(chunk: Chunk, evidence: dict | None,
-          context: Any) -> tuple[Chunk, list[Change], list[Any], list[Any]]:
+def check(
+    chunk: Chunk, evidence: dict | None, context: Any
+) -> tuple[Chunk, list[Change], list[Any], list[Any]]:
     """Validate, apply mechanical fixes when a mechanical rule fails, validate again.
 
     Returns the (possibly fixed) chunk, the code's changes, the error-level violations left, and
@@ -719,8 +756,11 @@ def repair_enriched(
         new, violations, raw_values = _answer_fields(completion, asked, model, chunk_id)
         data.update(new)
         if attempt > 1:  # what the model changed in the fields it was asked again
-            changes += [Change(f"answer.{f}", seen.get(f), raw_values[f], "llm")
-                        for f in asked if f in raw_values and raw_values[f] != seen.get(f)]
+            changes += [
+                Change(f"answer.{f}", seen.get(f), raw_values[f], "llm")
+                for f in asked
+                if f in raw_values and raw_values[f] != seen.get(f)
+            ]
         seen.update(raw_values)
         missing = [f for f in model.model_fields if f not in data]
         if violations:  # unusable answer, or fields that failed the schema: ask them again
@@ -728,16 +768,18 @@ def repair_enriched(
             targets = list(dict.fromkeys(named)) or list(asked)
         elif missing:
             targets = missing
-            violations = [_field_violation("response.schema", f, "no value given", chunk_id)
-                          for f in targets]
+            violations = [
+                _field_violation("response.schema", f, "no value given", chunk_id) for f in targets
+            ]
         else:
             merged = None
             try:
                 merged = model.model_validate(data)
             except ValidationError as exc:  # a cross-field rule of the model
                 bad = _bad_fields(exc, model)
-                violations = [_field_violation("response.schema", f, m, chunk_id)
-                              for f, m in bad.items()]
+                violations = [
+                    _field_violation("response.schema", f, m, chunk_id) for f, m in bad.items()
+                ]
                 targets = list(bad) or list(model.model_fields)
                 for f in targets:
                     data.pop(f, None)
@@ -747,12 +789,15 @@ def repair_enriched(
                     raw = apply_enrichment(chunk, merged)
                 except ValidationError as exc:  # the answer cannot live in a canonical chunk
                     bad = _bad_fields(exc, model)
-                    violations = [_field_violation("response.schema", f, m, chunk_id)
-                                  for f, m in bad.items()] or [_field_violation(
-                                      "response.schema", None, str(exc.errors()[0].get("msg")),
-                                      chunk_id)]
+                    violations = [
+                        _field_violation("response.schema", f, m, chunk_id) for f, m in bad.items()
+                    ] or [
+                        _field_violation(
+                            "response.schema", None, str(exc.errors()[0].get("msg")), chunk_id
+                        )
+                    ]
                     targets = list(bad) or list(asked)
-            if raw is not None:
+            if raw is not None and merged is not None:
                 # 2. apply to the segmented chunk, let code fix what is mechanical, validate
                 ev = evidence_record(chunk_id, merged)
                 fixed, fixes, violations, found = check(raw, ev, context)
@@ -761,7 +806,8 @@ def repair_enriched(
                 if not violations:
                     rec["violations"] = _violation_dicts(found, [])
                     rec["changes"] = [c.to_dict() for c in changes]
-                    rec["outcome"] = outcome = "valid" if attempt == 1 and not changes else "repaired"
+                    outcome: Outcome = "valid" if attempt == 1 and not changes else "repaired"
+                    rec["outcome"] = outcome
                     _emit(report, records)
                     return RepairResult(chunk_id, outcome, fixed, ev, attempt, usage, records, [])
         rec["violations"] = _violation_dicts(found, violations)
@@ -776,8 +822,12 @@ def repair_enriched(
                     unfixable.append(v)
                 targets += [n for n in names if n not in targets]
         if unfixable:
-            log.warning("%s: %d violation(s) the model cannot fix: %s", chunk_id, len(unfixable),
-                        ", ".join(sorted({v.code for v in unfixable})))
+            log.warning(
+                "%s: %d violation(s) the model cannot fix: %s",
+                chunk_id,
+                len(unfixable),
+                ", ".join(sorted({v.code for v in unfixable})),
+            )
         if checked is not None:  # values the validator rejected leave the re-ask's enums
             data_now = checked[0].model_dump(mode="json")
             for v in violations:
@@ -786,24 +836,33 @@ def repair_enriched(
                     for name in fields_for(v, model):
                         rejected.setdefault(name, set()).add(value)
         if unfixable or attempt > max_attempts:
-            dropped = (None if unfixable or checked is None
-                       else _drop_rejected(checked[0], checked[1], violations, context))
+            dropped = (
+                None
+                if unfixable or checked is None
+                else _drop_rejected(checked[0], checked[1], violations, context)
+            )
             if dropped is not None:
-                fixed, ev, drop_changes = dropped
-                log.info("%s: dropped what the model could not ground after %d attempt(s): %s",
-                         chunk_id, attempt, ", ".join(sorted({v.code for v in violations})))
+                fixed, dropped_ev, drop_changes = dropped
+                log.info(
+                    "%s: dropped what the model could not ground after %d attempt(s): %s",
+                    chunk_id,
+                    attempt,
+                    ", ".join(sorted({v.code for v in violations})),
+                )
                 rec["violations"] = _violation_dicts(list(found) + list(violations), [])
                 rec["changes"] += [c.to_dict() for c in drop_changes]
                 rec["outcome"] = "repaired"
                 _emit(report, records)
-                return RepairResult(chunk_id, "repaired", fixed, ev, attempt, usage, records, [])
+                return RepairResult(
+                    chunk_id, "repaired", fixed, dropped_ev, attempt, usage, records, []
+                )
             rec["outcome"] = "failed"
             rec["content"] = chunk.content  # not in the output: the report shows it from here
             _emit(report, records)
             if on_failure == "halt":
-                exc = RepairExhausted(chunk_id, attempt, violations, usage)
-                exc.records = records  # type: ignore[attr-defined]  # for the report writer
-                raise exc
+                exhausted = RepairExhausted(chunk_id, attempt, violations, usage)
+                exhausted.records = records  # for the report writer
+                raise exhausted
             return RepairResult(chunk_id, "failed", None, None, attempt, usage, records, violations)
 
         # 4. re-ask: deep copy of the conversation + previous answer + only the failing fields
@@ -811,8 +870,9 @@ def repair_enriched(
         asked = targets
         attempt += 1
         try:
-            completion = client.complete(convo, partial_model(targets, model, rejected),
-                                         chunk_id=chunk_id)
+            completion = client.complete(
+                convo, partial_model(targets, model, rejected), chunk_id=chunk_id
+            )
         except LetterchunkError as exc:  # backend gone, budget cap: let the caller report it
             exc.records = records  # type: ignore[attr-defined]
             exc.usage = usage  # type: ignore[attr-defined]
@@ -820,8 +880,9 @@ def repair_enriched(
         usage = usage + completion.usage
 
 
-def _answer_fields(completion: Any, asked: list[str], model: type[BaseModel],
-                   chunk_id: str) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
+def _answer_fields(
+    completion: Any, asked: list[str], model: type[BaseModel], chunk_id: str
+) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
     """(valid field values, violations, raw JSON values) of one answer to ``asked`` fields.
 
     A valid answer gives all its fields.  An answer that failed the schema is parsed again and
@@ -834,8 +895,11 @@ def _answer_fields(completion: Any, asked: list[str], model: type[BaseModel],
         dumped = value.model_dump(mode="json")
         return {f: getattr(value, f) for f in names}, [], {f: dumped[f] for f in names}
     error = (getattr(completion, "error", None) or "").lower()
-    usable = not (getattr(completion, "finish_reason", None) == "length" or "truncat" in error
-                  or "refus" in error)
+    usable = not (
+        getattr(completion, "finish_reason", None) == "length"
+        or "truncat" in error
+        or "refus" in error
+    )
     parsed = None
     if usable:
         try:
@@ -855,8 +919,8 @@ def _answer_fields(completion: Any, asked: list[str], model: type[BaseModel],
         try:
             good[name] = getattr(one.model_validate({name: parsed[name]}), name)
         except ValidationError as exc:
-            err = exc.errors()[0] if exc.errors() else {}
-            bad[name] = str(err.get("msg", exc))
+            errs = exc.errors()
+            bad[name] = str(errs[0]["msg"]) if errs else str(exc)
     if not bad:  # every asked field is valid alone: extra keys are simply not taken
         return good, [], raw
     return good, [_field_violation("response.schema", f, m, chunk_id) for f, m in bad.items()], raw
@@ -923,9 +987,18 @@ def enrich_chunk(
     model = response_model_for(chunk, prompt_ctx)
     messages = build_messages(chunk, prompt_ctx)
     first = client.complete(messages, model, chunk_id=chunk.chunk_id)
-    return repair_enriched(chunk, messages=messages, first=first, context=context, client=client,
-                           model=model, max_attempts=max_attempts,
-                           on_failure=on_failure, source=source, report=report)
+    return repair_enriched(
+        chunk,
+        messages=messages,
+        first=first,
+        context=context,
+        client=client,
+        model=model,
+        max_attempts=max_attempts,
+        on_failure=on_failure,
+        source=source,
+        report=report,
+    )
 
 
 # --------------------------------------------------------------------------- existing files
@@ -977,9 +1050,14 @@ def _answer_from_chunk(chunk: Chunk, evidence: dict | None, model: type[BaseMode
         "themes": list(md.themes),
         "buffett_concepts": list(md.buffett_concepts),
         "entities": md.entities.model_dump(mode="json"),
-        "principles": [{"statement": p.statement, "category": p.category,
-                        "evidence": p_ev[i] if i < len(p_ev) else ""}
-                       for i, p in enumerate(md.principles)],
+        "principles": [
+            {
+                "statement": p.statement,
+                "category": p.category,
+                "evidence": p_ev[i] if i < len(p_ev) else "",
+            }
+            for i, p in enumerate(md.principles)
+        ],
         "content_type": md.content_type,
         "content_type_evidence": list(ev.get("content_type_evidence") or []),
         "has_financial_data": md.has_financial_data,
@@ -999,10 +1077,15 @@ def _existing_answer(chunk: Chunk, evidence: dict | None, model: type[BaseModel]
     """A Completion standing for "what the file already says" (no request, no tokens)."""
     from .llm import Completion, Usage
 
-    return Completion(value=None, raw_text=json.dumps(_answer_from_chunk(chunk, evidence, model),
-                                                      ensure_ascii=False),
-                      usage=Usage(), source="file", latency_s=0.0,  # type: ignore[arg-type]
-                      finish_reason="stop", error="values already in the file")
+    return Completion(
+        value=None,
+        raw_text=json.dumps(_answer_from_chunk(chunk, evidence, model), ensure_ascii=False),
+        usage=Usage(),
+        source="file",
+        latency_s=0.0,
+        finish_reason="stop",
+        error="values already in the file",
+    )
 
 
 def repair_file(
@@ -1022,8 +1105,13 @@ def repair_file(
     ``X.report.jsonl`` beside ``X.jsonl``.  With ``on_failure="halt"`` an exhausted chunk raises
     RepairExhausted before anything is rewritten (the report is still written).
     """
-    from .enrich import PromptContext, Enrichment, TableEnrichment, build_messages, \
-        response_model_for
+    from .enrich import (
+        Enrichment,
+        PromptContext,
+        TableEnrichment,
+        build_messages,
+        response_model_for,
+    )
     from .errors import InputError
     from .io import atomic_write_lines
     from .llm import Usage
@@ -1036,7 +1124,9 @@ def repair_file(
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read it as UTF-8 text ({exc}); pass a chunk JSONL file") from exc
+        raise InputError(
+            path, f"cannot read it as UTF-8 text ({exc}); pass a chunk JSONL file"
+        ) from exc
     stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
     evidence_path = path.with_name(f"{stem}.evidence.jsonl")
     evidence: dict[str, dict] = read_evidence(evidence_path)[0] if evidence_path.is_file() else {}
@@ -1055,23 +1145,46 @@ def repair_file(
             parsed.append((n, line, None, []))
             key = f"line {n}"
             result.outcomes[key] = "failed"
-            report.records.append({"chunk_id": key, "letter_year": None, "attempt": 1,
-                                   "kind": "check", "asked_fields": [], "changes": [],
-                                   "violations": [{"code": "schema.type", "field": None,
-                                                   "message": _short_error(exc), "severity": "error",
-                                                   "rule_kind": "input"}],
-                                   "usage": {"prompt_tokens": 0, "completion_tokens": 0},
-                                   "latency_s": None, "source": "file", "error": None,
-                                   "outcome": "failed", "span": None, "content": line[:2000]})
+            report.records.append(
+                {
+                    "chunk_id": key,
+                    "letter_year": None,
+                    "attempt": 1,
+                    "kind": "check",
+                    "asked_fields": [],
+                    "changes": [],
+                    "violations": [
+                        {
+                            "code": "schema.type",
+                            "field": None,
+                            "message": _short_error(exc),
+                            "severity": "error",
+                            "rule_kind": "input",
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 0, "completion_tokens": 0},
+                    "latency_s": None,
+                    "source": "file",
+                    "error": None,
+                    "outcome": "failed",
+                    "span": None,
+                    "content": line[:2000],
+                }
+            )
     chunks = [c for _, _, c, _ in parsed if c is not None]
     if not chunks and not parsed:
         raise InputError(path, "holds no chunk lines; pass a chunk JSONL file")
     source_file = chunks[0].metadata.source_file if chunks else None
     cleaned_path = path.with_name(source_file) if source_file and "/" not in source_file else None
-    cleaned = cleaned_path.read_text(encoding="utf-8") if cleaned_path and cleaned_path.is_file() else None
+    cleaned = (
+        cleaned_path.read_text(encoding="utf-8")
+        if cleaned_path and cleaned_path.is_file()
+        else None
+    )
     vocabulary = load_concepts()
-    titles = list(dict.fromkeys(c.metadata.section_title for c in chunks
-                                if c.metadata.chunk_tier == 1))
+    titles = list(
+        dict.fromkeys(c.metadata.section_title for c in chunks if c.metadata.chunk_tier == 1)
+    )
     context = LetterContext(cleaned_text=cleaned, section_titles=titles, vocabulary=vocabulary)
     year = chunks[0].metadata.letter_year if chunks else 0
     # names and quotes as enums only for a grammar-constrained backend (as the pipeline does)
@@ -1083,7 +1196,7 @@ def repair_file(
     from .schema import dump_chunk
 
     try:
-        for n, line, chunk, shape_changes in parsed:
+        for _n, line, chunk, shape_changes in parsed:
             if chunk is None:
                 out_lines.append(line)
                 continue
@@ -1099,10 +1212,17 @@ def repair_file(
             if semantic and len(semantic) == len(errors) and client is not None:
                 model = response_model_for(fixed, prompt_ctx)
                 rr = repair_enriched(
-                    fixed, messages=build_messages(fixed, prompt_ctx),
-                    first=_existing_answer(fixed, ev, model), context=context, client=client,
-                    model=model, max_attempts=max_attempts, on_failure=on_failure,
-                    report=None, first_kind="file")
+                    fixed,
+                    messages=build_messages(fixed, prompt_ctx),
+                    first=_existing_answer(fixed, ev, model),
+                    context=context,
+                    client=client,
+                    model=model,
+                    max_attempts=max_attempts,
+                    on_failure=on_failure,
+                    report=None,
+                    first_kind="file",
+                )
                 if rr.records:
                     first_rec = rr.records[0]
                     first_rec["changes"] = [c.to_dict() for c in changes] + first_rec["changes"]
@@ -1115,8 +1235,11 @@ def repair_file(
                 result.outcomes[cid] = rr.outcome
                 if rr.chunk is not None:
                     fixed = rr.chunk
-                    if rr.evidence and (rr.evidence.get("content_type_evidence")
-                                        or rr.evidence.get("principle_evidence") or cid in evidence):
+                    if rr.evidence and (
+                        rr.evidence.get("content_type_evidence")
+                        or rr.evidence.get("principle_evidence")
+                        or cid in evidence
+                    ):
                         new_evidence[cid] = rr.evidence
                 out_lines.append(dump_chunk(fixed))
                 continue
@@ -1124,7 +1247,7 @@ def repair_file(
                 outcome = "repaired" if changes else "valid"
             elif semantic and len(semantic) == len(errors):
                 outcome = "needs-llm"
-                model = (TableEnrichment if fixed.metadata.chunk_tier == 3 else Enrichment)
+                model = TableEnrichment if fixed.metadata.chunk_tier == 3 else Enrichment
                 asked: list[str] = []
                 for v in semantic:
                     asked += [f for f in fields_for(v, model) if f not in asked]
@@ -1132,22 +1255,32 @@ def repair_file(
             else:
                 outcome = "failed"
             result.outcomes[cid] = outcome
-            rec = {"chunk_id": cid, "letter_year": fixed.metadata.letter_year, "attempt": 1,
-                   "kind": "check", "asked_fields": result.needs_llm.get(cid, []),
-                   "violations": seen_here,
-                   "changes": [c.to_dict() for c in changes],
-                   "usage": {"prompt_tokens": 0, "completion_tokens": 0}, "latency_s": None,
-                   "source": "file", "error": None, "outcome": outcome,
-                   "span": [fixed.metadata.source_span.start_char,
-                            fixed.metadata.source_span.end_char_exclusive]}
+            rec = {
+                "chunk_id": cid,
+                "letter_year": fixed.metadata.letter_year,
+                "attempt": 1,
+                "kind": "check",
+                "asked_fields": result.needs_llm.get(cid, []),
+                "violations": seen_here,
+                "changes": [c.to_dict() for c in changes],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0},
+                "latency_s": None,
+                "source": "file",
+                "error": None,
+                "outcome": outcome,
+                "span": [
+                    fixed.metadata.source_span.start_char,
+                    fixed.metadata.source_span.end_char_exclusive,
+                ],
+            }
             report.add([rec])
             out_lines.append(dump_chunk(fixed) if changes else line)
     except RepairExhausted as exc:
-        report.records.extend(getattr(exc, "records", []))
+        report.records.extend(exc.records)
         report.flush()
         # the loop's first "attempt" is the file's own values (no request): count model calls
         calls = RepairExhausted(exc.chunk_id, max(0, exc.attempts - 1), exc.violations, exc.usage)
-        calls.records = getattr(exc, "records", [])  # type: ignore[attr-defined]
+        calls.records = exc.records
         raise calls from None
     report.flush()
     if out_lines != [line for _, line, _, _ in parsed]:
@@ -1155,20 +1288,30 @@ def repair_file(
         result.rewritten = True
     if new_evidence != evidence:
         order = [c.chunk_id for c in chunks]
-        atomic_write_lines(evidence_path, [json.dumps(new_evidence[k], ensure_ascii=False)
-                                           for k in sorted(new_evidence, key=lambda k: (
-                                               order.index(k) if k in order else len(order), k))])
+        atomic_write_lines(
+            evidence_path,
+            [
+                json.dumps(new_evidence[k], ensure_ascii=False)
+                for k in sorted(
+                    new_evidence, key=lambda k: (order.index(k) if k in order else len(order), k)
+                )
+            ],
+        )
     # the verdict `letterchunk validate --stage enriched` gives the file as it now stands
-    result.remaining = [v for v in validate_paths([path], stage="enriched").errors
-                        if v.chunk_id not in result.failed]
+    result.remaining = [
+        v
+        for v in validate_paths([path], stage="enriched").errors
+        if v.chunk_id not in result.failed
+    ]
     return result
 
 
 def _short_error(exc: BaseException) -> str:
     if isinstance(exc, ValidationError):
         errs = exc.errors()
-        first = errs[0] if errs else {}
+        first: Mapping[str, Any] = errs[0] if errs else {}
         loc = ".".join(str(p) for p in first.get("loc", ()))
         return f"not a canonical chunk: {loc or '<root>'}: {first.get('msg', exc)}" + (
-            f" (+{len(errs) - 1} more)" if len(errs) > 1 else "")
+            f" (+{len(errs) - 1} more)" if len(errs) > 1 else ""
+        )
     return f"not JSON: {exc}"

@@ -92,8 +92,9 @@ class RepairReport:
     replay).  Safe to share between the threads of one run.
     """
 
-    def __init__(self, path: str | Path, *, run_id: str | None = None,
-                 source: str | None = None) -> None:
+    def __init__(
+        self, path: str | Path, *, run_id: str | None = None, source: str | None = None
+    ) -> None:
         self.path = Path(path)
         self.run_id = run_id or new_run_id()
         self.source = source
@@ -102,8 +103,9 @@ class RepairReport:
         self._lock = threading.RLock()
 
     @classmethod
-    def for_letter(cls, out_dir: str | Path, year: int, *, run_id: str | None = None,
-                   source: str | None = None) -> RepairReport:
+    def for_letter(
+        cls, out_dir: str | Path, year: int, *, run_id: str | None = None, source: str | None = None
+    ) -> RepairReport:
         return cls(Path(out_dir) / f"{year}{REPORT_SUFFIX}", run_id=run_id, source=source)
 
     def add(self, records: Iterable[dict]) -> None:
@@ -113,9 +115,11 @@ class RepairReport:
 
     def flush(self) -> None:
         with self._lock:
-            pending = [{**r, "run_id": r.get("run_id") or self.run_id}
-                       for r in self.records[self._written:]]
-            self.records[self._written:] = pending
+            pending = [
+                {**r, "run_id": r.get("run_id") or self.run_id}
+                for r in self.records[self._written :]
+            ]
+            self.records[self._written :] = pending
             append_lines(self.path, [json.dumps(r, ensure_ascii=False) for r in pending])
             self._written = len(self.records)
 
@@ -124,11 +128,14 @@ class RepairReport:
         self.add(chunk_records(outcome, source=self.source))
 
     def chunk_hook(self, then: Callable[[Any], None] | None = None) -> Callable[[Any], None]:
-        """A ``Hooks.chunk_done`` that appends each finished chunk's records, then calls ``then``."""
+        """A ``Hooks.chunk_done`` that appends each finished chunk's records, then calls
+        ``then``."""
+
         def done(outcome: Any) -> None:
             self.add_outcome(outcome)
             if then is not None:
                 then(outcome)
+
         return done
 
     @property
@@ -159,22 +166,26 @@ def chunk_records(outcome: Any, year: int | None = None, source: str | None = No
         ss = chunk.metadata.source_span
         span = [ss.start_char, ss.end_char_exclusive]
         year = chunk.metadata.letter_year
-    return [{
-        "chunk_id": outcome.chunk_id,
-        "letter_year": year if year is not None else int(outcome.chunk_id[:4]),
-        "attempt": 1,
-        "kind": "enrich",
-        "asked_fields": [],
-        "violations": [],
-        "changes": [],
-        "usage": {"prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-                  "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0)},
-        "latency_s": round(float(latency), 4) if latency is not None else None,
-        "source": "cache" if getattr(outcome, "cache_hits", 0) else (source or "live"),
-        "error": None,
-        "outcome": "valid" if chunk is not None else "failed",
-        "span": span,
-    }]
+    return [
+        {
+            "chunk_id": outcome.chunk_id,
+            "letter_year": year if year is not None else int(outcome.chunk_id[:4]),
+            "attempt": 1,
+            "kind": "enrich",
+            "asked_fields": [],
+            "violations": [],
+            "changes": [],
+            "usage": {
+                "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+                "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+            },
+            "latency_s": round(float(latency), 4) if latency is not None else None,
+            "source": "cache" if getattr(outcome, "cache_hits", 0) else (source or "live"),
+            "error": None,
+            "outcome": "valid" if chunk is not None else "failed",
+            "span": span,
+        }
+    ]
 
 
 def _relabel(record: dict, source: str | None) -> dict:
@@ -183,9 +194,15 @@ def _relabel(record: dict, source: str | None) -> dict:
     return record
 
 
-def write_letter_report(out_dir: str | Path, year: int, outcome: Any = None,
-                        failure: BaseException | None = None, *,
-                        source: str | None = None, run_id: str | None = None) -> Path:
+def write_letter_report(
+    out_dir: str | Path,
+    year: int,
+    outcome: Any = None,
+    failure: BaseException | None = None,
+    *,
+    source: str | None = None,
+    run_id: str | None = None,
+) -> Path:
     """Append one letter's records of a pipeline run to ``DIR/YYYY.report.jsonl``.
 
     ``outcome`` is the ``pipeline.LetterOutcome`` (or the ``partial`` one a halt carries);
@@ -345,8 +362,14 @@ def _file_checks(path: Path, written: list[dict]) -> tuple[str, dict[str, list[d
     per_chunk: dict[str, list[dict]] = {}
     whole: list[dict] = []
     for v in validate_path(path, stage=stage):
-        item = {"code": v.code, "field": v.field, "message": v.message, "severity": v.severity,
-                "rule_kind": v.kind, "line": v.line}
+        item = {
+            "code": v.code,
+            "field": v.field,
+            "message": v.message,
+            "severity": v.severity,
+            "rule_kind": v.kind,
+            "line": v.line,
+        }
         if v.chunk_id:
             per_chunk.setdefault(v.chunk_id, []).append(item)
         else:
@@ -364,23 +387,41 @@ def collect(out_dir: str | Path) -> dict:
         written_list = [c for c in _read_jsonl(chunk_file) if c.get("chunk_id")]
         written = {str(c["chunk_id"]): c for c in written_list}
         evidence = {e.get("chunk_id"): e for e in _read_jsonl(folder / f"{stem}{EVIDENCE_SUFFIX}")}
-        source = (written_list[0].get("metadata") or {}).get("source_file") if written_list else None
-        cleaned_path = folder / (source if isinstance(source, str) and "/" not in source
-                                 else f"{stem}_cleaned.txt")
+        source = (
+            (written_list[0].get("metadata") or {}).get("source_file") if written_list else None
+        )
+        cleaned_path = folder / (
+            source if isinstance(source, str) and "/" not in source else f"{stem}_cleaned.txt"
+        )
         cleaned = cleaned_path.read_text(encoding="utf-8") if cleaned_path.is_file() else None
         runs = runs_by_chunk(load_records(folder / f"{stem}{REPORT_SUFFIX}"))
         checks: dict[str, list[dict]] = {}
         stage = None
         if chunk_file.is_file():
             stage, checks, whole = _file_checks(chunk_file, written_list)
-            files.append({"file": chunk_file.name, "stage": stage, "chunks": len(written_list),
-                          "violations": whole})
+            files.append(
+                {
+                    "file": chunk_file.name,
+                    "stage": stage,
+                    "chunks": len(written_list),
+                    "violations": whole,
+                }
+            )
         ids = list(dict.fromkeys([*written, *runs]))
         ids.sort(key=_id_key)  # stable: ids that do not parse keep file order
         for chunk_id in ids:
-            chunks.append(_chunk_view(chunk_id, stem, runs.get(chunk_id, []), written.get(chunk_id),
-                                      evidence.get(chunk_id), cleaned, checks.get(chunk_id, []),
-                                      stage))
+            chunks.append(
+                _chunk_view(
+                    chunk_id,
+                    stem,
+                    runs.get(chunk_id, []),
+                    written.get(chunk_id),
+                    evidence.get(chunk_id),
+                    cleaned,
+                    checks.get(chunk_id, []),
+                    stage,
+                )
+            )
     return {"dir": folder.name, "rules": _rules(), "files": files, "chunks": chunks}
 
 
@@ -396,14 +437,19 @@ def _enrichment(md: dict, evidence: dict | None) -> dict:
     """What the LLM produced for a written chunk, with its evidence quotes beside it."""
     ev = evidence or {}
     p_ev = _strings(ev.get("principle_evidence"))
-    entities, xref, temporal = (_mapping(md.get(k)) for k in
-                                ("entities", "cross_references", "temporal_references"))
+    entities, xref, temporal = (
+        _mapping(md.get(k)) for k in ("entities", "cross_references", "temporal_references")
+    )
     principles = []
     for i, p in enumerate(md.get("principles") or []):
         if isinstance(p, dict):
-            principles.append({"statement": str(p.get("statement", "")),
-                               "category": str(p.get("category", "")),
-                               "evidence": p_ev[i] if i < len(p_ev) else None})
+            principles.append(
+                {
+                    "statement": str(p.get("statement", "")),
+                    "category": str(p.get("category", "")),
+                    "evidence": p_ev[i] if i < len(p_ev) else None,
+                }
+            )
     return {
         "summary": str(md.get("contextual_summary") or ""),
         "themes": _strings(md.get("themes")),
@@ -412,9 +458,11 @@ def _enrichment(md: dict, evidence: dict | None) -> dict:
         "principles": principles,
         "entities": {k: _strings(v) for k, v in entities.items()},
         "cross_references": {k: _strings(v) for k, v in xref.items()},
-        "temporal": {"primary_year": temporal.get("primary_year"),
-                     "comparison_years": _strings(temporal.get("comparison_years")),
-                     "future_outlook": bool(temporal.get("future_outlook"))},
+        "temporal": {
+            "primary_year": temporal.get("primary_year"),
+            "comparison_years": _strings(temporal.get("comparison_years")),
+            "future_outlook": bool(temporal.get("future_outlook")),
+        },
         "has_financial_data": bool(md.get("has_financial_data")),
         "retrieval_priority": md.get("retrieval_priority"),
         "abstraction_level": md.get("abstraction_level"),
@@ -425,41 +473,60 @@ def _tables(md: dict) -> list[dict]:
     out = []
     for t in md.get("table_data") or []:
         if isinstance(t, dict):
-            out.append({"name": str(t.get("table_name") or ""), "summary": str(t.get("summary") or ""),
-                        "columns": _strings(t.get("columns")),
-                        "rows": [_strings(r) for r in t.get("rows") or [] if isinstance(r, list)]})
+            out.append(
+                {
+                    "name": str(t.get("table_name") or ""),
+                    "summary": str(t.get("summary") or ""),
+                    "columns": _strings(t.get("columns")),
+                    "rows": [_strings(r) for r in t.get("rows") or [] if isinstance(r, list)],
+                }
+            )
     return out
 
 
 def _attempts(records: list[dict]) -> list[dict]:
-    return [{
-        "attempt": r.get("attempt"),
-        "kind": r.get("kind"),
-        "source": r.get("source"),
-        "latency_s": r.get("latency_s"),
-        "usage": r.get("usage") or {},
-        "error": r.get("error"),
-        "outcome": r.get("outcome"),
-        "asked_fields": r.get("asked_fields") or [],
-        "violations": r.get("violations") or [],
-        "changes": [
-            {"field": c.get("field"), "by": c.get("by"),
-             "diff": word_diff(c.get("before"), c.get("after"))}
-            for c in r.get("changes") or []
-        ],
-    } for r in records]
+    return [
+        {
+            "attempt": r.get("attempt"),
+            "kind": r.get("kind"),
+            "source": r.get("source"),
+            "latency_s": r.get("latency_s"),
+            "usage": r.get("usage") or {},
+            "error": r.get("error"),
+            "outcome": r.get("outcome"),
+            "asked_fields": r.get("asked_fields") or [],
+            "violations": r.get("violations") or [],
+            "changes": [
+                {
+                    "field": c.get("field"),
+                    "by": c.get("by"),
+                    "diff": word_diff(c.get("before"), c.get("after")),
+                }
+                for c in r.get("changes") or []
+            ],
+        }
+        for r in records
+    ]
 
 
-def _chunk_view(chunk_id: str, stem: str, runs: list[ChunkRun], written: dict | None,
-                evidence: dict | None, cleaned: str | None, checks: list[dict],
-                stage: str | None) -> dict:
+def _chunk_view(
+    chunk_id: str,
+    stem: str,
+    runs: list[ChunkRun],
+    written: dict | None,
+    evidence: dict | None,
+    cleaned: str | None,
+    checks: list[dict],
+    stage: str | None,
+) -> dict:
     latest = runs[-1].records if runs else []
     last = latest[-1] if latest else {}
     md = (written or {}).get("metadata") or {}
     content = (written or {}).get("content")
     if not isinstance(content, str):
-        content = next((r["content"] for r in reversed(latest) if isinstance(r.get("content"), str)),
-                       None)
+        content = next(
+            (r["content"] for r in reversed(latest) if isinstance(r.get("content"), str)), None
+        )
     if content is None and cleaned is not None and isinstance(last.get("span"), list):
         start, end = last["span"][:2]
         content = cleaned[start:end]
@@ -486,7 +553,9 @@ def _chunk_view(chunk_id: str, stem: str, runs: list[ChunkRun], written: dict | 
         "content_type": md.get("content_type") or "unknown",
         "token_count": md.get("token_count"),
         "char_count": md.get("char_count"),
-        "span": [span.get("start_char"), span.get("end_char_exclusive")] if span else last.get("span"),
+        "span": [span.get("start_char"), span.get("end_char_exclusive")]
+        if span
+        else last.get("span"),
         "content": content or "",
         "marks": evidence_marks(content or "", quotes) if quotes else [],
         "enrichment": _enrichment(md, evidence) if md.get("contextual_summary") else None,
@@ -494,8 +563,10 @@ def _chunk_view(chunk_id: str, stem: str, runs: list[ChunkRun], written: dict | 
         "checks": checks,
         "run_id": runs[-1].run_id if runs else None,
         "attempts": _attempts(latest),
-        "history": [{"run_id": run.run_id, "outcome": run.outcome,
-                     "attempts": _attempts(run.records)} for run in runs[:-1]],
+        "history": [
+            {"run_id": run.run_id, "outcome": run.outcome, "attempts": _attempts(run.records)}
+            for run in runs[:-1]
+        ],
     }
 
 

@@ -51,6 +51,7 @@ def resource_path(kind: Kind, name: str) -> Path:
     hint = (
         f"unset {RESOURCES_ENV} or point it at a folder holding {kind}/{name}"
         if os.environ.get(RESOURCES_ENV)
-        else f"reinstall letterchunk ({pip_install(reinstall=True)}) so the shipped resources are present"
+        else f"reinstall letterchunk ({pip_install(reinstall=True)}) "
+        "so the shipped resources are present"
     )
     raise ConfigError(f"resource {kind}/{name} not found (looked at {', '.join(tried)}); {hint}")

@@ -48,8 +48,9 @@ Pipeline (deterministic; no LLM):
 
 Tier-1 chunks tile the letter: each spans its first block's first character to its last
 block's last character, so only whitespace lies between neighbours.  Token counts: one
-tokenizer pass per letter gives exact counts of any span (:class:`letterchunk.tokens.SpanCounter`) for the
-decisions and for each chunk's ``token_count`` (equal to ``count_tokens(content)``).
+tokenizer pass per letter gives exact counts of any span
+(:class:`letterchunk.tokens.SpanCounter`) for the decisions and for each chunk's
+``token_count`` (equal to ``count_tokens(content)``).
 """
 
 from __future__ import annotations
@@ -68,7 +69,13 @@ from .tables import parse_table
 from .tokens import SpanCounter, span_counter
 
 __all__ = [
-    "UNTITLED", "T1_MIN", "T1_MAX", "T2_MIN", "segment_letter", "section_titles", "load_letters"
+    "UNTITLED",
+    "T1_MIN",
+    "T1_MAX",
+    "T2_MIN",
+    "segment_letter",
+    "section_titles",
+    "load_letters",
 ]
 
 UNTITLED = "Untitled section"
@@ -113,8 +120,9 @@ def load_letters(paths: Iterable[Path]) -> Iterator[tuple[Path, CleanedLetter | 
     :class:`InputError`, so the caller can report it and go on."""
     ahead: tuple[Path, CleanedLetter | InputError] | None = None
     for path in paths:
+        letter: CleanedLetter | InputError
         try:
-            letter: CleanedLetter | InputError = load_letter(path)
+            letter = load_letter(path)
         except InputError as exc:
             letter = exc
         else:
@@ -159,19 +167,18 @@ def _sections(text: str, blocks: list[Block]) -> list[_Section]:
         return s
 
     for b in blocks:
-        if b.kind == "salutation":
-            if part == "Front Matter":
-                part = "Letter Body"
-                if cur is not None and cur.blocks:
-                    # a letterhead (short lines directly above the salutation) opens the body
-                    head: list[Block] = []
-                    while cur.blocks and _letterhead(cur.blocks[-1], text):
-                        head.insert(0, cur.blocks.pop())
-                    if not cur.blocks:
-                        sections.remove(cur)
-                    cur = open_(UNTITLED, False, None)
-                    cur.blocks.extend(head)
-                    last_header = None
+        if b.kind == "salutation" and part == "Front Matter":
+            part = "Letter Body"
+            if cur is not None and cur.blocks:
+                # a letterhead (short lines directly above the salutation) opens the body
+                head: list[Block] = []
+                while cur.blocks and _letterhead(cur.blocks[-1], text):
+                    head.insert(0, cur.blocks.pop())
+                if not cur.blocks:
+                    sections.remove(cur)
+                cur = open_(UNTITLED, False, None)
+                cur.blocks.extend(head)
+                last_header = None
         if signed and b.kind not in ("signature",) and part != "Appendix":
             part = "Appendix"
             cur = None
@@ -235,7 +242,7 @@ def _is_transition(s: _Section, text: str, header_follows: bool) -> bool:
     return len(_SENT_END.findall(" ".join(text[b.start : b.end] for b in body) + " ")) <= 2
 
 
-def _merge_short(sections: list[_Section], text: str, counter: "_SpanCounter") -> list[_Section]:
+def _merge_short(sections: list[_Section], text: str, counter: _SpanCounter) -> list[_Section]:
     secs = list(sections)
     while len(secs) > 1:
         idx = next((i for i, s in enumerate(secs) if s.tokens < T1_MIN), None)
@@ -313,9 +320,7 @@ def _units(s: _Section, text: str, tok: dict[int, int]) -> list[_Unit]:
     for i, b in enumerate(bl[:-1]):
         nxt = bl[i + 1]
         body = text[b.start : b.end]
-        if b.kind in ("header", "separator", "salutation"):
-            glue_next[i] = True
-        elif nxt.kind == "signature":
+        if b.kind in ("header", "separator", "salutation") or nxt.kind == "signature":
             glue_next[i] = True
         elif b.kind == "table" and nxt.kind == "paragraph":
             glue_next[i] = True  # interpretation
@@ -375,9 +380,10 @@ def _split(units: list[_Unit]) -> list[list[_Unit]]:
     return parts[::-1]
 
 
-def _fix_short_parts(parts: list[list[_Unit]], counter: "_SpanCounter") -> list[list[_Unit]]:
+def _fix_short_parts(parts: list[list[_Unit]], counter: _SpanCounter) -> list[list[_Unit]]:
     """The split works on block sums, which leave out the whitespace between blocks; recount
     each part exactly and join a part under :data:`T1_MIN` to its smaller neighbour."""
+
     def exact(part: list[_Unit]) -> int:
         return counter.count(part[0].blocks[0].start, part[-1].blocks[-1].end)
 
@@ -457,7 +463,9 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
                 )
             short_note = None
             if len(sections) == 1 and len(parts) == 1 and counter.count(start, end) < T1_MIN:
-                short_note = "The whole letter is shorter than the Tier-1 minimum; kept as one chunk."
+                short_note = (
+                    "The whole letter is shorter than the Tier-1 minimum; kept as one chunk."
+                )
                 notes.append(short_note)
             children: list[Chunk] = []
             tables: list[TableData] = []

@@ -156,8 +156,8 @@ def _parse(
     data rows when the caller has them."""
     data_idx = [i for i, r in enumerate(is_row) if r]
     if not data_idx:
-        columns, rows = _text_table(lines, caption)
-        return columns, rows, []
+        text_columns, text_rows = _text_table(lines, caption)
+        return text_columns, text_rows, []
     first_data, last_data = data_idx[0], data_idx[-1]
     parsed: list[_Row] = []
     ends: list[int] = []  # line index of each parsed row's last line
@@ -223,10 +223,10 @@ def _parse(
     rows: list[list[str]] = []
     lefts = list(edges)
     for label, vals in parsed:
-        cells = [""] * ncols
+        row_cells = [""] * ncols
         if ncols and len(vals) == ncols:
             # one value per column: left to right, however the line was set
-            cells = [t for _, _, t in vals]
+            row_cells = [t for _, _, t in vals]
             for k, (s, _, _) in enumerate(vals):
                 lefts[k] = min(lefts[k], s)
         else:
@@ -234,9 +234,9 @@ def _parse(
                 if not ncols:
                     break
                 k = col_of(e)
-                cells[k] = f"{cells[k]} {t}" if cells[k] else t
+                row_cells[k] = f"{row_cells[k]} {t}" if row_cells[k] else t
                 lefts[k] = min(lefts[k], s)
-        rows.append([label[2] if label else ""] + cells)
+        rows.append([label[2] if label else ""] + row_cells)
     # column names from header lines above the first data row
     names = [""] * ncols
     label_name = ""
@@ -250,9 +250,15 @@ def _parse(
             if ncols == 0:
                 break
             label_lo = min((lab[0] for lab in label_cells), default=10**6)
-            if label_cells and s < label_hi and e > label_lo and not any(
-                min(e, edges[k] + 1) - max(s, lefts[k] - 2) > min(label_hi, e) - max(label_lo, s)
-                for k in range(ncols)
+            if (
+                label_cells
+                and s < label_hi
+                and e > label_lo
+                and not any(
+                    min(e, edges[k] + 1) - max(s, lefts[k] - 2)
+                    > min(label_hi, e) - max(label_lo, s)
+                    for k in range(ncols)
+                )
             ):
                 label_name = f"{label_name} {t}".strip()
                 continue
@@ -286,7 +292,7 @@ def _parse(
         ends.pop(0)
         if _YEARLIKE.match(head[0]) and len(head) > 1 and not head[1]:
             head = ["", head[0], *head[2:]]  # the first year sat left of its column
-        names = [f"{nm} {h}".strip() for nm, h in zip(names, head[1:])]
+        names = [f"{nm} {h}".strip() for nm, h in zip(names, head[1:], strict=False)]
         label_name = label_name or head[0]
     columns = [label_name or "Item"] + [nm or f"Column {k + 1}" for k, nm in enumerate(names)]
     return columns, rows, ends
@@ -335,7 +341,7 @@ def _half_rows(half: list[str], is_row: list[bool]) -> list[bool]:
     (a totals line "$48,799 ... $48,799" is a row only as a whole)."""
     return [
         is_table_row(h) or (full and any(numeric_cell(t) for _, _, t in _split_row(h)[1]))
-        for h, full in zip(half, is_row)
+        for h, full in zip(half, is_row, strict=False)
     ]
 
 
@@ -351,9 +357,9 @@ def _side_by_side_parse(
     if not lrows or not rrows:
         return None
     by_line: dict[int, list[str]] = {}
-    for end, row in zip(lends, lrows):
+    for end, row in zip(lends, lrows, strict=False):
         by_line[end] = row + [""] * len(rcols)
-    for end, row in zip(rends, rrows):
+    for end, row in zip(rends, rrows, strict=False):
         by_line.setdefault(end, [""] * len(lcols))[len(lcols) :] = row
     columns = [
         f"Column {k}" if re.fullmatch(r"Column \d+", name) else name
@@ -366,9 +372,7 @@ def _text_table(lines: list[str], caption: str) -> tuple[list[str], list[list[st
     """A table of words laid out in columns under a rule line (no numeric rows)."""
     rules = [i for i, ln in enumerate(lines) if _is_rule(ln)]
     body_from = rules[0] + 1 if rules else 0
-    head = [
-        ln for ln in lines[: rules[0]] if ln.strip() and ln.strip() != caption
-    ] if rules else []
+    head = [ln for ln in lines[: rules[0]] if ln.strip() and ln.strip() != caption] if rules else []
     columns = [c for c in _GAP2.split(head[-1].strip()) if c] if head else []
     rows = [
         [c for c in _GAP2.split(ln.strip()) if c]

@@ -20,9 +20,7 @@ import tiktoken
 from .errors import ConfigError
 from .install import pip_install
 
-__all__ = [
-    "encoding", "count_tokens", "SpanCounter", "span_counter", "clear_memos", "O200K_SHA256"
-]
+__all__ = ["encoding", "count_tokens", "SpanCounter", "span_counter", "clear_memos", "O200K_SHA256"]
 
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 # Same special tokens and split pattern as tiktoken_ext.openai_public.o200k_base.
@@ -52,7 +50,8 @@ def _load() -> tuple[tiktoken.Encoding, list[int]]:
     if digest != O200K_SHA256:
         raise ConfigError(
             f"letterchunk/data/o200k_base.tiktoken has sha256 {digest}, expected {O200K_SHA256}; "
-            f"reinstall letterchunk ({pip_install(reinstall=True)}) to restore the shipped tokenizer file"
+            f"reinstall letterchunk ({pip_install(reinstall=True)}) "
+            "to restore the shipped tokenizer file"
         )
     ranks = {
         base64.b64decode(token): int(rank)

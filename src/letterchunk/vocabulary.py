@@ -69,7 +69,7 @@ def _load(path: str) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[str, ...]]
     if unknown:
         raise ConfigError(
             f'{path}: "cues" names concept(s) missing from "concepts": {", ".join(unknown)}; '
-            "add them to \"concepts\" or remove their cues"
+            'add them to "concepts" or remove their cues'
         )
     ordered = tuple((c, tuple(cues[c])) for c in concepts if c in cues)
     return tuple(concepts), ordered

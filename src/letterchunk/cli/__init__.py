@@ -60,8 +60,14 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
             if any(line[:1].isspace() for line in lines):
                 paragraphs.append("\n".join(indent + line for line in lines))
             else:
-                paragraphs.append(textwrap.fill(" ".join(line.strip() for line in lines), width,
-                                                initial_indent=indent, subsequent_indent=indent))
+                paragraphs.append(
+                    textwrap.fill(
+                        " ".join(line.strip() for line in lines),
+                        width,
+                        initial_indent=indent,
+                        subsequent_indent=indent,
+                    )
+                )
         return "\n\n".join(paragraphs)
 
 
@@ -85,10 +91,16 @@ def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) ->
     """
     default = False if top else argparse.SUPPRESS
     g = parser.add_argument_group("output") if not top else parser
-    g.add_argument("-v", "--verbose", action="store_true", default=default,
-                   help="log debug output to stderr")
-    g.add_argument("-q", "--quiet", action="store_true", default=default,
-                   help="print only errors: no progress, no summary, no notices")
+    g.add_argument(
+        "-v", "--verbose", action="store_true", default=default, help="log debug output to stderr"
+    )
+    g.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=default,
+        help="print only errors: no progress, no summary, no notices",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

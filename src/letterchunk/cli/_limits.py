@@ -16,24 +16,58 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-ENV_WINDOW = "LETTERCHUNK_RATE_WINDOW_S"  # rolling-window length; 60 s = per minute (tests/bench scale it)
+ENV_WINDOW = (
+    "LETTERCHUNK_RATE_WINDOW_S"  # rolling-window length; 60 s = per minute (tests/bench scale it)
+)
 
 
 def add_limit_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("limits and budget (a stopped run exits 4; rerun with a higher cap to resume)")
-    g.add_argument("--concurrency", dest="workers", type=int, default=argparse.SUPPRESS, metavar="N",
-                   help="requests in flight at once (same as --workers)")
-    g.add_argument("--tpm", type=int, default=None, metavar="N",
-                   help="tokens-per-minute limit of the API (env OPENAI_TPM_LIMIT; default none)")
-    g.add_argument("--rpm", type=int, default=None, metavar="N",
-                   help="requests-per-minute limit of the API (env OPENAI_RPM_LIMIT; default none)")
-    g.add_argument("--max-tokens-total", type=int, default=None, metavar="N",
-                   help="stop before the run's live tokens (prompt + completion) would pass N; "
-                        "cached answers are free")
-    g.add_argument("--max-cost", type=float, default=None, metavar="USD",
-                   help="stop before the run's cost would pass USD (needs the model in the price table)")
-    g.add_argument("--prices", default=None, metavar="FILE",
-                   help="price table JSON (env LETTERCHUNK_PRICES; default letterchunk/data/prices.json)")
+    g = p.add_argument_group(
+        "limits and budget (a stopped run exits 4; rerun with a higher cap to resume)"
+    )
+    g.add_argument(
+        "--concurrency",
+        dest="workers",
+        type=int,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="requests in flight at once (same as --workers)",
+    )
+    g.add_argument(
+        "--tpm",
+        type=int,
+        default=None,
+        metavar="N",
+        help="tokens-per-minute limit of the API (env OPENAI_TPM_LIMIT; default none)",
+    )
+    g.add_argument(
+        "--rpm",
+        type=int,
+        default=None,
+        metavar="N",
+        help="requests-per-minute limit of the API (env OPENAI_RPM_LIMIT; default none)",
+    )
+    g.add_argument(
+        "--max-tokens-total",
+        type=int,
+        default=None,
+        metavar="N",
+        help="stop before the run's live tokens (prompt + completion) would pass N; "
+        "cached answers are free",
+    )
+    g.add_argument(
+        "--max-cost",
+        type=float,
+        default=None,
+        metavar="USD",
+        help="stop before the run's cost would pass USD (needs the model in the price table)",
+    )
+    g.add_argument(
+        "--prices",
+        default=None,
+        metavar="FILE",
+        help="price table JSON (env LETTERCHUNK_PRICES; default letterchunk/data/prices.json)",
+    )
 
 
 def _window_s() -> float:
@@ -45,7 +79,9 @@ def _window_s() -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise ConfigError(f"{ENV_WINDOW}={raw!r} is not a number of seconds; fix or unset it") from None
+        raise ConfigError(
+            f"{ENV_WINDOW}={raw!r} is not a number of seconds; fix or unset it"
+        ) from None
     if value <= 0:
         raise ConfigError(f"{ENV_WINDOW} must be positive, got {value}")
     return value
@@ -85,8 +121,12 @@ def _out_dir(args: argparse.Namespace) -> Path | None:
 
 
 @contextlib.contextmanager
-def accounting(args: argparse.Namespace, client: Any, hooks: Any,
-               summary: Callable[[Any, BaseException | None], None] | None = None) -> Iterator[Any]:
+def accounting(
+    args: argparse.Namespace,
+    client: Any,
+    hooks: Any,
+    summary: Callable[[Any, BaseException | None], None] | None = None,
+) -> Iterator[Any]:
     """Wrap ``hooks`` with the ledger; on the way out write DIR/run.json and call
     ``summary(ledger, failure)`` (``failure`` None when the run completed) to print the summary.
 
@@ -98,7 +138,11 @@ def accounting(args: argparse.Namespace, client: Any, hooks: Any,
 
     ledger = Ledger(client.settings.model, prices=_prices(args))
     out = _out_dir(args)
-    chunk_done, letter_done, segmented = hooks.chunk_done, hooks.letter_done, hooks.letters_segmented
+    chunk_done, letter_done, segmented = (
+        hooks.chunk_done,
+        hooks.letter_done,
+        hooks.letters_segmented,
+    )
 
     def on_chunk(outcome: Any) -> None:
         ledger.record_outcome(outcome)
@@ -108,9 +152,13 @@ def accounting(args: argparse.Namespace, client: Any, hooks: Any,
     def on_letter(outcome: Any) -> None:
         ledger.letter_finished(outcome.year)
         written = getattr(outcome, "written", None) or outcome.chunks
-        ledger.record_letter(outcome.year, total=len(written), enriched=len(outcome.chunks),
-                             pending=list(getattr(outcome, "pending", [])),
-                             written=bool(outcome.paths))
+        ledger.record_letter(
+            outcome.year,
+            total=len(written),
+            enriched=len(outcome.chunks),
+            pending=list(getattr(outcome, "pending", [])),
+            written=bool(outcome.paths),
+        )
         if letter_done:
             letter_done(outcome)
         _write(ledger, args, out)
@@ -120,8 +168,9 @@ def accounting(args: argparse.Namespace, client: Any, hooks: Any,
         if segmented:
             segmented(letters, chunks)
 
-    wrapped = dataclasses.replace(hooks, chunk_done=on_chunk, letter_done=on_letter,
-                                  letters_segmented=on_segmented)
+    wrapped = dataclasses.replace(
+        hooks, chunk_done=on_chunk, letter_done=on_letter, letters_segmented=on_segmented
+    )
     status, reason = "complete", None
     failure: BaseException | None = None
     try:
@@ -149,8 +198,11 @@ def _write(ledger: Any, args: argparse.Namespace, out: Path | None) -> None:
     limiter = getattr(args, "_limiter", None)
     if limiter is not None and limiter.active:
         ledger.extra = {
-            "tpm": limiter.tpm, "rpm": limiter.rpm, "window_s": limiter.window_s,
-            "max_tokens_total": limiter.max_tokens_total, "max_cost": limiter.max_cost,
+            "tpm": limiter.tpm,
+            "rpm": limiter.rpm,
+            "window_s": limiter.window_s,
+            "max_tokens_total": limiter.max_tokens_total,
+            "max_cost": limiter.max_cost,
             **limiter.stats().to_dict(),
         }
     if out is not None:

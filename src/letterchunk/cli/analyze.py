@@ -19,7 +19,9 @@ Examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "analyze",
-        help="statistics of an output folder: chunks per letter/tier/type, tokens, top entities, ...",
+        help=(
+            "statistics of an output folder: chunks per letter/tier/type, tokens, top entities, ..."
+        ),
         description=(
             "Read DIR/YYYY.jsonl (segmented or enriched), DIR/YYYY.report.jsonl and DIR/run.json "
             "and print: chunks per letter, tier and content type; the token_count distribution "
@@ -31,7 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("dir", metavar="DIR", help="output folder of `letterchunk run` or `segment`")
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="entries per top list (default 10)")
+    p.add_argument(
+        "--top", type=int, default=10, metavar="N", help="entries per top list (default 10)"
+    )
     p.set_defaults(func=run)
 
 
@@ -46,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(result))
     if result["skipped"] and not args.quiet:
-        print(f"letterchunk: {len(result['skipped'])} line(s) skipped; run `letterchunk validate "
-              f"{args.dir}` to see why", file=sys.stderr)
+        print(
+            f"letterchunk: {len(result['skipped'])} line(s) skipped; run `letterchunk validate "
+            f"{args.dir}` to see why",
+            file=sys.stderr,
+        )
     return 0

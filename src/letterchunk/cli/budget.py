@@ -34,7 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     def opt(flag: str, field: str, kind: type, default: str, help_: str) -> None:
         p.add_argument(
-            flag, dest=field, type=kind, default=None, metavar="N",
+            flag,
+            dest=field,
+            type=kind,
+            default=None,
+            metavar="N",
             help=f"{help_} (env {ENV_VARS[field]}; default {default})",
         )
 
@@ -46,7 +50,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     opt("--safety-buffer", "safety_buffer", float, "0.8", "multiplier B, 0.8 = 20%% headroom")
     opt("--reserved-prompt", "reserved_prompt", int, "1200", "tokens reserved for prompt/system Rp")
     opt("--reserved-answer", "reserved_answer", int, "1500", "tokens reserved for the answer Ra")
-    opt("--max-tokens-hint", "max_tokens_hint", int, "none", "explicit per-chunk token size override")
+    opt(
+        "--max-tokens-hint",
+        "max_tokens_hint",
+        int,
+        "none",
+        "explicit per-chunk token size override",
+    )
     opt("--max-words-hint", "max_words_hint", int, "none", "explicit per-chunk word size override")
     p.add_argument("--json", action="store_true", help="print the inputs and results as JSON")
     p.set_defaults(func=run)
@@ -54,8 +64,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     names = (
-        "context_limit", "tpm", "rpm", "requests_per_minute", "top_k", "safety_buffer",
-        "reserved_prompt", "reserved_answer", "max_tokens_hint", "max_words_hint",
+        "context_limit",
+        "tpm",
+        "rpm",
+        "requests_per_minute",
+        "top_k",
+        "safety_buffer",
+        "reserved_prompt",
+        "reserved_answer",
+        "max_tokens_hint",
+        "max_words_hint",
     )
     settings = settings_from_env(**{n: getattr(args, n) for n in names})
     result = compute_budget(settings)

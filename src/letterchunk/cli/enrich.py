@@ -38,4 +38,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..pipeline import enrich_dir
 
-    return execute(args, lambda client, options, hooks: enrich_dir(args.dir, client, options, hooks))
+    return execute(
+        args, lambda client, options, hooks: enrich_dir(args.dir, client, options, hooks)
+    )

@@ -134,7 +134,9 @@ class Stats:
         """One plain progress line (no prefix, no newline)."""
         with self._lock:
             done, total = self.done, self.total
-            letters = f"letter {min(self.letters_done + 1, self.letters_total)}/{self.letters_total}"
+            letters = (
+                f"letter {min(self.letters_done + 1, self.letters_total)}/{self.letters_total}"
+            )
         pct = f" ({done * 100 // total}%)" if total else ""
         return f"{done}/{total} chunks{pct}, {letters}, {self.figures()}"
 
@@ -162,8 +164,13 @@ class PlainReporter(Reporter):
     """Whole lines for a log: at most one per ``interval_s`` while chunks finish, and one at
     the end of every letter, so a run of hours under CI or nohup is never silent."""
 
-    def __init__(self, stream: Any, interval_s: float, stats: Stats | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        stream: Any,
+        interval_s: float,
+        stats: Stats | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__(stats or Stats(clock))
         self.stream = stream
         self.interval_s = interval_s
@@ -186,9 +193,11 @@ class PlainReporter(Reporter):
             self._last = self._clock()
             stats = self.stats
             state = "done" if getattr(outcome, "complete", True) else "incomplete"
-            self._emit(f"letterchunk: letter {outcome.year} {state} "
-                       f"({stats.letters_done}/{stats.letters_total}): "
-                       f"{stats.done}/{stats.total} chunks, {stats.figures()}")
+            self._emit(
+                f"letterchunk: letter {outcome.year} {state} "
+                f"({stats.letters_done}/{stats.letters_total}): "
+                f"{stats.done}/{stats.total} chunks, {stats.figures()}"
+            )
 
     def _emit(self, line: str) -> None:
         self.stream.write(line + "\n")
@@ -251,8 +260,12 @@ class RichReporter(Reporter):
     def _update(self) -> None:
         if self._task is None:
             return
-        self._progress.update(self._task, completed=self.stats.done, total=self.stats.total,
-                              description=self._description())
+        self._progress.update(
+            self._task,
+            completed=self.stats.done,
+            total=self.stats.total,
+            description=self._description(),
+        )
 
     def close(self) -> None:
         if self._task is not None:
@@ -270,8 +283,9 @@ def progress_interval() -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise ConfigError(f"{ENV_INTERVAL}={raw!r} is not a number of seconds; fix or unset it"
-                          ) from None
+        raise ConfigError(
+            f"{ENV_INTERVAL}={raw!r} is not a number of seconds; fix or unset it"
+        ) from None
     if value < 0:
         raise ConfigError(f"{ENV_INTERVAL} must be 0 or more seconds, got {value}")
     return value
@@ -293,8 +307,9 @@ def make_reporter(quiet: bool, stream: Any = None) -> Reporter:
     return PlainReporter(stream, interval)
 
 
-def summary_lines(stats: Stats, client: Any, ledger: Any, failure: BaseException | None,
-                  out_dir: Any = None) -> list[str]:
+def summary_lines(
+    stats: Stats, client: Any, ledger: Any, failure: BaseException | None, out_dir: Any = None
+) -> list[str]:
     """The end summary, printed once however the run ends (done, halted, capped, Ctrl-C).
 
     The first line holds the run's totals as the client saw them (every HTTP request and token,
@@ -311,7 +326,8 @@ def summary_lines(stats: Stats, client: Any, ledger: Any, failure: BaseException
         f"{stats.enriched}/{stats.total} chunk(s) enriched, {stats.failed} failed; "
         f"{stats.calls} LLM call(s), {usage.requests} HTTP request(s), "
         f"{usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion tokens; "
-        f"cache {hits} hit(s), {misses} miss(es)" + ("" if cache is not None else " (cache off)")
+        f"cache {hits} hit(s), {misses} miss(es)"
+        + ("" if cache is not None else " (cache off)")
         + f"; {stats.repairs} repair(s); {stats.wall():,.1f}s"
     )
     return [head, *ledger.summary_lines(out_dir)]

@@ -48,8 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=HelpFormatter,
     )
     p.add_argument("file", metavar="FILE.jsonl", help="chunk JSONL file to repair in place")
-    p.add_argument("--no-llm", action="store_true",
-                   help="mechanical fixes only, even when a backend is configured")
+    p.add_argument(
+        "--no-llm",
+        action="store_true",
+        help="mechanical fixes only, even when a backend is configured",
+    )
     add_llm_options(p)
     p.set_defaults(func=run)
 
@@ -68,31 +71,46 @@ def run(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         stack.enter_context(folder_lock(Path(args.file).parent))  # one process per folder
         client = stack.enter_context(llm_client(args)) if use_llm else None
-        result = repair_file(args.file, client, max_attempts=args.max_attempts,
-                             on_failure=args.on_failure)
+        result = repair_file(
+            args.file, client, max_attempts=args.max_attempts, on_failure=args.on_failure
+        )
     counts: dict[str, int] = {}
     for outcome in result.outcomes.values():
         counts[outcome] = counts.get(outcome, 0) + 1
     if not args.quiet:
         summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no chunks"
         tokens = ""
-        if result.usage is not None and (result.usage.prompt_tokens or result.usage.completion_tokens):
-            tokens = (f"; {result.usage.requests} request(s), {result.usage.prompt_tokens:,} "
-                      f"prompt + {result.usage.completion_tokens:,} completion tokens")
+        if result.usage is not None and (
+            result.usage.prompt_tokens or result.usage.completion_tokens
+        ):
+            tokens = (
+                f"; {result.usage.requests} request(s), {result.usage.prompt_tokens:,} "
+                f"prompt + {result.usage.completion_tokens:,} completion tokens"
+            )
         if result.remaining:
             summary += f"; {len(result.remaining)} letter/file-level error(s) left"
-        print(f"letterchunk: {result.path}: {summary}{tokens}; report {result.report_path}"
-              + ("" if result.rewritten else " (file unchanged)"), file=sys.stderr)
+        print(
+            f"letterchunk: {result.path}: {summary}{tokens}; report {result.report_path}"
+            + ("" if result.rewritten else " (file unchanged)"),
+            file=sys.stderr,
+        )
         for cid, fields in result.needs_llm.items():
-            print(f"letterchunk: {cid}: needs the LLM for {', '.join(fields) or '?'}; set "
-                  "OPENAI_BASE_URL (or OPENAI_API_KEY) and rerun", file=sys.stderr)
+            print(
+                f"letterchunk: {cid}: needs the LLM for {', '.join(fields) or '?'}; set "
+                "OPENAI_BASE_URL (or OPENAI_API_KEY) and rerun",
+                file=sys.stderr,
+            )
         for cid in result.failed:
             if cid not in result.needs_llm:
-                print(f"letterchunk: {cid}: still invalid, see {result.report_path}",
-                      file=sys.stderr)
+                print(
+                    f"letterchunk: {cid}: still invalid, see {result.report_path}", file=sys.stderr
+                )
         for v in result.remaining:  # what `validate --stage enriched` reports; code can't fix
             print(f"letterchunk: {v}", file=sys.stderr)
         if result.remaining:
-            print(f"letterchunk: {result.path}: repair does not fix these; see `letterchunk "
-                  f"validate --stage enriched {result.path}`", file=sys.stderr)
+            print(
+                f"letterchunk: {result.path}: repair does not fix these; see `letterchunk "
+                f"validate --stage enriched {result.path}`",
+                file=sys.stderr,
+            )
     return EXIT_OK if result.valid else EXIT_INVALID

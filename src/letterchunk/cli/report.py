@@ -34,8 +34,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=HelpFormatter,
     )
     p.add_argument("dir", metavar="DIR", help="output folder of `letterchunk run` or `segment`")
-    p.add_argument("-o", "--output", metavar="FILE", default=None,
-                   help="write the page here instead of DIR/report.html")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        default=None,
+        help="write the page here instead of DIR/report.html",
+    )
     p.set_defaults(func=run)
 
 
@@ -45,11 +50,16 @@ def run(args: argparse.Namespace) -> int:
 
     folder = Path(args.dir)
     if not folder.is_dir():
-        raise InputError(folder, "not a folder; pass the --out folder of `letterchunk run` or "
-                                 "`letterchunk segment`")
+        raise InputError(
+            folder,
+            "not a folder; pass the --out folder of `letterchunk run` or `letterchunk segment`",
+        )
     if not any(folder.glob("*.jsonl")):
-        raise InputError(folder, f"holds no chunk files (*.jsonl) and no *.report.jsonl; run "
-                                 f"`letterchunk segment LETTER --out {folder}` or `letterchunk "
-                                 f"run LETTER --out {folder}` first")
+        raise InputError(
+            folder,
+            f"holds no chunk files (*.jsonl) and no *.report.jsonl; run "
+            f"`letterchunk segment LETTER --out {folder}` or `letterchunk "
+            f"run LETTER --out {folder}` first",
+        )
     print(build_html(folder, args.output))
     return EXIT_OK

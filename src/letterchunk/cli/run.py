@@ -55,7 +55,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=HelpFormatter,
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="letter file (YYYY.txt) or folder of them")
+    p.add_argument(
+        "paths", nargs="+", metavar="PATH", help="letter file (YYYY.txt) or folder of them"
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--tier2", action="store_true", help="also emit Tier-2 paragraph chunks")
     add_llm_options(p)
@@ -65,32 +67,72 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_llm_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("LLM")
     g.add_argument("--model", help="model id (env LETTERCHUNK_MODEL; hosted default gpt-4o-mini)")
-    g.add_argument("--mode", type=str.upper,
-                   choices=["JSON_SCHEMA", "TOOLS", "MD_JSON", "JSON"],
-                   help="instructor mode (env LETTERCHUNK_INSTRUCTOR_MODE; default JSON_SCHEMA "
-                        "for llama-server/compatible servers, TOOLS for hosted OpenAI)")
-    g.add_argument("--cache-dir", default=None, metavar="DIR",
-                   help=f"answer cache folder (env {ENV_CACHE_DIR}; default ./cache)")
-    g.add_argument("--cache", choices=["use", "refresh", "off", "offline"], default="use",
-                   help="use (default): read and fill; refresh: ask again; off: no cache; "
-                        "offline: cache only, a miss is an error naming the chunk")
-    g.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="chunks in flight at once (default 1; the local model serves one)")
-    g.add_argument("--max-attempts", type=int, default=2, metavar="N",
-                   help="re-asks of an invalid answer before giving up (default 2)")
-    g.add_argument("--on-failure", choices=["halt", "skip"], default="halt",
-                   help="halt (default, exit 3) or skip a chunk that stays invalid")
-    g.add_argument("--timeout", type=float, default=None, metavar="S",
-                   help=f"seconds to wait for one answer (env {ENV_TIMEOUT}; default "
-                        f"{DEFAULT_TIMEOUT_S:g}, {EMBEDDED_TIMEOUT_S:g} for the embedded model "
-                        "on a CPU)")
-    g.add_argument("--retries", type=int, default=None, metavar="N",
-                   help=f"extra attempts of a request after a timeout, 429, 5xx or reset (env "
-                        f"{ENV_RETRIES}; default {DEFAULT_RETRIES}: {DEFAULT_RETRIES + 1} attempts)")
-    g.add_argument("--context-tokens", type=int, default=None, metavar="N",
-                   help=f"the model's context window; a chunk whose prompt + answer would not "
-                        f"fit is refused before any request (env {ENV_CONTEXT}; default: the "
-                        f"embedded server's, {HOSTED_CONTEXT:,} for an API)")
+    g.add_argument(
+        "--mode",
+        type=str.upper,
+        choices=["JSON_SCHEMA", "TOOLS", "MD_JSON", "JSON"],
+        help="instructor mode (env LETTERCHUNK_INSTRUCTOR_MODE; default JSON_SCHEMA "
+        "for llama-server/compatible servers, TOOLS for hosted OpenAI)",
+    )
+    g.add_argument(
+        "--cache-dir",
+        default=None,
+        metavar="DIR",
+        help=f"answer cache folder (env {ENV_CACHE_DIR}; default ./cache)",
+    )
+    g.add_argument(
+        "--cache",
+        choices=["use", "refresh", "off", "offline"],
+        default="use",
+        help="use (default): read and fill; refresh: ask again; off: no cache; "
+        "offline: cache only, a miss is an error naming the chunk",
+    )
+    g.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="chunks in flight at once (default 1; the local model serves one)",
+    )
+    g.add_argument(
+        "--max-attempts",
+        type=int,
+        default=2,
+        metavar="N",
+        help="re-asks of an invalid answer before giving up (default 2)",
+    )
+    g.add_argument(
+        "--on-failure",
+        choices=["halt", "skip"],
+        default="halt",
+        help="halt (default, exit 3) or skip a chunk that stays invalid",
+    )
+    g.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help=f"seconds to wait for one answer (env {ENV_TIMEOUT}; default "
+        f"{DEFAULT_TIMEOUT_S:g}, {EMBEDDED_TIMEOUT_S:g} for the embedded model "
+        "on a CPU)",
+    )
+    g.add_argument(
+        "--retries",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"extra attempts of a request after a timeout, 429, 5xx or reset (env "
+        f"{ENV_RETRIES}; default {DEFAULT_RETRIES}: {DEFAULT_RETRIES + 1} attempts)",
+    )
+    g.add_argument(
+        "--context-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"the model's context window; a chunk whose prompt + answer would not "
+        f"fit is refused before any request (env {ENV_CONTEXT}; default: the "
+        f"embedded server's, {HOSTED_CONTEXT:,} for an API)",
+    )
     _limits.add_limit_options(p)  # --concurrency --tpm --rpm --max-tokens-total --max-cost --prices
 
 
@@ -100,14 +142,20 @@ def options_from(args: argparse.Namespace) -> Any:
 
     if args.workers < 1 or args.max_attempts < 0:
         raise ConfigError("--workers must be >= 1 and --max-attempts >= 0")
-    for flag, value, low in (("--timeout", getattr(args, "timeout", None), 0),
-                             ("--retries", getattr(args, "retries", None), -1),
-                             ("--context-tokens", getattr(args, "context_tokens", None), 0)):
+    for flag, value, low in (
+        ("--timeout", getattr(args, "timeout", None), 0),
+        ("--retries", getattr(args, "retries", None), -1),
+        ("--context-tokens", getattr(args, "context_tokens", None), 0),
+    ):
         if value is not None and value <= low:
             raise ConfigError(f"{flag} must be {'>= 0' if low < 0 else 'positive'}, got {value}")
-    return RunOptions(tier2=getattr(args, "tier2", False), workers=args.workers,
-                      max_attempts=args.max_attempts, on_failure=args.on_failure,
-                      context_tokens=context_tokens(args))
+    return RunOptions(
+        tier2=getattr(args, "tier2", False),
+        workers=args.workers,
+        max_attempts=args.max_attempts,
+        on_failure=args.on_failure,
+        context_tokens=context_tokens(args),
+    )
 
 
 def check_out_dir(folder: str | None) -> None:
@@ -121,15 +169,19 @@ def check_out_dir(folder: str | None) -> None:
         return
     path = Path(folder)
     if path.exists() and not path.is_dir():
-        raise ConfigError(f"output folder {path} is a file; pass a folder to --out (it is "
-                          "created if missing) or move the file away")
+        raise ConfigError(
+            f"output folder {path} is a file; pass a folder to --out (it is "
+            "created if missing) or move the file away"
+        )
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path, prefix=".letterchunk-write-test-"):
             pass
     except OSError as exc:
-        raise ConfigError(f"output folder {path} is not writable ({exc.strerror or exc}); pass "
-                          "another --out or fix the folder's permissions") from exc
+        raise ConfigError(
+            f"output folder {path} is not writable ({exc.strerror or exc}); pass "
+            "another --out or fix the folder's permissions"
+        ) from exc
 
 
 # ------------------------------------------------------------------------------ backend
@@ -157,10 +209,15 @@ def llm_client(args: argparse.Namespace) -> Iterator[Any]:
     """An LLMClient with cache, on the configured API or the embedded server (stopped after)."""
     from ..client import open_client
 
-    with open_client(model=args.model, mode=args.mode, cache=args.cache,
-                     cache_dir=args.cache_dir, timeout_s=getattr(args, "timeout", None),
-                     transport_retries=getattr(args, "retries", None),
-                     limiter=lambda settings: _limits.make_limiter(args, settings)) as client:
+    with open_client(
+        model=args.model,
+        mode=args.mode,
+        cache=args.cache,
+        cache_dir=args.cache_dir,
+        timeout_s=getattr(args, "timeout", None),
+        transport_retries=getattr(args, "retries", None),
+        limiter=lambda settings: _limits.make_limiter(args, settings),
+    ) as client:
         yield client
 
 
@@ -171,8 +228,11 @@ def report_violations(outcomes: list) -> int:
         for f in o.failed:
             bad = True
             codes = ", ".join(sorted({getattr(v, "code", "?") for v in f.violations})) or "?"
-            print(f"letterchunk: {f.chunk_id}: still invalid ({codes}); kept as segmented, "
-                  "not enriched", file=sys.stderr)
+            print(
+                f"letterchunk: {f.chunk_id}: still invalid ({codes}); kept as segmented, "
+                "not enriched",
+                file=sys.stderr,
+            )
         for v in o.errors:
             bad = True
             where = getattr(v, "chunk_id", None) or o.year
@@ -188,15 +248,23 @@ def execute(args: argparse.Namespace, job: Any) -> int:
 
     options = options_from(args)
     # `run --out` is created; `enrich DIR` is written in place (a missing DIR is its own error)
-    check_out_dir(getattr(args, "out", None) or (
-        args.dir if os.path.isdir(getattr(args, "dir", None) or "") else None))
+    check_out_dir(
+        getattr(args, "out", None)
+        or (args.dir if os.path.isdir(getattr(args, "dir", None) or "") else None)
+    )
     progress = make_reporter(args.quiet)  # a rich bar on a terminal, plain lines off one
-    hooks = Hooks(chunk_done=progress.chunk_done, letter_done=progress.letter_done,
-                  letters_segmented=progress.segmented)
+    hooks = Hooks(
+        chunk_done=progress.chunk_done,
+        letter_done=progress.letter_done,
+        letters_segmented=progress.segmented,
+    )
     # one process per output folder, taken before any server starts or request is sent
     folder = getattr(args, "out", None) or getattr(args, "dir", None)
-    locked = folder_lock(folder) if getattr(args, "out", None) or os.path.isdir(folder or "") \
-        else contextlib.nullcontext()  # enrich on a missing folder: its own error names it
+    locked = (
+        folder_lock(folder)
+        if folder and (getattr(args, "out", None) or os.path.isdir(folder))
+        else contextlib.nullcontext()
+    )  # enrich on a missing folder: its own error names it
 
     # accounting(): DIR/run.json and the summary on stderr, however the run ends
     with locked, llm_client(args) as client:
@@ -204,8 +272,9 @@ def execute(args: argparse.Namespace, job: Any) -> int:
         def summary(ledger: Any, failure: BaseException | None) -> None:
             # a run that failed before any letter was segmented (bad input) has only its error
             if not args.quiet and (failure is None or progress.stats.began):
-                for line in summary_lines(progress.stats, client, ledger, failure,
-                                          _limits._out_dir(args)):
+                for line in summary_lines(
+                    progress.stats, client, ledger, failure, _limits._out_dir(args)
+                ):
                     print(f"letterchunk: {line}", file=sys.stderr)
 
         with _limits.accounting(args, client, hooks, summary=summary) as hooks:
@@ -226,5 +295,6 @@ def run(args: argparse.Namespace) -> int:
 
     # a wrong path fails here, before the embedded server is started or a token is spent
     letters = find_letters(args.paths, on_skip=skipped)
-    return execute(args, lambda client, options, hooks: run_paths(
-        letters, args.out, client, options, hooks))
+    return execute(
+        args, lambda client, options, hooks: run_paths(letters, args.out, client, options, hooks)
+    )

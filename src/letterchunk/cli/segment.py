@@ -21,8 +21,8 @@ from ..io import atomic_write_lines, atomic_write_text
 from ..letters import find_letters
 from ..schema import dump_chunk
 from ..segment import load_letters, segment_letter
-from . import HelpFormatter
 from ..validate import max_chunk_tokens
+from . import HelpFormatter
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -88,7 +88,8 @@ def _segment(args: argparse.Namespace, files: list[Path]) -> int:
                 f"{f}: chunk {c.chunk_id} has {c.metadata.token_count:,} tokens, more than a model "
                 f"can be asked about ({max_chunk_tokens():,}; set LETTERCHUNK_CONTEXT_TOKENS for "
                 "a larger context); the letter cannot be enriched as is: split it into paragraphs "
-                "and sections (blank lines, headers); not written")
+                "and sections (blank lines, headers); not written"
+            )
             continue
         atomic_write_text(out / letter.cleaned_name, letter.text)
         atomic_write_lines(out / f"{letter.year}.jsonl", [dump_chunk(c) for c in chunks])

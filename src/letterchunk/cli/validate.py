@@ -44,8 +44,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=HelpFormatter,
     )
-    p.add_argument("paths", nargs="*", metavar="PATH", help="chunk JSONL file, or a folder: every *.jsonl in it except "
-                   "*.evidence.jsonl and *.report.jsonl")
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="chunk JSONL file, or a folder: every *.jsonl in it except "
+        "*.evidence.jsonl and *.report.jsonl",
+    )
     p.add_argument(
         "--stage",
         choices=STAGES,
@@ -54,9 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "and grounded in the chunk text",
     )
     p.add_argument("--json", action="store_true", help="print one machine-readable JSON object")
-    p.add_argument(
-        "--errors-only", action="store_true", help="list only error-level violations"
-    )
+    p.add_argument("--errors-only", action="store_true", help="list only error-level violations")
     p.add_argument(
         "--list-rules", action="store_true", help="print every rule code and exit (PATH ignored)"
     )
@@ -75,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.list_rules:
         if args.json:
-            rules = {c: {"severity": s, "description": d, "kind": k} for c, (s, d, k) in RULES.items()}
+            rules = {
+                c: {"severity": s, "description": d, "kind": k} for c, (s, d, k) in RULES.items()
+            }
             print(json.dumps(rules, indent=2, ensure_ascii=False))
         else:
             for code, (severity, description, kind) in RULES.items():
@@ -88,11 +93,11 @@ def run(args: argparse.Namespace) -> int:
     shown = report.errors if args.errors_only else report.violations
     errors, warnings = len(report.errors), len(report.warnings)
     if report.fatal:
-        code = EXIT_USAGE
+        exit_code = EXIT_USAGE
     elif errors:
-        code = EXIT_INVALID
+        exit_code = EXIT_INVALID
     else:
-        code = EXIT_OK
+        exit_code = EXIT_OK
     if args.json:
         print(
             json.dumps(
@@ -102,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
                     "chunks": report.chunks,
                     "errors": errors,
                     "warnings": warnings,
-                    "exit_code": code,
+                    "exit_code": exit_code,
                     "counts_by_code": _counts(report.violations),
                     "violations": [v.to_dict() for v in shown],
                 },
@@ -119,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         )
     for v in report.fatal:
         err(v.message if v.file and v.message.startswith(v.file) else f"{v.file}: {v.message}")
-    return code
+    return exit_code
 
 
 def _counts(violations) -> dict[str, int]:
@@ -127,4 +132,3 @@ def _counts(violations) -> dict[str, int]:
     for v in violations:
         counts[v.code] = counts.get(v.code, 0) + 1
     return dict(sorted(counts.items()))
-
