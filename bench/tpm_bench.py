@@ -1,4 +1,4 @@
-"""How much of a tokens-per-minute limit does `letterchunk run` actually use? (issue 5)
+"""How much of a tokens-per-minute limit does `letterchunk run` actually use?
 
 Starts tests/fake_openai.py on 127.0.0.1 with a fixed latency per request and a TPM limit it
 enforces like the hosted API (a request is admitted only if the tokens charged in the rolling

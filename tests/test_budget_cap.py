@@ -1,4 +1,4 @@
-"""Budget caps (issue 5): --max-tokens-total / --max-cost stop the run *before* the request that
+"""Budget caps: --max-tokens-total / --max-cost stop the run *before* the request that
 would pass the cap, exit 4, leave only whole valid letters on disk, and a rerun with a higher
 cap resumes from the cache and completes with the same bytes as an uncapped run.
 

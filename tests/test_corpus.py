@@ -1,6 +1,6 @@
 """The whole shipped corpus (every letter, not a sample) through the cleaner and segmenter.
 
-Invariants checked for every chunk of every letter (issue 2): span/content equality, Tier-1
+Invariants checked for every chunk of every letter: span/content equality, Tier-1
 tiling, Tier-2/3 nesting and two-way links, id format and tier, counts, year/source fields,
 schema validity, the anti-orphan gate, headers starting (never ending) chunks, tables whole in
 one Tier-3 chunk, and byte-identical output on rerun.

@@ -1,4 +1,4 @@
-"""The fault matrix (issue 4): every fault a backend can throw at `letterchunk run`, end to end.
+"""The fault matrix: every fault a backend can throw at `letterchunk run`, end to end.
 
 Each row starts a real OpenAI-compatible HTTP server on 127.0.0.1 (tests/fake_openai.py),
 points the real CLI at it (``OPENAI_BASE_URL``, a dummy key) and runs

@@ -1,4 +1,4 @@
-"""Kill-and-resume (issue 5): SIGKILL `letterchunk run` at many points, rerun the same command,
+"""Kill-and-resume: SIGKILL `letterchunk run` at many points, rerun the same command,
 get byte-identical output, and never ask the server again for an answer it already gave.
 
 The real CLI runs as a subprocess (``python -m letterchunk run``) against tests/fake_openai.py

@@ -901,7 +901,7 @@ def test_cli_print_schema_matches_committed_file(capsys):
 
 
 # --------------------------------------------------------------------------------------------
-# the real segmenter's output (developer A owns the whole-corpus test)
+# the real segmenter's output (tests/test_corpus.py checks the whole corpus)
 # --------------------------------------------------------------------------------------------
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
