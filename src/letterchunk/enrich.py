@@ -122,13 +122,16 @@ MAX_RELATED_SECTIONS, MAX_RELATED_YEARS, MAX_COMPARISON_YEARS = 2, 2, 4
 # String caps (llama.cpp turns maxLength into the grammar, so a string that starts repeating
 # itself, seen at temperature 0 on a holdings table, is closed instead of running to max_tokens)
 MAX_NAME_CHARS, MAX_STATEMENT_CHARS, MAX_SUMMARY_CHARS, MAX_CONTEXT_CHARS = 80, 240, 320, 480
+MAX_SUMMARY_SENTENCE = 400  # characters of one summary sentence under a grammar (see below)
 
 # contextual_summary under a grammar: at most three sentences (rule summary.sentences), not
 # blank (summary.missing).  llama.cpp compiles ``pattern`` into the grammar but then ignores
 # maxLength (the two do not combine), so the pattern bounds the length itself: each sentence
-# holds at most MAX_CONTEXT_CHARS // 3 units.  The validator ends a sentence at [.!?]+ and
-# closing quotes followed by whitespace; here such an end may only be followed by one space and
-# the next of at most three sentences, and inside a sentence [.!?] must be followed by a
+# holds at most MAX_SUMMARY_SENTENCE units.  The bound is generous on purpose: the grammar ends a
+# sentence by force when it is reached, and at 160 units live runs of the embedded model had
+# summaries cut mid-word ("the impact on the 197. 8 financial results").  The validator ends a
+# sentence at [.!?]+ and closing quotes followed by whitespace; here such an end may only be
+# followed by one space and the next of at most three sentences, and inside a sentence [.!?] must be followed by a
 # non-space (1.5, U.S., "e.g.,").  That is stricter than the validator (an abbreviation ends a
 # sentence here), never looser.  The pattern is matched on the raw JSON text by the grammar and
 # on the decoded string by pydantic: JSON's '"' and '\', control characters and whitespace
@@ -139,7 +142,7 @@ _CLOSERS = r"'\u2019\u201d)\]"
 _WORD_CHAR = rf"[^.!? {_NOT_TEXT}]"  # first character: not blank, not an end mark
 _PLAIN = rf"[^.!?{_NOT_TEXT}]"
 _MARK = rf"[.!?]{{1,3}}[{_CLOSERS}]{{0,2}}"
-_SENTENCE = rf"({_PLAIN}|{_MARK}[^.!? {_CLOSERS}{_NOT_TEXT}]){{0,{MAX_CONTEXT_CHARS // 3}}}"
+_SENTENCE = rf"({_PLAIN}|{_MARK}[^.!? {_CLOSERS}{_NOT_TEXT}]){{0,{MAX_SUMMARY_SENTENCE}}}"
 SUMMARY_PATTERN = (
     rf"^{_WORD_CHAR}{_SENTENCE}({_MARK}( {_SENTENCE}({_MARK}( {_SENTENCE}({_MARK})?)?)?)?)?$"
 )
