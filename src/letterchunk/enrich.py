@@ -127,15 +127,16 @@ MAX_SUMMARY_SENTENCE = 400  # characters of one summary sentence under a grammar
 # contextual_summary under a grammar: at most three sentences (rule summary.sentences), not
 # blank (summary.missing).  llama.cpp compiles ``pattern`` into the grammar but then ignores
 # maxLength (the two do not combine), so the pattern bounds the length itself: each sentence
-# holds at most MAX_SUMMARY_SENTENCE units.  The bound is generous on purpose: the grammar ends a
-# sentence by force when it is reached, and at 160 units live runs of the embedded model had
-# summaries cut mid-word ("the impact on the 197. 8 financial results").  The validator ends a
-# sentence at [.!?]+ and closing quotes followed by whitespace; here such an end may only be
-# followed by one space and the next of at most three sentences, and inside a sentence [.!?] must be followed by a
-# non-space (1.5, U.S., "e.g.,").  That is stricter than the validator (an abbreviation ends a
-# sentence here), never looser.  The pattern is matched on the raw JSON text by the grammar and
-# on the decoded string by pydantic: JSON's '"' and '\', control characters and whitespace
-# other than ' ' are left out so the two read the same characters (a summary uses curly quotes).
+# holds at most MAX_SUMMARY_SENTENCE units.  The bound is generous on purpose: the grammar ends
+# a sentence by force when it is reached, and at 160 units live runs of the embedded model had
+# summaries cut mid-word ("the impact on the 197. 8 financial results").
+# The validator ends a sentence at [.!?]+ and closing quotes followed by whitespace; here such
+# an end may only be followed by one space and the next of at most three sentences, and inside
+# a sentence [.!?] must be followed by a non-space (1.5, U.S., "e.g.,").  That is stricter than
+# the validator (an abbreviation ends a sentence here), never looser.  The pattern is matched on
+# the raw JSON text by the grammar and on the decoded string by pydantic: JSON's '"' and '\',
+# control characters and whitespace other than ' ' are left out so the two read the same
+# characters (a summary uses curly quotes).
 # Only the syntax llama.cpp's converter reads: ^...$, [...] classes, groups, | and {m,n}.
 _NOT_TEXT = r'"\\\x00-\x1f\x7f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000'
 _CLOSERS = r"'\u2019\u201d)\]"
