@@ -36,6 +36,21 @@ S1 = "1987-S1-T1-001"
 T3 = "1987-S2-T3-001"
 
 
+def _enriched_errors(result, letter) -> list:
+    """Error-level violations of a repaired chunk at stage enriched, its evidence included."""
+    context = LetterContext(
+        cleaned_text=letter.text,
+        section_titles=list(TITLES),
+        vocabulary=VOCAB,
+        evidence={S1: result.evidence},
+    )
+    return [
+        v
+        for v in validate_chunk(result.chunk, stage="enriched", context=context)
+        if v.severity == "error"
+    ]
+
+
 def vctx(letter, evidence=None) -> LetterContext:
     return LetterContext(
         cleaned_text=letter.text,
@@ -431,17 +446,7 @@ def test_reask_names_only_the_failing_fields(good_letter, server, tmp_path):
     assert md.entities.people == ["Charlie Munger"]
     assert md.themes == ["performance"]
     assert result.evidence["principle_evidence"] == [QUOTE]
-    with_evidence = LetterContext(
-        cleaned_text=good_letter.text,
-        section_titles=list(TITLES),
-        vocabulary=VOCAB,
-        evidence={S1: result.evidence},
-    )
-    assert not [
-        v
-        for v in validate_chunk(result.chunk, stage="enriched", context=with_evidence)
-        if v.severity == "error"
-    ]
+    assert _enriched_errors(result, good_letter) == []
     # the report: one record per model call, usage summed over both = what the server served
     lines = [json.loads(x) for x in (tmp_path / "1987.report.jsonl").read_text().splitlines()]
     assert [r["attempt"] for r in lines] == [1, 2]
@@ -813,17 +818,7 @@ def test_items_still_rejected_after_the_reasks_are_dropped_and_recorded(
     )
     assert result.outcome == "repaired" and result.attempts == 3
     assert result.chunk.metadata.entities.people == ["Charlie Munger"]  # only the bad one went
-    with_evidence = LetterContext(
-        cleaned_text=good_letter.text,
-        section_titles=list(TITLES),
-        vocabulary=VOCAB,
-        evidence={S1: result.evidence},
-    )
-    assert not [
-        v
-        for v in validate_chunk(result.chunk, stage="enriched", context=with_evidence)
-        if v.severity == "error"
-    ]
+    assert _enriched_errors(result, good_letter) == []
     last = [json.loads(x) for x in report.path.read_text().splitlines()][-1]
     assert last["outcome"] == "repaired"
     assert {
