@@ -25,7 +25,19 @@ from .cache import DEFAULT_CACHE_DIR, ResponseCache
 from .llm import LLMClient, LLMSettings
 from .prompts import prompt_hash
 
-__all__ = ["ENV_CACHE_DIR", "CacheMode", "backend_configured", "cache_dir_from", "open_client"]
+__all__ = [
+    "DEFAULT_RETRIES",
+    "DEFAULT_TIMEOUT_S",
+    "EMBEDDED_TIMEOUT_S",
+    "ENV_CACHE_DIR",
+    "ENV_RETRIES",
+    "ENV_TIMEOUT",
+    "CacheMode",
+    "backend_configured",
+    "cache_dir_from",
+    "open_client",
+    "transport_settings",
+]
 
 ENV_CACHE_DIR = "LETTERCHUNK_CACHE_DIR"
 ENV_TIMEOUT, ENV_RETRIES = "LETTERCHUNK_TIMEOUT_S", "LETTERCHUNK_TRANSPORT_RETRIES"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 from pathlib import Path
 
@@ -57,17 +56,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _backend_configured() -> bool:
-    return bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
-
-
 def run(args: argparse.Namespace) -> int:
+    from ..client import backend_configured
     from ..lock import folder_lock
     from ..repair import refuse_unusable, repair_file
     from .run import llm_client
 
     refuse_unusable(args.file)  # exit 2 as `validate` would, before any server starts
-    use_llm = not args.no_llm and (_backend_configured() or args.cache == "offline")
+    use_llm = not args.no_llm and (backend_configured() or args.cache == "offline")
     with contextlib.ExitStack() as stack:
         stack.enter_context(folder_lock(Path(args.file).parent))  # one process per folder
         client = stack.enter_context(llm_client(args)) if use_llm else None

@@ -16,9 +16,15 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from ..client import (
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    EMBEDDED_TIMEOUT_S,
+    ENV_CACHE_DIR,
+    ENV_RETRIES,
+    ENV_TIMEOUT,
+)
 from . import EXIT_INVALID, EXIT_OK, HelpFormatter, _limits
-
-ENV_CACHE_DIR = "LETTERCHUNK_CACHE_DIR"  # read by letterchunk.client; named here for --help
 
 EXAMPLES = """\
 Examples:
@@ -32,10 +38,7 @@ Examples:
   # answers from the cache only: no backend needed, a missing answer is an error
   letterchunk run corpus/letters/1977.txt --out out/ --cache offline
 """
-ENV_TIMEOUT, ENV_RETRIES = "LETTERCHUNK_TIMEOUT_S", "LETTERCHUNK_TRANSPORT_RETRIES"  # for --help
 ENV_CONTEXT = "LETTERCHUNK_CONTEXT_TOKENS"
-# the defaults letterchunk.client applies, named here for --help
-DEFAULT_TIMEOUT_S, EMBEDDED_TIMEOUT_S, DEFAULT_RETRIES = 120.0, 600.0, 3
 HOSTED_CONTEXT = 128_000  # gpt-4o-mini and most hosted models; set --context-tokens for others
 
 
