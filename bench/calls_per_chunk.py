@@ -17,9 +17,9 @@ from pathlib import Path
 
 import vcr
 
-from letterchunk.llm import LLMClient, LLMSettings
-from letterchunk.pipeline import RunOptions, run_paths
-from letterchunk.prompts import prompt_hash
+from letterchunk.llm.client import LLMClient, LLMSettings
+from letterchunk.llm.prompts import prompt_hash
+from letterchunk.runner.pipeline import RunOptions, run_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_ID = "qwen2.5-coder-1.5b-instruct-q4_k_m"

@@ -3,10 +3,10 @@
 Both chunk the same cleaned text of every shipped letter (chonkie's chunks carry start/end
 offsets, so both are measured on one coordinate system).  Measured per chunker:
 
-* headers at chunk start: share of section headers (found by letterchunk.blocks: header lines
+* headers at chunk start: share of section headers (found by letterchunk.text.blocks: header lines
   and table captions that open a section) whose first character is the first non-space
   character of some chunk;
-* tables whole: share of table blocks (letterchunk.blocks) lying entirely inside one chunk;
+* tables whole: share of table blocks (letterchunk.text.blocks) lying entirely inside one chunk;
 * mid-sentence ends: share of chunks whose text ends mid-sentence, by the validator's rule
   (last paragraph is prose of 8+ words without terminal punctuation), and by a strict rule
   (the last character is not terminal punctuation, a closing quote/bracket, or a digit).
@@ -28,13 +28,13 @@ import re
 import sys
 from pathlib import Path
 
-from letterchunk.blocks import detect_blocks
-from letterchunk.clean import load_letter
-from letterchunk.segment import segment_letter
-from letterchunk.tokens import encoding
+from letterchunk.text.blocks import detect_blocks
+from letterchunk.text.clean import load_letter
+from letterchunk.text.segment import segment_letter
+from letterchunk.text.tokens import encoding
 
 try:
-    from letterchunk.validate import _ends_mid_sentence
+    from letterchunk.contract.validate import _ends_mid_sentence
 except ImportError:  # pragma: no cover
     _ends_mid_sentence = None
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from letterchunk.schema import Chunk, dump_chunk
-from letterchunk.tokens import count_tokens
+from letterchunk.contract.schema import Chunk, dump_chunk
+from letterchunk.text.tokens import count_tokens
 
 _ISOLATED_PREFIXES = ("OPENAI_", "LETTERCHUNK_")
 # Switches of the test harness itself, not letterchunk configuration: kept.
@@ -67,7 +67,7 @@ def _no_real_llama_server(request, monkeypatch):
     """
     if request.node.get_closest_marker("live") or _RECORDING:
         return
-    from letterchunk import backend
+    from letterchunk.llm import backend
 
     real = backend.find_server_binary
 

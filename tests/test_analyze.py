@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI
-from letterchunk.analyze import analyze_dir, distribution, render_text
-from letterchunk.clean import load_letter
 from letterchunk.cli import main
-from letterchunk.report import RepairReport
-from letterchunk.schema import Chunk
-from letterchunk.segment import segment_letter
-from letterchunk.vocabulary import load_concepts
+from letterchunk.contract.schema import Chunk
+from letterchunk.contract.vocabulary import load_concepts
+from letterchunk.report.analyze import analyze_dir, distribution, render_text
+from letterchunk.report.core import RepairReport
+from letterchunk.text.clean import load_letter
+from letterchunk.text.segment import segment_letter
 from rich_answers import rich_answer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -54,7 +54,7 @@ def test_run_from_code_writes_the_same_files_as_the_cli(tmp_path, monkeypatch):
 
 
 def test_run_refuses_a_bad_path_before_any_backend(tmp_path, monkeypatch):
-    from letterchunk import backend
+    from letterchunk.llm import backend
 
     monkeypatch.setattr(
         backend,

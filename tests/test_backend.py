@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from letterchunk import backend
-from letterchunk.backend import (
+from letterchunk.errors import BackendError, ConfigError
+from letterchunk.install import pip_install
+from letterchunk.llm import backend
+from letterchunk.llm.backend import (
     MODEL_ID,
     EmbeddedServer,
     assemble_model,
@@ -27,8 +29,6 @@ from letterchunk.backend import (
     model_part_files,
     select_backend,
 )
-from letterchunk.errors import BackendError, ConfigError
-from letterchunk.install import pip_install
 
 # Read before conftest's autouse fixture points HOME/XDG_CACHE_HOME into tmp_path, so the opt-in
 # live test uses the model already assembled in the user's cache instead of rebuilding 1.1 GB.
@@ -325,7 +325,7 @@ def test_server_dies_with_its_parent(stand_in, tmp_path):
         f"""
         import os, sys, time
         from pathlib import Path
-        from letterchunk.backend import EmbeddedServer
+        from letterchunk.llm.backend import EmbeddedServer
         s = EmbeddedServer(model_path=Path({str(server.model_path)!r}),
                            binary=Path({str(server.binary)!r}),
                            log_path=Path({str(tmp_path / "child.log")!r})).start()
@@ -383,7 +383,7 @@ class Fact(BaseModel):
     reason="starts the real model: set LETTERCHUNK_LIVE=1",
 )
 def test_live_embedded_server_answers_one_structured_request():
-    from letterchunk.llm import LLMClient
+    from letterchunk.llm.client import LLMClient
 
     messages = [
         {"role": "system", "content": "Extract the fields as JSON."},

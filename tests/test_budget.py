@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from letterchunk.budget import ENV_VARS, BudgetSettings, compute_budget, settings_from_env
 from letterchunk.cli import main
 from letterchunk.errors import ConfigError
+from letterchunk.llm.budget import ENV_VARS, BudgetSettings, compute_budget, settings_from_env
 
 
 @pytest.fixture(autouse=True)

@@ -18,8 +18,8 @@ import pytest
 
 from fake_openai import FakeOpenAI, answer
 from letterchunk.cli import EXIT_BUDGET, EXIT_USAGE, main
-from letterchunk.llm import estimate_tokens
-from letterchunk.validate import validate_path
+from letterchunk.contract.validate import validate_path
+from letterchunk.llm.client import estimate_tokens
 from test_fault_matrix import valid_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,8 +28,8 @@ LETTERS = [str(ROOT / "corpus" / "letters" / f"{y}.txt") for y in (1977, 1978)]
 
 def chunk_counts() -> tuple[int, int]:
     """(chunks of 1977, chunks of both letters), from the segmenter: one request per chunk."""
-    from letterchunk.clean import load_letter
-    from letterchunk.segment import segment_letter
+    from letterchunk.text.clean import load_letter
+    from letterchunk.text.segment import segment_letter
 
     n = [len(segment_letter(load_letter(p))) for p in LETTERS]
     return n[0], sum(n)

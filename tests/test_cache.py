@@ -9,9 +9,9 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from fake_openai import FakeOpenAI, answer, malformed
-from letterchunk.cache import CachedAnswer, ResponseCache, cache_key
 from letterchunk.errors import CacheMiss, ConfigError
-from letterchunk.llm import LLMClient, LLMSettings, Usage
+from letterchunk.llm.cache import CachedAnswer, ResponseCache, cache_key
+from letterchunk.llm.client import LLMClient, LLMSettings, Usage
 
 
 class Item(BaseModel):

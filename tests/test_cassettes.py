@@ -30,14 +30,14 @@ import pytest
 
 vcr = pytest.importorskip("vcr")
 
-from letterchunk.clean import load_letter  # noqa: E402
-from letterchunk.llm import LLMClient, LLMSettings  # noqa: E402
-from letterchunk.pipeline import RunOptions, run_paths  # noqa: E402
-from letterchunk.prompts import prompt_hash  # noqa: E402
-from letterchunk.schema import Chunk  # noqa: E402
-from letterchunk.segment import segment_letter  # noqa: E402
-from letterchunk.validate import normalise_ws, validate_path  # noqa: E402
-from letterchunk.vocabulary import load_concepts  # noqa: E402
+from letterchunk.contract.schema import Chunk  # noqa: E402
+from letterchunk.contract.validate import normalise_ws, validate_path  # noqa: E402
+from letterchunk.contract.vocabulary import load_concepts  # noqa: E402
+from letterchunk.llm.client import LLMClient, LLMSettings  # noqa: E402
+from letterchunk.llm.prompts import prompt_hash  # noqa: E402
+from letterchunk.runner.pipeline import RunOptions, run_paths  # noqa: E402
+from letterchunk.text.clean import load_letter  # noqa: E402
+from letterchunk.text.segment import segment_letter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CASSETTES = ROOT / "cassettes"
@@ -87,7 +87,7 @@ def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
     path = CASSETTES / f"{year}.yaml"
     out = tmp_path / "out"
     if RECORD:
-        from letterchunk.backend import embedded_server
+        from letterchunk.llm.backend import embedded_server
 
         monkeypatch.setenv("LETTERCHUNK_MODEL_DIR", REAL_MODEL_DIR)
         path.unlink(missing_ok=True)

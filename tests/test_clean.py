@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from letterchunk.clean import UNKNOWN_DATE, clean_text, extract_date, extract_year, load_letter
 from letterchunk.errors import InputError
+from letterchunk.text.clean import UNKNOWN_DATE, clean_text, extract_date, extract_year, load_letter
 
 PROSE = (
     "     The textile business again had a very poor year. We\n"
@@ -37,7 +37,7 @@ def test_clean_text_changes_only_what_it_documents(raw, expected):
 
 
 def test_a_page_break_between_column_headings_and_rows_keeps_the_table_whole():
-    from letterchunk.blocks import detect_blocks
+    from letterchunk.text.blocks import detect_blocks
 
     raw = (
         "Our holdings at yearend were:\n\n"

@@ -41,7 +41,12 @@ from fake_openai import (
     truncated,
 )
 from letterchunk.cli import main
-from letterchunk.validate import LetterContext, read_evidence, validate_chunk, validate_path
+from letterchunk.contract.validate import (
+    LetterContext,
+    read_evidence,
+    validate_chunk,
+    validate_path,
+)
 
 LETTER = Path(__file__).resolve().parents[1] / "corpus" / "letters" / "1977.txt"
 TIMEOUT_S = 1.0  # LETTERCHUNK_TIMEOUT_S for the run: the "hang" row waits past it
@@ -274,8 +279,8 @@ MATRIX = [
 
 @pytest.fixture
 def chunk_ids() -> list[str]:
-    from letterchunk.clean import load_letter
-    from letterchunk.segment import segment_letter
+    from letterchunk.text.clean import load_letter
+    from letterchunk.text.segment import segment_letter
 
     return [c.chunk_id for c in segment_letter(load_letter(LETTER))]
 
@@ -396,7 +401,7 @@ def test_fault_matrix(
     evidence, bad = read_evidence(out / "1977.evidence.jsonl")
     assert not bad
     ctx = LetterContext(cleaned_text=cleaned, evidence=evidence)
-    from letterchunk.schema import Chunk
+    from letterchunk.contract.schema import Chunk
 
     for data in written:
         errors = [

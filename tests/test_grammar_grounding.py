@@ -17,8 +17,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from letterchunk.clean import CleanedLetter, clean_text, extract_date
-from letterchunk.enrich import (
+from letterchunk.contract.schema import Chunk
+from letterchunk.contract.validate import (
+    RELATED_YEAR_RANGE,
+    RULES,
+    LetterContext,
+    count_sentences,
+    validate_chunk,
+)
+from letterchunk.contract.vocabulary import load_concepts
+from letterchunk.enrich.core import (
     SUMMARY_PATTERN,
     PromptContext,
     name_candidates,
@@ -26,16 +34,8 @@ from letterchunk.enrich import (
     sentence_choices,
     years_in_text,
 )
-from letterchunk.schema import Chunk
-from letterchunk.segment import section_titles, segment_letter
-from letterchunk.validate import (
-    RELATED_YEAR_RANGE,
-    RULES,
-    LetterContext,
-    count_sentences,
-    validate_chunk,
-)
-from letterchunk.vocabulary import load_concepts
+from letterchunk.text.clean import CleanedLetter, clean_text, extract_date
+from letterchunk.text.segment import section_titles, segment_letter
 from test_segment_properties import damaged_excerpts
 
 LETTERS = sorted((Path(__file__).resolve().parents[1] / "corpus" / "letters").glob("*.txt"))

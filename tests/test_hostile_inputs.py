@@ -130,8 +130,8 @@ def test_obeyed_injection_is_reasked_and_never_written(
 
 def test_validate_flags_an_obeyed_injection(tmp_path, capsys):
     # the same answer written by another tool: `validate --stage enriched` reports it
-    from letterchunk.clean import load_letter
-    from letterchunk.segment import segment_letter
+    from letterchunk.text.clean import load_letter
+    from letterchunk.text.segment import segment_letter
 
     letter = load_letter(_injected_letter(tmp_path))
     chunks = segment_letter(letter)
@@ -157,7 +157,7 @@ def test_validate_flags_an_obeyed_injection(tmp_path, capsys):
 
 
 def test_the_shipped_letters_hold_no_instruction_like_sentence():
-    from letterchunk.validate import _instructions
+    from letterchunk.contract.validate import _instructions
 
     found = {p.name: _instructions(p.read_text(encoding="utf-8")) for p in LETTERS.glob("*.txt")}
     assert {k: v for k, v in found.items() if v} == {}
@@ -523,8 +523,8 @@ def test_bad_timeout_is_a_usage_error(tmp_path, capsys):
 
 
 def test_halt_on_a_rule_the_model_cannot_fix_does_not_suggest_more_attempts():
+    from letterchunk.contract.validate import Violation
     from letterchunk.errors import RepairExhausted
-    from letterchunk.validate import Violation
 
     semantic = RepairExhausted(
         "1977-S1-T1-001", 3, [Violation("evidence.not_found", "error", "m")], None

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from letterchunk.errors import ConfigError
-from letterchunk.ledger import RUN_FILE, Ledger, ModelPrice, load_prices, price_for
+from letterchunk.runner.ledger import RUN_FILE, Ledger, ModelPrice, load_prices, price_for
 
 
 @pytest.fixture(autouse=True)
@@ -119,7 +119,7 @@ def test_thread_safe_counts():
 
 
 def test_embedded_model_is_priced_at_zero():
-    from letterchunk.backend import MODEL_ID
+    from letterchunk.llm.backend import MODEL_ID
 
     price = price_for(MODEL_ID)
     assert price is not None and price.cost(10**6, 10**6) == 0.0

@@ -10,8 +10,8 @@ import pytest
 
 from fake_openai import FakeOpenAI, answer, prompt_tokens_of
 from letterchunk.errors import BudgetExceeded, ConfigError
-from letterchunk.ledger import ModelPrice
-from letterchunk.limiter import RateLimiter, estimate_request_tokens
+from letterchunk.llm.limiter import RateLimiter, estimate_request_tokens
+from letterchunk.runner.ledger import ModelPrice
 
 
 @pytest.fixture(autouse=True)

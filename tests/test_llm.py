@@ -19,7 +19,7 @@ from fake_openai import (
     truncated,
 )
 from letterchunk.errors import BackendError, BudgetExceeded, ConfigError
-from letterchunk.llm import Completion, LLMClient, LLMSettings, Usage, estimate_tokens
+from letterchunk.llm.client import Completion, LLMClient, LLMSettings, Usage, estimate_tokens
 
 MESSAGES = [
     {"role": "system", "content": "Return the item as JSON."},
@@ -359,7 +359,7 @@ def test_importing_llm_and_cache_reads_no_env():
         "        assert not k.startswith(ours), 'env read at import: ' + k\n"
         "        return dict.get(self, k, d)\n"
         "os.environ = Refuse(os.environ)\n"
-        "import letterchunk.llm, letterchunk.cache, letterchunk.backend\n"
+        "import letterchunk.llm.client, letterchunk.llm.cache, letterchunk.llm.backend\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

@@ -32,7 +32,7 @@ import pytest
 
 from fake_openai import FakeOpenAI, answer, refusal
 from letterchunk.cli import main
-from letterchunk.lock import LOCK_NAME
+from letterchunk.runner.lock import LOCK_NAME
 from test_fault_matrix import Script, valid_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -324,7 +324,7 @@ def test_repair_counts_model_calls_honestly(
     data = letter.chunks[0].model_dump(mode="json")
     too_long = "It grew. It paid. It bought. It sold."  # four sentences: at most three allowed
     data["metadata"]["contextual_summary"] = too_long
-    from letterchunk.schema import Chunk
+    from letterchunk.contract.schema import Chunk
 
     letter.chunks[0] = Chunk.model_validate(data)
     path = write_letter(letter, tmp_path / "out")

@@ -14,17 +14,17 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI, response_schema
-from letterchunk.cache import ResponseCache
-from letterchunk.clean import load_letter
 from letterchunk.cli import main
-from letterchunk.enrich import sentence_choices
+from letterchunk.contract.schema import Chunk, dump_chunk
+from letterchunk.contract.validate import validate_path
+from letterchunk.enrich.core import sentence_choices
 from letterchunk.errors import RepairExhausted
-from letterchunk.llm import LLMClient, LLMSettings
-from letterchunk.pipeline import RunOptions, enrich_dir, run_paths
-from letterchunk.prompts import prompt_hash
-from letterchunk.schema import Chunk, dump_chunk
-from letterchunk.segment import UNTITLED, segment_letter
-from letterchunk.validate import validate_path
+from letterchunk.llm.cache import ResponseCache
+from letterchunk.llm.client import LLMClient, LLMSettings
+from letterchunk.llm.prompts import prompt_hash
+from letterchunk.runner.pipeline import RunOptions, enrich_dir, run_paths
+from letterchunk.text.clean import load_letter
+from letterchunk.text.segment import UNTITLED, segment_letter
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
 LETTER = CORPUS / "1977.txt"
@@ -136,8 +136,8 @@ def test_parallel_run_and_cached_rerun_are_byte_identical(tmp_path):
 
 
 def test_enrich_dir_matches_run_and_writes_in_place(tmp_path):
-    from letterchunk.clean import load_letter
-    from letterchunk.segment import segment_letter
+    from letterchunk.text.clean import load_letter
+    from letterchunk.text.segment import segment_letter
 
     letter = load_letter(LETTER)
     seg = tmp_path / "seg"
@@ -249,7 +249,7 @@ def test_cli_segment_then_enrich_in_place_equals_run(tmp_path, monkeypatch):
 
 
 def test_unify_titles_gives_a_section_one_title_and_drops_self_references(make_chunk):
-    from letterchunk.pipeline import unify_titles
+    from letterchunk.runner.pipeline import unify_titles
 
     def chunk(cid, title, related=()):
         return make_chunk(
@@ -280,8 +280,8 @@ def test_unify_titles_gives_a_section_one_title_and_drops_self_references(make_c
 
 def test_a_model_title_never_repeats_another_sections_title():
     """The opening section named after the next header gets its section number; xrefs dedupe."""
-    from letterchunk.pipeline import unify_titles
-    from letterchunk.schema import Chunk
+    from letterchunk.contract.schema import Chunk
+    from letterchunk.runner.pipeline import unify_titles
 
     def chunk(cid: str, title: str, xrefs: list[str] | None = None) -> Chunk:
         meta = {

@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from letterchunk import prompts
 from letterchunk.errors import ConfigError
+from letterchunk.llm import prompts
 
 
 @pytest.fixture

@@ -13,10 +13,12 @@ import pytest
 
 from answers import QUOTE, narrative_answer
 from fake_openai import FakeOpenAI, answer
-from letterchunk.enrich import PromptContext, build_messages, response_model_for
+from letterchunk.contract.schema import Chunk
+from letterchunk.contract.validate import LetterContext, Violation, validate_chunk
+from letterchunk.enrich.core import PromptContext, build_messages, response_model_for
 from letterchunk.errors import RepairExhausted
-from letterchunk.llm import LLMClient, LLMSettings
-from letterchunk.repair import (
+from letterchunk.llm.client import LLMClient, LLMSettings
+from letterchunk.repair.core import (
     fields_for,
     mechanical_fixes,
     normalize_record,
@@ -24,9 +26,7 @@ from letterchunk.repair import (
     reask_messages,
     repair_enriched,
 )
-from letterchunk.report import RepairReport
-from letterchunk.schema import Chunk
-from letterchunk.validate import LetterContext, Violation, validate_chunk
+from letterchunk.report.core import RepairReport
 
 VOCAB = frozenset(
     {"float economics", "circle of competence", "intrinsic value", "underwriting discipline"}
@@ -305,7 +305,7 @@ def test_normalize_record_fixes_shape_and_records_it(enriched_letter, edit, expe
     ],
 )
 def test_violation_maps_to_the_answer_fields_behind_it(code, fld, expected):
-    from letterchunk.enrich import Enrichment
+    from letterchunk.enrich.core import Enrichment
 
     v = Violation(code=code, severity="error", message="m", chunk_id=S1, field=fld)
     assert fields_for(v, Enrichment) == expected
@@ -582,7 +582,7 @@ def test_repair_file_with_backend_reasks_only_the_failing_field(
     enriched_letter, write_letter, tmp_path, server, monkeypatch
 ):
     from letterchunk.cli import main
-    from letterchunk.validate import validate_path
+    from letterchunk.contract.validate import validate_path
 
     path = _break_file(enriched_letter, write_letter, tmp_path)
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -614,9 +614,9 @@ def test_repair_file_with_backend_reasks_only_the_failing_field(
 
 
 def test_write_letter_report_counts_every_chunk_and_the_halting_one(enriched_letter, tmp_path):
-    from letterchunk.llm import Usage
-    from letterchunk.pipeline import ChunkOutcome, LetterOutcome
-    from letterchunk.report import write_letter_report
+    from letterchunk.llm.client import Usage
+    from letterchunk.report.core import write_letter_report
+    from letterchunk.runner.pipeline import ChunkOutcome, LetterOutcome
 
     live = ChunkOutcome(S1, enriched_letter.chunk(S1), {}, Usage(10, 2, 1), 1, 0)
     cached = ChunkOutcome(T3, enriched_letter.chunk(T3), {}, Usage(), 1, 1)

@@ -21,10 +21,11 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI, answer
-from letterchunk.analyze import analyze_dir
 from letterchunk.cli import main
+from letterchunk.contract.schema import Chunk
 from letterchunk.io import append_lines
-from letterchunk.report import (
+from letterchunk.report.analyze import analyze_dir
+from letterchunk.report.core import (
     RepairReport,
     build_html,
     collect,
@@ -32,7 +33,6 @@ from letterchunk.report import (
     runs_by_chunk,
     word_diff,
 )
-from letterchunk.schema import Chunk
 from rich_answers import rich_answer
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"

@@ -46,8 +46,8 @@ RUN_TIMEOUT_S = 180
 
 
 def chunks_per_letter() -> list[int]:
-    from letterchunk.clean import load_letter
-    from letterchunk.segment import segment_letter
+    from letterchunk.text.clean import load_letter
+    from letterchunk.text.segment import segment_letter
 
     return [len(segment_letter(load_letter(p))) for p in LETTERS]
 
@@ -227,9 +227,9 @@ def test_enrich_in_place_resumes_without_asking_again(tmp_path, monkeypatch):
     and the second still segmented (each file is replaced whole).  Rerun with the cache off (so
     the cache cannot hide a re-ask): only the second letter is asked, the files equal an
     uninterrupted enrich, and a third run asks nothing and changes nothing."""
-    from letterchunk.clean import load_letter
     from letterchunk.cli import main
-    from letterchunk.segment import segment_letter
+    from letterchunk.text.clean import load_letter
+    from letterchunk.text.segment import segment_letter
 
     letters = [str(p) for p in LETTERS[:2]]
     second = len(segment_letter(load_letter(letters[1])))

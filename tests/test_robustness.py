@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from letterchunk.clean import CleanedLetter, clean_text, extract_date
-from letterchunk.segment import UNTITLED, section_titles, segment_letter
-from letterchunk.validate import LetterContext, validate_letter
+from letterchunk.contract.validate import LetterContext, validate_letter
+from letterchunk.text.clean import CleanedLetter, clean_text, extract_date
+from letterchunk.text.segment import UNTITLED, section_titles, segment_letter
 
 LETTERS = sorted((Path(__file__).resolve().parents[1] / "corpus" / "letters").glob("*.txt"))
 

@@ -63,8 +63,8 @@ def test_limits_keep_the_server_free_of_429s(
         )
         assert code == 0
         assert server.rate_limited_count == 0
-        from letterchunk.clean import load_letter
-        from letterchunk.segment import segment_letter
+        from letterchunk.text.clean import load_letter
+        from letterchunk.text.segment import segment_letter
 
         assert server.chat_count == sum(len(segment_letter(load_letter(p))) for p in LETTERS)
     limits = json.loads((tmp_path / "out" / "run.json").read_text())["limits"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from letterchunk.schema import Chunk, Metadata, dump_chunk, json_schema, json_schema_text
+from letterchunk.contract.schema import Chunk, Metadata, dump_chunk, json_schema, json_schema_text
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA_FILE = REPO / "schemas" / "chunk.schema.json"
@@ -58,7 +58,7 @@ SPEC_PRINCIPLE_KEYS = ["statement", "category"]
 
 def test_committed_schema_matches_models():
     assert SCHEMA_FILE.read_text(encoding="utf-8") == json_schema_text(), (
-        "schemas/chunk.schema.json drifted from letterchunk.schema; regenerate it with "
+        "schemas/chunk.schema.json drifted from letterchunk.contract.schema; regenerate it with "
         "`letterchunk validate --print-schema > schemas/chunk.schema.json`"
     )
 

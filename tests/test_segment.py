@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from letterchunk.blocks import detect_blocks, is_table_row
-from letterchunk.clean import CleanedLetter, clean_text, load_letter
-from letterchunk.segment import (
+from letterchunk.text.blocks import detect_blocks, is_table_row
+from letterchunk.text.clean import CleanedLetter, clean_text, load_letter
+from letterchunk.text.segment import (
     T1_MAX,
     T1_MIN,
     T2_MIN,
@@ -17,8 +17,8 @@ from letterchunk.segment import (
     section_titles,
     segment_letter,
 )
-from letterchunk.tables import parse_table
-from letterchunk.tokens import count_tokens
+from letterchunk.text.tables import parse_table
+from letterchunk.text.tokens import count_tokens
 from test_corpus import check_invariants
 
 WORDS = (
@@ -584,7 +584,7 @@ def test_paragraph_does_not_end_on_the_blank_line_before_a_bullet():
 
 def test_load_letters_reads_one_ahead_and_keeps_order_and_errors(tmp_path):
     from letterchunk.errors import InputError
-    from letterchunk.segment import load_letters
+    from letterchunk.text.segment import load_letters
 
     (tmp_path / "1984.txt").write_text(build_letter(), encoding="utf-8")
     (tmp_path / "1985.txt").write_bytes(b"")

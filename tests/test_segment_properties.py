@@ -12,9 +12,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from letterchunk.clean import CleanedLetter, clean_text, extract_date, extract_year
-from letterchunk.segment import segment_letter
-from letterchunk.validate import LetterContext, validate_letter
+from letterchunk.contract.validate import LetterContext, validate_letter
+from letterchunk.text.clean import CleanedLetter, clean_text, extract_date, extract_year
+from letterchunk.text.segment import segment_letter
 from test_corpus import check_invariants
 
 SETTINGS = settings(
@@ -132,7 +132,7 @@ SPAN_TEXT = st.lists(
 @SETTINGS
 @given(SPAN_TEXT, st.data())
 def test_span_counter_is_exact_on_any_text(text, data):
-    from letterchunk.tokens import SpanCounter, count_tokens
+    from letterchunk.text.tokens import SpanCounter, count_tokens
 
     counter = SpanCounter(text)
     for _ in range(20):

@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 
 from letterchunk.cli import main
-from letterchunk.schema import Chunk, dump_chunk
-from letterchunk.tokens import count_tokens
-from letterchunk.validate import (
+from letterchunk.contract.schema import Chunk, dump_chunk
+from letterchunk.contract.validate import (
     FATAL_CODES,
     RULES,
     UNTITLED,
@@ -29,6 +28,7 @@ from letterchunk.validate import (
     validate_path,
     validate_paths,
 )
+from letterchunk.text.tokens import count_tokens
 
 # --------------------------------------------------------------------------------------------
 # mutation helpers (each returns a new Letter; the fixture letter is never modified)
@@ -800,7 +800,7 @@ def test_bad_stage_is_a_programming_error(good_letter):
 
 
 def test_untitled_matches_segmenter():
-    from letterchunk import segment
+    from letterchunk.text import segment
 
     assert segment.UNTITLED == UNTITLED
 
@@ -909,8 +909,8 @@ CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
 
 @pytest.mark.parametrize("year", [1977, 2009])
 def test_segmenter_output_has_no_errors(year):
-    from letterchunk.clean import load_letter
-    from letterchunk.segment import section_titles, segment_letter
+    from letterchunk.text.clean import load_letter
+    from letterchunk.text.segment import section_titles, segment_letter
 
     letter = load_letter(CORPUS / f"{year}.txt")
     chunks = segment_letter(letter)

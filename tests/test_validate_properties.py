@@ -12,8 +12,8 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from letterchunk.schema import Chunk
-from letterchunk.validate import (
+from letterchunk.contract.schema import Chunk
+from letterchunk.contract.validate import (
     RULES,
     LetterContext,
     Violation,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from letterchunk.contract.vocabulary import load_concepts, load_cues
 from letterchunk.errors import ConfigError
 from letterchunk.resources import RESOURCES_ENV, resource_path
-from letterchunk.vocabulary import load_concepts, load_cues
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -19,7 +19,8 @@ import importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any
 
-from .errors import (
+from letterchunk.contract.schema import Chunk, Metadata, TableData, dump_chunk
+from letterchunk.errors import (
     BackendError,
     BudgetExceeded,
     CacheMiss,
@@ -28,38 +29,37 @@ from .errors import (
     LetterchunkError,
     RepairExhausted,
 )
-from .schema import Chunk, Metadata, TableData, dump_chunk
-from .tokens import count_tokens
+from letterchunk.text.tokens import count_tokens
 
 if _TYPE_CHECKING:
-    from .api import run
-    from .clean import CleanedLetter, load_letter
-    from .client import open_client
-    from .letters import find_letters
-    from .llm import LLMClient, LLMSettings
-    from .pipeline import Hooks, LetterOutcome, RunOptions, run_paths
-    from .segment import segment_letter
-    from .validate import ValidationReport, Violation, validate_paths
+    from letterchunk.api import run
+    from letterchunk.contract.validate import ValidationReport, Violation, validate_paths
+    from letterchunk.llm.client import LLMClient, LLMSettings
+    from letterchunk.llm.connect import open_client
+    from letterchunk.runner.layout import find_letters
+    from letterchunk.runner.pipeline import Hooks, LetterOutcome, RunOptions, run_paths
+    from letterchunk.text.clean import CleanedLetter, load_letter
+    from letterchunk.text.segment import segment_letter
 
 __version__ = "0.1.0"
 
 # name -> module that defines it, imported on first access (PEP 562)
 _LAZY = {
     "run": "api",
-    "CleanedLetter": "clean",
-    "load_letter": "clean",
-    "open_client": "client",
-    "find_letters": "letters",
-    "LLMClient": "llm",
-    "LLMSettings": "llm",
-    "Hooks": "pipeline",
-    "LetterOutcome": "pipeline",
-    "RunOptions": "pipeline",
-    "run_paths": "pipeline",
-    "segment_letter": "segment",
-    "ValidationReport": "validate",
-    "Violation": "validate",
-    "validate_paths": "validate",
+    "CleanedLetter": "text.clean",
+    "load_letter": "text.clean",
+    "open_client": "llm.connect",
+    "find_letters": "runner.layout",
+    "LLMClient": "llm.client",
+    "LLMSettings": "llm.client",
+    "Hooks": "runner.pipeline",
+    "LetterOutcome": "runner.pipeline",
+    "RunOptions": "runner.pipeline",
+    "run_paths": "runner.pipeline",
+    "segment_letter": "text.segment",
+    "ValidationReport": "contract.validate",
+    "Violation": "contract.validate",
+    "validate_paths": "contract.validate",
 }
 
 __all__ = [

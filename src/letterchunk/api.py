@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from .client import CacheMode, open_client
-from .letters import find_letters
-from .pipeline import Hooks, LetterOutcome, RunOptions, run_paths
-from .repair import OnFailure
+from letterchunk.llm.connect import CacheMode, open_client
+from letterchunk.repair.core import OnFailure
+from letterchunk.runner.layout import find_letters
+from letterchunk.runner.pipeline import Hooks, LetterOutcome, RunOptions, run_paths
 
 __all__ = ["run"]
 

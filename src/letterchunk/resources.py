@@ -16,8 +16,8 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from .errors import ConfigError
-from .install import pip_install
+from letterchunk.errors import ConfigError
+from letterchunk.install import pip_install
 
 __all__ = ["resource_path", "RESOURCES_ENV"]
 

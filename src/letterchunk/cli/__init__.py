@@ -21,7 +21,7 @@ import logging
 import sys
 import textwrap
 
-from ..errors import BudgetExceeded, LetterchunkError, RepairExhausted
+from letterchunk.errors import BudgetExceeded, LetterchunkError, RepairExhausted
 
 __all__ = [
     "EXIT_BUDGET",
@@ -78,7 +78,7 @@ def version() -> str:
     try:
         return metadata.version("letterchunk")
     except metadata.PackageNotFoundError:
-        from .. import __version__
+        from letterchunk import __version__
 
         return __version__
 
@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def err(message: str) -> None:
-    from ..redact import redact
+    from letterchunk.redact import redact
 
     print(f"letterchunk: {redact(message)}", file=sys.stderr)
 
@@ -130,7 +130,7 @@ class _RedactSecrets(logging.Filter):
     """Log lines pass through the same redaction as error messages (keys, URL passwords)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from ..redact import redact
+        from letterchunk.redact import redact
 
         text = record.getMessage()
         if record.exc_info:  # a traceback can name the URL with its password

@@ -71,7 +71,7 @@ def add_limit_options(p: argparse.ArgumentParser) -> None:
 
 
 def _window_s() -> float:
-    from ..errors import ConfigError
+    from letterchunk.errors import ConfigError
 
     raw = os.environ.get(ENV_WINDOW, "").strip()
     if not raw:
@@ -88,7 +88,7 @@ def _window_s() -> float:
 
 
 def _prices(args: argparse.Namespace) -> dict:
-    from ..ledger import load_prices
+    from letterchunk.runner.ledger import load_prices
 
     return load_prices(getattr(args, "prices", None))
 
@@ -99,8 +99,8 @@ def make_limiter(args: argparse.Namespace, settings: Any) -> Any:
     ``settings`` is the client's ``LLMSettings``: its model prices the cost cap, its
     ``max_tokens`` is the completion allowance inside every request estimate.
     """
-    from ..ledger import price_for
-    from ..limiter import RateLimiter
+    from letterchunk.llm.limiter import RateLimiter
+    from letterchunk.runner.ledger import price_for
 
     limiter = RateLimiter.from_env(
         tpm=getattr(args, "tpm", None),
@@ -133,8 +133,8 @@ def accounting(
     The ledger is written after every letter too, so a killed run leaves the figures of the
     letters it finished.  The exception (budget cap, halt, Ctrl-C) propagates unchanged.
     """
-    from ..errors import BudgetExceeded, RepairExhausted
-    from ..ledger import Ledger
+    from letterchunk.errors import BudgetExceeded, RepairExhausted
+    from letterchunk.runner.ledger import Ledger
 
     ledger = Ledger(client.settings.model, prices=_prices(args))
     out = _out_dir(args)

@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from ..analyze import analyze_dir, render_text
-from . import HelpFormatter
+from letterchunk.cli import HelpFormatter
+from letterchunk.report.analyze import analyze_dir, render_text
 
 EXAMPLES = """\
 Examples:
@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
+    from letterchunk.errors import ConfigError
 
     if args.top < 1:
         raise ConfigError("--top must be >= 1")

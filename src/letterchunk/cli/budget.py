@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..budget import ENV_VARS, compute_budget, settings_from_env
-from . import HelpFormatter
+from letterchunk.cli import HelpFormatter
+from letterchunk.llm.budget import ENV_VARS, compute_budget, settings_from_env
 
 EXAMPLES = """\
 Examples:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from . import HelpFormatter
-from .run import add_llm_options, execute
+from letterchunk.cli import HelpFormatter
+from letterchunk.cli.run import add_llm_options, execute
 
 EXAMPLES = """\
 Examples:
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..pipeline import enrich_dir
+    from letterchunk.runner.pipeline import enrich_dir
 
     return execute(
         args, lambda client, options, hooks: enrich_dir(args.dir, client, options, hooks)

@@ -275,7 +275,7 @@ class RichReporter(Reporter):
 
 def progress_interval() -> float:
     """Seconds between plain progress lines: ``LETTERCHUNK_PROGRESS_INTERVAL`` or 30."""
-    from ..errors import ConfigError
+    from letterchunk.errors import ConfigError
 
     raw = os.environ.get(ENV_INTERVAL, "").strip()
     if not raw:

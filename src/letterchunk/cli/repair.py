@@ -13,7 +13,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from . import EXIT_INVALID, EXIT_OK, HelpFormatter
+from letterchunk.cli import EXIT_INVALID, EXIT_OK, HelpFormatter
 
 EXAMPLES = """\
 Examples:
@@ -27,7 +27,7 @@ Examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from .run import add_llm_options
+    from letterchunk.cli.run import add_llm_options
 
     p = sub.add_parser(
         "repair",
@@ -57,10 +57,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..client import backend_configured
-    from ..lock import folder_lock
-    from ..repair import refuse_unusable, repair_file
-    from .run import llm_client
+    from letterchunk.cli.run import llm_client
+    from letterchunk.llm.connect import backend_configured
+    from letterchunk.repair.core import refuse_unusable, repair_file
+    from letterchunk.runner.lock import folder_lock
 
     refuse_unusable(args.file)  # exit 2 as `validate` would, before any server starts
     use_llm = not args.no_llm and (backend_configured() or args.cache == "offline")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import EXIT_OK, HelpFormatter
+from letterchunk.cli import EXIT_OK, HelpFormatter
 
 EXAMPLES = """\
 Examples:
@@ -45,8 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import InputError
-    from ..report import build_html
+    from letterchunk.errors import InputError
+    from letterchunk.report.core import build_html
 
     folder = Path(args.dir)
     if not folder.is_dir():

@@ -16,7 +16,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from ..client import (
+from letterchunk.cli import EXIT_INVALID, EXIT_OK, HelpFormatter, _limits
+from letterchunk.llm.connect import (
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT_S,
     EMBEDDED_TIMEOUT_S,
@@ -24,7 +25,6 @@ from ..client import (
     ENV_RETRIES,
     ENV_TIMEOUT,
 )
-from . import EXIT_INVALID, EXIT_OK, HelpFormatter, _limits
 
 EXAMPLES = """\
 Examples:
@@ -43,7 +43,7 @@ HOSTED_CONTEXT = 128_000  # gpt-4o-mini and most hosted models; set --context-to
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..install import pip_install
+    from letterchunk.install import pip_install
 
     p = sub.add_parser(
         "run",
@@ -140,8 +140,8 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
 
 
 def options_from(args: argparse.Namespace) -> Any:
-    from ..errors import ConfigError
-    from ..pipeline import RunOptions
+    from letterchunk.errors import ConfigError
+    from letterchunk.runner.pipeline import RunOptions
 
     if args.workers < 1 or args.max_attempts < 0:
         raise ConfigError("--workers must be >= 1 and --max-attempts >= 0")
@@ -166,7 +166,7 @@ def check_out_dir(folder: str | None) -> None:
     import tempfile
     from pathlib import Path
 
-    from ..errors import ConfigError
+    from letterchunk.errors import ConfigError
 
     if not folder:
         return
@@ -192,8 +192,8 @@ def check_out_dir(folder: str | None) -> None:
 
 def context_tokens(args: argparse.Namespace) -> int:
     """The model's context window: --context-tokens, env, the embedded server's, or an API's."""
-    from ..client import backend_configured
-    from ..llm import _env_number
+    from letterchunk.llm.client import _env_number
+    from letterchunk.llm.connect import backend_configured
 
     value = getattr(args, "context_tokens", None)
     if value is None:
@@ -201,7 +201,7 @@ def context_tokens(args: argparse.Namespace) -> int:
     if value is None:
         if backend_configured():
             return HOSTED_CONTEXT
-        from .. import backend
+        from letterchunk.llm import backend
 
         value = backend._server_from_env(dict(os.environ)).ctx_size
     return int(value)
@@ -210,7 +210,7 @@ def context_tokens(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def llm_client(args: argparse.Namespace) -> Iterator[Any]:
     """An LLMClient with cache, on the configured API or the embedded server (stopped after)."""
-    from ..client import open_client
+    from letterchunk.llm.connect import open_client
 
     with open_client(
         model=args.model,
@@ -245,9 +245,9 @@ def report_violations(outcomes: list) -> int:
 
 def execute(args: argparse.Namespace, job: Any) -> int:
     """Run ``job(client, options, hooks)`` with a client, progress on stderr and one summary."""
-    from ..lock import folder_lock
-    from ..pipeline import Hooks
-    from .progress import make_reporter, summary_lines
+    from letterchunk.cli.progress import make_reporter, summary_lines
+    from letterchunk.runner.lock import folder_lock
+    from letterchunk.runner.pipeline import Hooks
 
     options = options_from(args)
     # `run --out` is created; `enrich DIR` is written in place (a missing DIR is its own error)
@@ -289,8 +289,8 @@ def execute(args: argparse.Namespace, job: Any) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..letters import find_letters
-    from ..pipeline import run_paths
+    from letterchunk.runner.layout import find_letters
+    from letterchunk.runner.pipeline import run_paths
 
     def skipped(path: Any) -> None:
         if not args.quiet:

@@ -16,13 +16,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import InputError
-from ..io import atomic_write_lines, atomic_write_text
-from ..letters import find_letters
-from ..schema import dump_chunk
-from ..segment import load_letters, segment_letter
-from ..validate import max_chunk_tokens
-from . import HelpFormatter
+from letterchunk.cli import HelpFormatter
+from letterchunk.contract.schema import dump_chunk
+from letterchunk.contract.validate import max_chunk_tokens
+from letterchunk.errors import InputError
+from letterchunk.io import atomic_write_lines, atomic_write_text
+from letterchunk.runner.layout import find_letters
+from letterchunk.text.segment import load_letters, segment_letter
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"letterchunk: skipping {path}: not a letter (*.txt)", file=sys.stderr)
 
     files = find_letters(args.paths, on_skip=skipped)  # a bad path fails before DIR is touched
-    from ..lock import folder_lock
+    from letterchunk.runner.lock import folder_lock
 
     with folder_lock(args.out):  # one letterchunk process per output folder
         return _segment(args, files)

@@ -16,9 +16,9 @@ import argparse
 import json
 import sys
 
-from ..schema import json_schema_text
-from ..validate import RULES, STAGES, validate_paths
-from . import EXIT_INVALID, EXIT_OK, EXIT_USAGE, HelpFormatter, err
+from letterchunk.cli import EXIT_INVALID, EXIT_OK, EXIT_USAGE, HelpFormatter, err
+from letterchunk.contract.schema import json_schema_text
+from letterchunk.contract.validate import RULES, STAGES, validate_paths
 
 EXAMPLES = """\
 Examples:

@@ -29,9 +29,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .io import atomic_write_text
-from .redact import redact
+from letterchunk.errors import ConfigError
+from letterchunk.io import atomic_write_text
+from letterchunk.redact import redact
 
 __all__ = [
     "ModelPrice",

@@ -17,8 +17,8 @@ from itertools import accumulate
 
 import tiktoken
 
-from .errors import ConfigError
-from .install import pip_install
+from letterchunk.errors import ConfigError
+from letterchunk.install import pip_install
 
 __all__ = ["encoding", "count_tokens", "SpanCounter", "span_counter", "clear_memos", "O200K_SHA256"]
 

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from .errors import CacheMiss, ConfigError
+from letterchunk.errors import CacheMiss, ConfigError
 
 __all__ = ["CacheMode", "CachedAnswer", "ResponseCache", "cache_key", "DEFAULT_CACHE_DIR"]
 

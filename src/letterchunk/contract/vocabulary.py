@@ -15,8 +15,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from .errors import ConfigError
-from .resources import resource_path
+from letterchunk.errors import ConfigError
+from letterchunk.resources import resource_path
 
 __all__ = ["load_concepts", "load_cues", "CONCEPTS_FILE"]
 

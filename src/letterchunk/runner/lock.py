@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import ConfigError, FolderLocked
+from letterchunk.errors import ConfigError, FolderLocked
 
 __all__ = ["LOCK_NAME", "folder_lock"]
 

@@ -43,7 +43,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from .io import append_lines, atomic_write_text, read_json_objects
+from letterchunk.io import append_lines, atomic_write_text, read_json_objects
 
 __all__ = [
     "HTML_NAME",
@@ -322,8 +322,8 @@ def evidence_marks(content: str, quotes: dict[str, list[str]]) -> list[list]:
 
 
 def _rules() -> dict[str, dict]:
-    from .repair import RESPONSE_RULES
-    from .validate import RULES
+    from letterchunk.contract.validate import RULES
+    from letterchunk.repair.core import RESPONSE_RULES
 
     out: dict[str, dict] = {}
     for code, entry in RULES.items():
@@ -355,7 +355,7 @@ def _file_checks(path: Path, written: list[dict]) -> tuple[str, dict[str, list[d
 
     Stage ``enriched`` once any chunk has a summary, else ``segmented``.
     """
-    from .validate import validate_path
+    from letterchunk.contract.validate import validate_path
 
     enriched = any((c.get("metadata") or {}).get("contextual_summary") for c in written)
     stage: Literal["segmented", "enriched"] = "enriched" if enriched else "segmented"
@@ -579,7 +579,8 @@ def _json_for_script(data: Any) -> str:
 
 
 def _template() -> str:
-    return (resources.files("letterchunk") / "templates" / HTML_NAME).read_text(encoding="utf-8")
+    template = resources.files("letterchunk.report") / "templates" / HTML_NAME
+    return template.read_text(encoding="utf-8")
 
 
 def build_html(out_dir: str | Path, path: str | Path | None = None) -> Path:

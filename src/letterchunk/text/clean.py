@@ -47,7 +47,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import InputError
+from letterchunk.errors import InputError
 
 __all__ = [
     "CleanedLetter",

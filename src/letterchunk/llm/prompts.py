@@ -18,7 +18,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from .errors import ConfigError
+from letterchunk.errors import ConfigError
 
 __all__ = ["render", "prompt_hash", "prompts_dir", "template_names"]
 
@@ -29,7 +29,7 @@ _ANCHOR = "enrich_system"
 
 def prompts_dir() -> Path:
     """The folder that holds the prompt templates."""
-    from .resources import resource_path
+    from letterchunk.resources import resource_path
 
     # resource_path locates files; the enrichment system prompt anchors the folder
     return resource_path("prompts", f"{_ANCHOR}{_SUFFIX}").parent

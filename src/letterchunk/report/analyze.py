@@ -37,10 +37,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import InputError
-from .io import read_json_objects
-from .report import runs_by_chunk
-from .schema import Chunk
+from letterchunk.contract.schema import Chunk
+from letterchunk.errors import InputError
+from letterchunk.io import read_json_objects
+from letterchunk.report.core import runs_by_chunk
 
 __all__ = [
     "analyze_dir",

@@ -19,7 +19,8 @@ When the attempts run out the chunk is never returned half-fixed: ``on_failure="
 Transport faults (429, 5xx, timeouts, resets) are retried inside ``LLMClient.complete`` and never
 count as repair attempts; when they are exhausted its ``BackendError`` propagates unchanged.
 
-Every attempt produces one report record (:func:`letterchunk.report.RepairReport` appends them to
+Every attempt produces one report record (:class:`letterchunk.report.core.RepairReport` appends
+them to
 ``DIR/YYYY.report.jsonl``, each with the ``run_id`` of the run)::
 
     {"chunk_id", "letter_year", "attempt", "kind": "enrich"|"reask"|"file"|"check",
@@ -44,10 +45,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from .errors import LetterchunkError, RepairExhausted
-from .redact import redact_obj
-from .schema import Chunk
-from .tokens import count_tokens
+from letterchunk.contract.schema import Chunk
+from letterchunk.errors import LetterchunkError, RepairExhausted
+from letterchunk.redact import redact_obj
+from letterchunk.text.tokens import count_tokens
 
 __all__ = [
     "Change",
@@ -127,7 +128,7 @@ def rule_kind(code: str) -> str:
     """``kind`` of a rule code: mechanical / semantic / corpus / input (response.* are semantic)."""
     if code in RESPONSE_RULES:
         return "semantic"
-    from .validate import RULES
+    from letterchunk.contract.validate import RULES
 
     entry = RULES.get(code)
     return entry[2] if entry else "semantic"
@@ -229,7 +230,7 @@ def _fix_exception(d: dict, ctx: Any) -> dict:
 def _fix_concepts(d: dict, ctx: Any) -> dict:
     vocabulary = getattr(ctx, "vocabulary", None)
     if vocabulary is None:
-        from .vocabulary import load_concepts
+        from letterchunk.contract.vocabulary import load_concepts
 
         vocabulary = load_concepts()
     by_key = {_concept_key(c): c for c in vocabulary}
@@ -343,7 +344,7 @@ def normalize_record(raw: Any) -> tuple[dict, list[Change]]:
     recorded as a Change, so nothing is dropped silently.  Fields that cannot be derived stay
     missing and the schema error names them.
     """
-    from .schema import Metadata
+    from letterchunk.contract.schema import Metadata
 
     if not isinstance(raw, dict):
         return raw, []
@@ -426,7 +427,7 @@ def normalize_record(raw: Any) -> tuple[dict, list[Change]]:
 
 
 def _enrichment_model() -> type[BaseModel]:
-    from .enrich import Enrichment
+    from letterchunk.enrich.core import Enrichment
 
     return Enrichment
 
@@ -434,7 +435,7 @@ def _enrichment_model() -> type[BaseModel]:
 def _field_map() -> dict[str, list[str]]:
     """metadata / sidecar path -> response fields that fill it (``enrich.FIELDS``,
     ``EVIDENCE_FIELDS``)."""
-    from . import enrich
+    from letterchunk.enrich import core as enrich
 
     out: dict[str, list[str]] = {}
     for name, target in getattr(enrich, "FIELDS", {}).items():
@@ -564,7 +565,7 @@ def partial_model(
     ``exclude`` maps a field to values the validator rejected: they leave that field's enums
     (``enrich.without_choices``), so a grammar cannot offer the same rejected answer again.
     """
-    from .enrich import without_choices
+    from letterchunk.enrich.core import without_choices
 
     model = model or _enrichment_model()
     # (annotation, FieldInfo) keeps the per-chunk narrowing (enums over the vocabulary, the
@@ -588,7 +589,7 @@ def reask_messages(
 
     Pure: the caller's list and dicts are never touched (instructor once mutated them).
     """
-    from .prompts import render
+    from letterchunk.llm.prompts import render
 
     lines = []
     for v in violations:
@@ -607,7 +608,7 @@ def reask_messages(
 
 def response_violation(completion: Any, chunk_id: str) -> Any:
     """A pseudo-violation for an answer that came back without a usable value."""
-    from .validate import Violation
+    from letterchunk.contract.validate import Violation
 
     error = (getattr(completion, "error", None) or "").strip()
     low = error.lower()
@@ -638,7 +639,7 @@ def response_violation(completion: Any, chunk_id: str) -> Any:
 
 def _with_evidence(context: Any, chunk_id: str, record: dict | None) -> Any:
     if context is None:
-        from .validate import LetterContext
+        from letterchunk.contract.validate import LetterContext
 
         context = LetterContext()
     evidence = dict(getattr(context, "evidence", None) or {})
@@ -657,7 +658,7 @@ def check(
     Returns the (possibly fixed) chunk, the code's changes, the error-level violations left, and
     the error-level violations found before the fixes (what the report counts).
     """
-    from .validate import validate_chunk
+    from letterchunk.contract.validate import validate_chunk
 
     ctx = _with_evidence(context, chunk.chunk_id, evidence)
     found = errors = _errors(validate_chunk(chunk, stage="enriched", context=ctx))
@@ -705,13 +706,13 @@ def repair_enriched(
     ``complete(messages, response_model, *, chunk_id) -> Completion``.
     ``max_attempts`` bounds the *re-asks* (model calls after the first).  ``source`` overrides
     the "live" label of answers (e.g. "cassette" under vcrpy replay).  Records go to
-    ``report.add(records)`` (a :class:`letterchunk.report.RepairReport`) before anything is
+    ``report.add(records)`` (a :class:`letterchunk.report.core.RepairReport`) before anything is
     raised, and travel on the result (and on ``RepairExhausted.records``).
 
     An answer that fails the response schema is salvaged field by field: fields that validate
     are kept, and only the others are asked again.
     """
-    from .enrich import apply_enrichment, evidence_record
+    from letterchunk.enrich.core import apply_enrichment, evidence_record
 
     if max_attempts < 0:
         raise ValueError("max_attempts must be >= 0")
@@ -936,7 +937,7 @@ def _bad_fields(exc: ValidationError, model: type[BaseModel]) -> dict[str, str]:
 
 
 def _field_violation(code: str, fld: str | None, message: str, chunk_id: str) -> Any:
-    from .validate import Violation
+    from letterchunk.contract.validate import Violation
 
     text = f"{RESPONSE_RULES[code]}: {message}" if code in RESPONSE_RULES else message
     return Violation(code=code, severity="error", message=text[:500], chunk_id=chunk_id, field=fld)
@@ -945,7 +946,7 @@ def _field_violation(code: str, fld: str | None, message: str, chunk_id: str) ->
 def _default_model(chunk: Chunk, first: Any) -> type[BaseModel]:
     if getattr(first, "value", None) is not None:
         return type(first.value)
-    from .enrich import Enrichment, TableEnrichment
+    from letterchunk.enrich.core import Enrichment, TableEnrichment
 
     return TableEnrichment if chunk.metadata.chunk_tier == 3 else Enrichment
 
@@ -982,7 +983,7 @@ def enrich_chunk(
 
     ``prompt_ctx`` is an ``enrich.PromptContext``, ``context`` a ``validate.LetterContext``.
     """
-    from .enrich import build_messages, response_model_for
+    from letterchunk.enrich.core import build_messages, response_model_for
 
     model = response_model_for(chunk, prompt_ctx)
     messages = build_messages(chunk, prompt_ctx)
@@ -1031,8 +1032,8 @@ class FileRepair:
 def refuse_unusable(path: str | Path) -> None:
     """Raise InputError when ``validate`` would call ``path`` unusable (missing, empty, binary,
     not a chunk JSONL file): the same verdict, from the same checks, before anything is done."""
-    from .errors import InputError
-    from .validate import validate_paths
+    from letterchunk.contract.validate import validate_paths
+    from letterchunk.errors import InputError
 
     fatal = validate_paths([path], stage="segmented").fatal
     if fatal:
@@ -1075,7 +1076,7 @@ def _answer_from_chunk(chunk: Chunk, evidence: dict | None, model: type[BaseMode
 
 def _existing_answer(chunk: Chunk, evidence: dict | None, model: type[BaseModel]) -> Any:
     """A Completion standing for "what the file already says" (no request, no tokens)."""
-    from .llm import Completion, Usage
+    from letterchunk.llm.client import Completion, Usage
 
     return Completion(
         value=None,
@@ -1105,19 +1106,24 @@ def repair_file(
     ``X.report.jsonl`` beside ``X.jsonl``.  With ``on_failure="halt"`` an exhausted chunk raises
     RepairExhausted before anything is rewritten (the report is still written).
     """
-    from .enrich import (
+    from letterchunk.contract.validate import (
+        LetterContext,
+        read_evidence,
+        validate_chunk,
+        validate_paths,
+    )
+    from letterchunk.contract.vocabulary import load_concepts
+    from letterchunk.enrich.core import (
         Enrichment,
         PromptContext,
         TableEnrichment,
         build_messages,
         response_model_for,
     )
-    from .errors import InputError
-    from .io import atomic_write_lines
-    from .llm import Usage
-    from .report import RepairReport, report_path
-    from .validate import LetterContext, read_evidence, validate_chunk, validate_paths
-    from .vocabulary import load_concepts
+    from letterchunk.errors import InputError
+    from letterchunk.io import atomic_write_lines
+    from letterchunk.llm.client import Usage
+    from letterchunk.report.core import RepairReport, report_path
 
     path = Path(path)
     refuse_unusable(path)
@@ -1193,7 +1199,7 @@ def repair_file(
 
     out_lines: list[str] = []
     new_evidence = dict(evidence)
-    from .schema import dump_chunk
+    from letterchunk.contract.schema import dump_chunk
 
     try:
         for _n, line, chunk, shape_changes in parsed:

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from .errors import ConfigError
+from letterchunk.errors import ConfigError
 
 __all__ = [
     "BudgetSettings",

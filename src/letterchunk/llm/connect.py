@@ -1,5 +1,5 @@
 """One place that turns options and the environment into a ready
-:class:`~letterchunk.llm.LLMClient`.
+:class:`~letterchunk.llm.client.LLMClient`.
 
 Backend choice:
 
@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from .cache import DEFAULT_CACHE_DIR, ResponseCache
-from .llm import LLMClient, LLMSettings
-from .prompts import prompt_hash
+from letterchunk.llm.cache import DEFAULT_CACHE_DIR, ResponseCache
+from letterchunk.llm.client import LLMClient, LLMSettings
+from letterchunk.llm.prompts import prompt_hash
 
 __all__ = [
     "DEFAULT_RETRIES",
@@ -59,7 +59,7 @@ def transport_settings(
 ) -> dict[str, Any]:
     """Timeout and transport retries: the argument, then the environment, then the default for
     this backend (the embedded model on a CPU gets a longer timeout)."""
-    from .llm import _env_number
+    from letterchunk.llm.client import _env_number
 
     env = dict(os.environ)
     if timeout_s is None:
@@ -108,7 +108,7 @@ def open_client(
         if not embedded:
             llm_settings = LLMSettings.from_env(model=model, mode=mode, **settings)
         else:
-            from . import backend
+            from letterchunk.llm import backend
 
             if cache == "offline":  # answers come from the cache only: start nothing
                 base_url = backend.OFFLINE_URL

@@ -1,8 +1,8 @@
-"""Rule-based pre-segmenter: a :class:`~letterchunk.clean.CleanedLetter` -> canonical chunks.
+"""Rule-based pre-segmenter: a :class:`~letterchunk.text.clean.CleanedLetter` -> canonical chunks.
 
 Pipeline (deterministic; no LLM):
 
-1. :func:`letterchunk.blocks.detect_blocks` finds paragraphs, headers, tables, lists,
+1. :func:`letterchunk.text.blocks.detect_blocks` finds paragraphs, headers, tables, lists,
    separators, salutations and sign-offs.
 2. **Sections.**  A new semantic section starts at every header, at every table with a
    detached caption, at every asterisk separator (the separator opens the new section), and at
@@ -36,7 +36,7 @@ Pipeline (deterministic; no LLM):
    header above it) to its interpretation (nearest paragraph after it, across directly
    following tables); adjacent tables share that span and so share one Tier-3 chunk whose
    ``table_data`` lists each.  ``table_data`` is parsed by
-   :func:`letterchunk.tables.parse_table`; the name is the caption, else the lead-in's last
+   :func:`letterchunk.text.tables.parse_table`; the name is the caption, else the lead-in's last
    sentence when it ends in a colon ("Here's the final scorecard for the bet"), else what the
    lead-in says the table shows ("We show below our 1985 yearend net holdings in marketable
    equities." -> "Our 1985 yearend net holdings in marketable equities"), else
@@ -49,7 +49,7 @@ Pipeline (deterministic; no LLM):
 Tier-1 chunks tile the letter: each spans its first block's first character to its last
 block's last character, so only whitespace lies between neighbours.  Token counts: one
 tokenizer pass per letter gives exact counts of any span
-(:class:`letterchunk.tokens.SpanCounter`) for the decisions and for each chunk's
+(:class:`letterchunk.text.tokens.SpanCounter`) for the decisions and for each chunk's
 ``token_count`` (equal to ``count_tokens(content)``).
 """
 
@@ -61,12 +61,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .blocks import Block, detect_blocks
-from .clean import UNKNOWN_DATE, CleanedLetter, load_letter
-from .errors import InputError
-from .schema import Chunk, Metadata, SourceSpan, TableData, TemporalReferences
-from .tables import parse_table
-from .tokens import SpanCounter, span_counter
+from letterchunk.contract.schema import Chunk, Metadata, SourceSpan, TableData, TemporalReferences
+from letterchunk.errors import InputError
+from letterchunk.text.blocks import Block, detect_blocks
+from letterchunk.text.clean import UNKNOWN_DATE, CleanedLetter, load_letter
+from letterchunk.text.tables import parse_table
+from letterchunk.text.tokens import SpanCounter, span_counter
 
 __all__ = [
     "UNTITLED",
@@ -115,7 +115,7 @@ class _Unit:
 
 def load_letters(paths: Iterable[Path]) -> Iterator[tuple[Path, CleanedLetter | InputError]]:
     """``load_letter`` over ``paths`` in order, one letter ahead: while the caller segments a
-    letter, the tokenizer pass over the next one (:func:`letterchunk.tokens.span_counter`, in a
+    letter, the tokenizer pass over the next one (:func:`letterchunk.text.tokens.span_counter`, in a
     worker thread) is already running.  A letter that cannot be used comes as its
     :class:`InputError`, so the caller can report it and go on."""
     ahead: tuple[Path, CleanedLetter | InputError] | None = None

@@ -79,7 +79,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from .schema import (
+from letterchunk.contract.schema import (
     Chunk,
     CrossReferences,
     Entities,
@@ -89,7 +89,7 @@ from .schema import (
     TableData,
     TemporalReferences,
 )
-from .tokens import count_tokens, span_counter
+from letterchunk.text.tokens import count_tokens, span_counter
 
 __all__ = [
     "Violation",
@@ -536,7 +536,7 @@ class _Ctx:
         self.cleaned = context.cleaned_text
         vocab = context.vocabulary
         if vocab is None:
-            from .vocabulary import load_concepts
+            from letterchunk.contract.vocabulary import load_concepts
 
             vocab = load_concepts()
         self.vocab = vocab
@@ -1521,7 +1521,7 @@ def _validate_letter(
 def _token_counts(chunks: Sequence[Chunk], cleaned: str | None) -> list[int]:
     """``count_tokens(chunk.content)`` for every chunk.  A chunk whose span holds its content in
     the cleaned text is counted from one tokenizer pass over that text (exact: see
-    :class:`letterchunk.tokens.SpanCounter`); any other chunk is encoded on its own."""
+    :class:`letterchunk.text.tokens.SpanCounter`); any other chunk is encoded on its own."""
     spans: list[tuple[int, int] | None] = []
     for chunk in chunks:
         s = chunk.metadata.source_span

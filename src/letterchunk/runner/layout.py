@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from .errors import ConfigError, InputError
+from letterchunk.errors import ConfigError, InputError
 
 __all__ = ["LETTER_SUFFIX", "find_letters"]
 

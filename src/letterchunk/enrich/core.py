@@ -4,7 +4,7 @@ The LLM answers a small response model (:class:`Enrichment` for Tier-1/2 narrati
 :class:`TableEnrichment` for Tier-3 table chunks) that holds *only* fields needing judgement plus
 verbatim evidence.  Everything mechanical — ids, spans, counts, tiers, parent/child links, table
 columns/rows, ``primary_year`` — stays as the segmenter computed it; :func:`apply_enrichment`
-copies the answer into a new :class:`~letterchunk.schema.Chunk` and touches nothing else.
+copies the answer into a new :class:`~letterchunk.contract.schema.Chunk` and touches nothing else.
 
 Per chunk the model is narrowed by :func:`response_model_for` so that the server's JSON-schema
 grammar (llama-server turns ``response_format`` into a grammar) already rules out answers the
@@ -14,7 +14,7 @@ an enum over its sentences (these three only with ``PromptContext.grounded_choic
 ``related_sections_same_letter`` an enum over the letter's own section titles,
 ``comparison_years`` an enum over the years written in the chunk, list lengths are capped, and
 ``section_title`` is only asked for when the segmenter could not find one
-(:data:`letterchunk.segment.UNTITLED`).  Every candidate list passes the validator's own
+(:data:`letterchunk.text.segment.UNTITLED`).  Every candidate list passes the validator's own
 predicate (``validate.entity_found``, ``quote_problem``, ``years_in``,
 ``section_reference_problem``, ``concept_known``) before it becomes an enum, so nothing the
 grammar offers can be rejected; ``related_years`` carries the validator's year range, and under
@@ -24,7 +24,8 @@ Cues, computed by code (a 1.5B model left to itself tagged almost every chunk wi
 three concepts of the alphabetical vocabulary, and never tagged a confession):
 
 * **Concepts** — ``schemas/buffett_concepts.json`` maps each concept to textual cues
-  (:func:`letterchunk.vocabulary.load_cues`; the concept's own name always counts as a cue).  A
+  (:func:`~letterchunk.contract.vocabulary.load_cues`; the concept's own name always counts as
+  a cue).  A
   cue matches case-insensitively at the start of a word ("repurchas" matches "repurchased").
   :func:`cued_concepts` orders the cued concepts by number of cue hits (ties: vocabulary order).
   With a grammar (``grounded_choices``) the model may choose *only* among them, and must answer
@@ -59,8 +60,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
-from . import prompts
-from .schema import (
+from letterchunk.contract.schema import (
     Chunk,
     CrossReferences,
     Entities,
@@ -70,7 +70,7 @@ from .schema import (
     TableData,
     TemporalReferences,
 )
-from .validate import (
+from letterchunk.contract.validate import (
     RELATED_YEAR_RANGE,
     concept_known,
     entity_found,
@@ -80,6 +80,7 @@ from .validate import (
     section_reference_problem,
     years_in,
 )
+from letterchunk.llm import prompts
 
 __all__ = [
     "UNTITLED",
@@ -109,7 +110,7 @@ __all__ = [
 ]
 
 try:  # the segmenter owns the constant; keep a fallback so this module imports alone
-    from .segment import UNTITLED
+    from letterchunk.text.segment import UNTITLED
 except ImportError:  # pragma: no cover
     UNTITLED = "Untitled section"
 
@@ -268,7 +269,7 @@ class PromptContext:
         vocab = load_vocabulary() if vocabulary is None else vocabulary
         titles = tuple(dict.fromkeys(t for t in section_titles if t and t != UNTITLED))
         if cues is None:
-            from .vocabulary import load_cues
+            from letterchunk.contract.vocabulary import load_cues
 
             cues = load_cues()
         # sorted: a frozenset's iteration order changes with PYTHONHASHSEED, and the prompt
@@ -285,7 +286,7 @@ class PromptContext:
 
 def load_vocabulary() -> frozenset[str]:
     """The controlled ``buffett_concepts`` vocabulary (``vocabulary.load_concepts``)."""
-    from .vocabulary import load_concepts
+    from letterchunk.contract.vocabulary import load_concepts
 
     return load_concepts()
 

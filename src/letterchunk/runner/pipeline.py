@@ -22,7 +22,7 @@
 Invariants:
 
 * Exactly one ``LLMClient.complete`` call per chunk when its first answer validates; the repair
-  loop (:mod:`letterchunk.repair`) adds re-asks only for invalid answers.
+  loop (:mod:`letterchunk.repair.core`) adds re-asks only for invalid answers.
 * An invalid enrichment is never written, and no chunk is ever dropped: a chunk that was not
   (validly) enriched — skipped, halted on, cancelled by a halt / budget stop / Ctrl-C, or not
   reached — stays in ``YYYY.jsonl`` exactly as segmented, so the file always validates at
@@ -53,7 +53,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .enrich import (
+from letterchunk.contract.schema import Chunk, dump_chunk
+from letterchunk.enrich.core import (
     UNTITLED,
     PromptContext,
     apply_enrichment,
@@ -61,11 +62,10 @@ from .enrich import (
     evidence_record,
     response_model_for,
 )
-from .errors import InputError
-from .io import atomic_write_lines, atomic_write_text
-from .repair import OnFailure
-from .report import RepairReport, new_run_id
-from .schema import Chunk, dump_chunk
+from letterchunk.errors import InputError
+from letterchunk.io import atomic_write_lines, atomic_write_text
+from letterchunk.repair.core import OnFailure
+from letterchunk.report.core import RepairReport, new_run_id
 
 __all__ = [
     "RunOptions",
@@ -175,7 +175,7 @@ class LetterJob:
 
 
 def _usage_zero() -> Any:
-    from .llm import Usage
+    from letterchunk.llm.client import Usage
 
     return Usage()
 
@@ -213,7 +213,7 @@ def enrich_one(chunk: Chunk, job: LetterJob, client: Any, options: RunOptions) -
 
     Pure with respect to shared state (safe to run in a pool): reads ``job``, returns a result.
     """
-    from .validate import validate_chunk
+    from letterchunk.contract.validate import validate_chunk
 
     messages = build_messages(chunk, job.prompt)
     model = response_model_for(chunk, job.prompt)
@@ -262,7 +262,7 @@ def _repair(
     fields) and either returns a valid chunk or, with ``on_failure="halt"``, raises
     RepairExhausted.
     """
-    from . import repair
+    from letterchunk.repair import core as repair
 
     result = repair.repair_enriched(
         chunk,
@@ -293,9 +293,9 @@ def _repair(
 def letter_job(
     year: int, cleaned_text: str, chunks: Sequence[Chunk], *, grounded_choices: bool = True
 ) -> LetterJob:
-    from .segment import section_titles
-    from .validate import LetterContext
-    from .vocabulary import load_concepts
+    from letterchunk.contract.validate import LetterContext
+    from letterchunk.contract.vocabulary import load_concepts
+    from letterchunk.text.segment import section_titles
 
     titles = [t for t in section_titles(list(chunks)) if t != UNTITLED]
     vocab = load_concepts()
@@ -393,7 +393,7 @@ def enrich_letter(
     cancelled, the letter as far as it got is put on the exception (``exc.partial``) and it
     propagates.
     """
-    from .validate import validate_letter
+    from letterchunk.contract.validate import validate_letter
 
     hooks = hooks or Hooks()
     kept = kept or {}
@@ -564,7 +564,7 @@ def _keep_earlier(
     """``chunks`` with each pending one replaced by its enriched twin already on disk."""
     if not paths["chunks"].is_file():
         return chunks, evidence
-    from .validate import read_evidence
+    from letterchunk.contract.validate import read_evidence
 
     try:
         earlier = {c.chunk_id: c for c in _read_chunks(paths["chunks"]) if _enriched(c)}
@@ -636,9 +636,9 @@ def run_paths(
 ) -> list[LetterOutcome]:
     """``letterchunk run``: every letter in ``paths`` (files, folders of ``*.txt``) -> ``out_dir``,
     in the given order."""
-    from .clean import load_letter
-    from .letters import find_letters
-    from .segment import segment_letter
+    from letterchunk.runner.layout import find_letters
+    from letterchunk.text.clean import load_letter
+    from letterchunk.text.segment import segment_letter
 
     hooks = hooks or Hooks()
     files = find_letters(paths)
@@ -667,8 +667,8 @@ def check_prompt_sizes(
     context_tokens: int,
 ) -> None:
     """Raise InputError naming the letter when a chunk's request (prompt + answer allowance,
-    counted as :func:`~letterchunk.llm.estimate_tokens` does) exceeds ``context_tokens``."""
-    from .llm import estimate_tokens
+    counted as :func:`~letterchunk.llm.client.estimate_tokens` does) exceeds ``context_tokens``."""
+    from letterchunk.llm.client import estimate_tokens
 
     job = letter_job(year, text, chunks, grounded_choices=_grammar_backed(client))
     max_tokens = int(getattr(getattr(client, "settings", None), "max_tokens", 0) or 0)
@@ -722,7 +722,7 @@ def enrich_dir(
     ``contextual_summary``) are asked, so a rerun finishes a letter a halted, skipped, capped or
     interrupted run left incomplete; a letter with nothing left to ask is skipped.
     """
-    from .validate import read_evidence
+    from letterchunk.contract.validate import read_evidence
 
     hooks = hooks or Hooks()
     folder = Path(out_dir)
