@@ -16,7 +16,7 @@ from letterchunk.cli import main
 from letterchunk.contract.schema import Chunk
 from letterchunk.contract.vocabulary import load_concepts
 from letterchunk.report.analyze import analyze_dir, distribution, render_text
-from letterchunk.report.core import RepairReport
+from letterchunk.report.records import AttemptRecord, RepairReport, ViolationNote
 from letterchunk.text.clean import load_letter
 from letterchunk.text.segment import segment_letter
 from rich_answers import rich_answer
@@ -159,51 +159,29 @@ def test_repairs_by_rule_from_the_report_files(enriched, tmp_path):
         if not p.name.endswith(".report.jsonl"):
             (folder / p.name).write_bytes(p.read_bytes())
 
-    def v(code: str, fixed: bool) -> dict[str, object]:
-        return {
-            "code": code,
-            "field": "x",
-            "message": "m",
-            "severity": "error",
-            "rule_kind": "semantic",
-            "fixed": fixed,
-        }
+    def v(code: str, fixed: bool) -> ViolationNote:
+        return ViolationNote(code, "x", "m", "error", "semantic", fixed)
+
+    def rec(chunk_id: str, attempt: int, kind, outcome, *violations) -> AttemptRecord:
+        year = int(chunk_id[:4])
+        return AttemptRecord(chunk_id, year, attempt, kind, outcome, violations=violations)
 
     RepairReport.for_letter(folder, 1977).add(
         [
-            {
-                "chunk_id": "1977-S1-T1-001",
-                "attempt": 1,
-                "kind": "enrich",
-                "outcome": "retry",
-                "violations": [v("evidence.not_found", False), v("concept.case", True)],
-            },
-            {
-                "chunk_id": "1977-S1-T1-001",
-                "attempt": 2,
-                "kind": "reask",
-                "outcome": "repaired",
-                "violations": [],
-            },
-            {
-                "chunk_id": "1977-S2-T1-001",
-                "attempt": 1,
-                "kind": "enrich",
-                "outcome": "valid",
-                "violations": [],
-            },
+            rec(
+                "1977-S1-T1-001",
+                1,
+                "enrich",
+                "retry",
+                v("evidence.not_found", False),
+                v("concept.case", True),
+            ),
+            rec("1977-S1-T1-001", 2, "reask", "repaired"),
+            rec("1977-S2-T1-001", 1, "enrich", "valid"),
         ]
     )
     RepairReport.for_letter(folder, 1978).add(
-        [
-            {
-                "chunk_id": "1978-S3-T1-001",
-                "attempt": 1,
-                "kind": "enrich",
-                "outcome": "failed",
-                "violations": [v("evidence.not_found", False)],
-            },
-        ]
+        [rec("1978-S3-T1-001", 1, "enrich", "failed", v("evidence.not_found", False))]
     )
     rep = analyze_dir(folder)["repairs"]
     assert rep["by_rule"] == {

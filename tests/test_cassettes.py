@@ -118,7 +118,7 @@ def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
     assert outcome.failed == []
     assert len(cassette) == sum(o.calls for o in outcome.outcomes)
     for o in outcome.outcomes:  # exactly one request for a chunk the repair loop left alone
-        reasked = any(r.get("kind") == "reask" for r in o.records)
+        reasked = any(r.kind == "reask" for r in o.records)
         assert o.calls == 1 or reasked, o.chunk_id
 
     errors = [v for v in validate_path(out, stage="enriched") if v.severity == "error"]

@@ -18,15 +18,15 @@ from letterchunk.contract.validate import LetterContext, Violation, validate_chu
 from letterchunk.enrich.core import PromptContext, build_messages, response_model_for
 from letterchunk.errors import RepairExhausted
 from letterchunk.llm.client import LLMClient, LLMSettings
-from letterchunk.repair.core import (
+from letterchunk.repair.fixers import mechanical_fixes
+from letterchunk.repair.normalise import normalize_record
+from letterchunk.repair.reask import (
     fields_for,
-    mechanical_fixes,
-    normalize_record,
     partial_model,
     reask_messages,
     repair_enriched,
 )
-from letterchunk.report.core import RepairReport
+from letterchunk.report.records import AttemptRecord, RepairReport
 
 VOCAB = frozenset(
     {"float economics", "circle of competence", "intrinsic value", "underwriting discipline"}
@@ -480,8 +480,8 @@ def test_grammar_mode_ungrounded_name_fails_the_schema_and_only_it_is_asked(good
     assert result.outcome == "repaired" and result.chunk.metadata.entities.people == [
         "Charlie Munger"
     ]
-    assert [v["code"] for v in result.records[0]["violations"]] == ["response.schema"]
-    assert result.records[0]["violations"][0]["field"] == "entities"
+    assert [v.code for v in result.records[0].violations] == ["response.schema"]
+    assert result.records[0].violations[0].field == "entities"
     body = server.chat_requests[1].body
     assert set(body["response_format"]["json_schema"]["schema"]["properties"]) == {"entities"}
     # the answer's other fields were kept from the first, schema-invalid answer
@@ -531,7 +531,7 @@ def test_exhausted_halts_with_the_records_and_skip_returns_nothing(good_letter, 
                 repair_enriched(chunk, **kwargs)
             assert err.value.chunk_id == S1 and err.value.attempts == 3
             assert {v.code for v in err.value.violations} == {"evidence.missing"}
-            assert [r["outcome"] for r in err.value.records] == ["retry", "retry", "failed"]
+            assert [r.outcome for r in err.value.records] == ["retry", "retry", "failed"]
         else:
             result = repair_enriched(chunk, **kwargs)
             assert result.outcome == "failed" and result.chunk is None and result.evidence is None
@@ -615,20 +615,23 @@ def test_repair_file_with_backend_reasks_only_the_failing_field(
 
 def test_write_letter_report_counts_every_chunk_and_the_halting_one(enriched_letter, tmp_path):
     from letterchunk.llm.client import Usage
-    from letterchunk.report.core import write_letter_report
+    from letterchunk.report.records import write_letter_report
     from letterchunk.runner.pipeline import ChunkOutcome, LetterOutcome
 
     live = ChunkOutcome(S1, enriched_letter.chunk(S1), {}, Usage(10, 2, 1), 1, 0)
     cached = ChunkOutcome(T3, enriched_letter.chunk(T3), {}, Usage(), 1, 1)
     halt = RepairExhausted("1987-S2-T1-001", 3, [], Usage(7, 1, 3))
     halt.records = [
-        {
-            "chunk_id": "1987-S2-T1-001",
-            "attempt": a,
-            "source": "live",
-            "usage": {"prompt_tokens": 7, "completion_tokens": 1},
-            "outcome": o,
-        }
+        AttemptRecord(
+            "1987-S2-T1-001",
+            1987,
+            a,
+            "enrich" if a == 1 else "reask",
+            o,
+            source="live",
+            prompt_tokens=7,
+            completion_tokens=1,
+        )
         for a, o in ((1, "retry"), (2, "retry"), (3, "failed"))
     ]
     outcome = LetterOutcome(1987, [live.chunk, cached.chunk], [live, cached], [])

@@ -25,14 +25,8 @@ from letterchunk.cli import main
 from letterchunk.contract.schema import Chunk
 from letterchunk.io import append_lines
 from letterchunk.report.analyze import analyze_dir
-from letterchunk.report.core import (
-    RepairReport,
-    build_html,
-    collect,
-    evidence_marks,
-    runs_by_chunk,
-    word_diff,
-)
+from letterchunk.report.html import build_html, collect, evidence_marks, word_diff
+from letterchunk.report.records import AttemptRecord, RepairReport, runs_by_chunk
 from rich_answers import rich_answer
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
@@ -483,12 +477,12 @@ def test_segment_only_folder_renders_chunks_and_validator_findings(tmp_path):
 def test_records_are_appended_as_whole_lines_after_a_torn_one(tmp_path):
     path = tmp_path / "1987.report.jsonl"
     one = RepairReport(path, run_id="run-1")
-    one.add([{"chunk_id": S1, "attempt": 1, "outcome": "valid"}])
+    one.add([AttemptRecord(S1, 1987, 1, "check", "valid")])
     with path.open("a", encoding="utf-8") as fh:  # a writer killed in the middle of a line
         fh.write('{"chunk_id": "1987-S2-T1-001", "attem')
     two = RepairReport(path)
-    two.add([{"chunk_id": S1, "attempt": 1, "outcome": "repaired"}])
-    two.records.append({"chunk_id": S2, "attempt": 1, "outcome": "failed"})
+    two.add([AttemptRecord(S1, 1987, 1, "check", "repaired")])
+    two.records.append(AttemptRecord(S2, 1987, 1, "check", "failed"))
     two.flush()
     two.flush()  # nothing new: nothing written twice
     lines = path.read_text(encoding="utf-8").splitlines()

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from letterchunk.llm.connect import CacheMode, open_client
-from letterchunk.repair.core import OnFailure
+from letterchunk.repair.reask import OnFailure
 from letterchunk.runner.layout import find_letters
 from letterchunk.runner.pipeline import Hooks, LetterOutcome, RunOptions, run_paths
 

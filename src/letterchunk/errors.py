@@ -12,15 +12,19 @@
     ├── CacheMiss                    offline-only cache mode and no cached answer; carries chunk_id
     ├── BudgetExceeded               --max-tokens-total / --max-cost would be passed
     └── RepairExhausted              a chunk still fails validation after the last attempt;
-                                     carries chunk_id, attempts, violations, usage
+                                     carries chunk_id, attempts, violations, usage, records
 
 The CLI maps each to a message and an exit code (see ``cli.py``); library code never exits.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # types only: the report records import nothing from here
+    from letterchunk.report.records import AttemptRecord
 
 __all__ = [
     "LetterchunkError",
@@ -36,6 +40,10 @@ __all__ = [
 
 class LetterchunkError(Exception):
     """Root of every error letterchunk raises on purpose."""
+
+    #: the repair report's records of the chunk being repaired when the error was raised (a
+    #: halt, or a lost backend or budget cap during a re-ask), so the report keeps them
+    records: Sequence[AttemptRecord] = ()
 
 
 class InputError(LetterchunkError):
@@ -80,12 +88,19 @@ class BudgetExceeded(LetterchunkError):
 
 
 class RepairExhausted(LetterchunkError):
-    def __init__(self, chunk_id: str, attempts: int, violations: list[Any], usage: Any) -> None:
+    def __init__(
+        self,
+        chunk_id: str,
+        attempts: int,
+        violations: list[Any],
+        usage: Any,
+        records: Sequence[AttemptRecord] = (),
+    ) -> None:
         self.chunk_id = chunk_id
         self.attempts = attempts
         self.violations = violations
         self.usage = usage
-        self.records: list[dict[str, Any]] = []  # the repair report's records, when repair raised
+        self.records = records
         rules = ", ".join(sorted({getattr(v, "code", str(v)) for v in violations})) or "?"
         # rules of kind corpus/mechanical/input are about the chunk itself, not the answer:
         # another attempt cannot fix them, so do not suggest one

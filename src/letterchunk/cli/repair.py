@@ -14,6 +14,10 @@ import sys
 from pathlib import Path
 
 from letterchunk.cli import EXIT_INVALID, EXIT_OK, HelpFormatter
+from letterchunk.cli.run import add_llm_options, llm_client
+from letterchunk.llm.connect import backend_configured
+from letterchunk.repair.job import refuse_unusable, repair_file
+from letterchunk.runner.lock import folder_lock
 
 EXAMPLES = """\
 Examples:
@@ -27,8 +31,6 @@ Examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from letterchunk.cli.run import add_llm_options
-
     p = sub.add_parser(
         "repair",
         help="fix an existing chunk file (mechanical fixes; LLM re-asks when a backend is set)",
@@ -57,11 +59,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from letterchunk.cli.run import llm_client
-    from letterchunk.llm.connect import backend_configured
-    from letterchunk.repair.core import refuse_unusable, repair_file
-    from letterchunk.runner.lock import folder_lock
-
     refuse_unusable(args.file)  # exit 2 as `validate` would, before any server starts
     use_llm = not args.no_llm and (backend_configured() or args.cache == "offline")
     with contextlib.ExitStack() as stack:

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 
 from letterchunk.cli import EXIT_OK, HelpFormatter
+from letterchunk.errors import InputError
+from letterchunk.report.html import build_html
 
 EXAMPLES = """\
 Examples:
@@ -45,9 +47,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from letterchunk.errors import InputError
-    from letterchunk.report.core import build_html
-
     folder = Path(args.dir)
     if not folder.is_dir():
         raise InputError(

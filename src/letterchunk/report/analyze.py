@@ -40,7 +40,7 @@ from pydantic import ValidationError
 from letterchunk.contract.schema import Chunk
 from letterchunk.errors import InputError
 from letterchunk.io import read_json_objects
-from letterchunk.report.core import runs_by_chunk
+from letterchunk.report.records import runs_by_chunk
 
 __all__ = [
     "analyze_dir",

@@ -22,7 +22,7 @@
 Invariants:
 
 * Exactly one ``LLMClient.complete`` call per chunk when its first answer validates; the repair
-  loop (:mod:`letterchunk.repair.core`) adds re-asks only for invalid answers.
+  loop (:mod:`letterchunk.repair.reask`) adds re-asks only for invalid answers.
 * An invalid enrichment is never written, and no chunk is ever dropped: a chunk that was not
   (validly) enriched — skipped, halted on, cancelled by a halt / budget stop / Ctrl-C, or not
   reached — stays in ``YYYY.jsonl`` exactly as segmented, so the file always validates at
@@ -64,8 +64,8 @@ from letterchunk.enrich.core import (
 )
 from letterchunk.errors import InputError
 from letterchunk.io import atomic_write_lines, atomic_write_text
-from letterchunk.repair.core import OnFailure
-from letterchunk.report.core import RepairReport, new_run_id
+from letterchunk.repair.reask import OnFailure, repair_enriched
+from letterchunk.report.records import AttemptRecord, RepairReport, new_run_id
 
 __all__ = [
     "RunOptions",
@@ -114,7 +114,7 @@ class ChunkOutcome:
     calls: int  # LLMClient.complete calls (1 on a clean answer)
     cache_hits: int  # calls answered from the cache
     violations: list[Any] = field(default_factory=list)  # error-level ones left when failed
-    records: list[dict] = field(default_factory=list)  # repair report records, one per attempt
+    records: list[AttemptRecord] = field(default_factory=list)  # repair report, one per attempt
     latency_s: float | None = None  # seconds of the one call of a chunk valid on first answer
 
     @property
@@ -262,9 +262,7 @@ def _repair(
     fields) and either returns a valid chunk or, with ``on_failure="halt"``, raises
     RepairExhausted.
     """
-    from letterchunk.repair import core as repair
-
-    result = repair.repair_enriched(
+    result = repair_enriched(
         chunk,
         messages=messages,
         first=first,

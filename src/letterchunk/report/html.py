@@ -1,26 +1,16 @@
-"""The repair report: ``DIR/YYYY.report.jsonl`` (one record per attempt) and ``DIR/report.html``.
+"""The report page: ``DIR/report.html``, one self-contained static page of an output folder.
 
-Writing.  :class:`RepairReport` APPENDS the records of one run to its JSONL file, whole lines
-at a time and fsynced, as each chunk finishes (:func:`letterchunk.io.append_lines`).  Nothing is
-ever overwritten: a cached rerun or a ``letterchunk repair`` adds its own records after those
-of the live run, so the tokens, latency and source of every run stay readable.  Every record
-carries the ``run_id`` of the run that wrote it (:func:`new_run_id`: UTC time, pid and a random
-suffix); an interrupted run leaves complete lines for the chunks it finished.
-
-Reading.  :func:`runs_by_chunk` groups a file's records by chunk and run, in file order: the
-last run of a chunk is its latest, the others are its history.
-
-The page.  :func:`build_html` turns an output folder into one self-contained static page: inline
-CSS and JS (the template is the package file ``templates/report.html``), no network.  It works
-for any output folder: chunk files ``X.jsonl`` (segmented or enriched), their evidence sidecars
+:func:`build_html` turns an output folder into one self-contained static page: inline CSS and
+JS (the template is the package file ``templates/report.html``), no network.  It works for any
+output folder: chunk files ``X.jsonl`` (segmented or enriched), their evidence sidecars
 ``X.evidence.jsonl``, the reports ``X.report.jsonl`` and the cleaned letters beside them.  The
-data travels as JSON inside the page; the page's script computes the totals (by outcome, letter,
-content type and rule), draws one card per chunk — its text with evidence quotes highlighted,
-what the LLM produced for it (summary, themes, concepts, content type and principles with their
-evidence, entities, cross references), its tables, what the validator says about the file now,
-the attempts of its latest run with tokens and latency, a word-level before/after diff of each
-change (computed here with :mod:`difflib`) and its earlier runs — and filters the cards by
-letter, rule, outcome and content type, also from the URL fragment
+data (:func:`collect`) travels as JSON inside the page; the page's script computes the totals
+(by outcome, letter, content type and rule), draws one card per chunk — its text with evidence
+quotes highlighted, what the LLM produced for it (summary, themes, concepts, content type and
+principles with their evidence, entities, cross references), its tables, what the validator
+says about the file now, the attempts of its latest run with tokens and latency, a word-level
+before/after diff of each change (computed here with :mod:`difflib`) and its earlier runs — and
+filters the cards by letter, rule, outcome and content type, also from the URL fragment
 (``report.html#letter=1977&outcome=failed&type=mistake_confession``), so filters can be linked
 and tested.  Nothing is inserted as HTML by the script: every text goes through
 ``textContent``, and the embedded JSON escapes ``<``, ``>`` and ``&``.
@@ -28,244 +18,35 @@ and tested.  Nothing is inserted as HTML by the script: every text goes through
 
 from __future__ import annotations
 
-import datetime as _dt
 import difflib
 import html
 import json
-import logging
-import os
 import re
-import secrets
-import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from letterchunk.io import append_lines, atomic_write_text, read_json_objects
+from letterchunk.contract.validate import RULES, validate_path
+from letterchunk.io import atomic_write_text
+from letterchunk.repair.reask import RESPONSE_RULES
+from letterchunk.report.records import (
+    REPORT_SUFFIX,
+    ChunkRun,
+    load_records,
+    read_jsonl,
+    runs_by_chunk,
+)
 
 __all__ = [
     "HTML_NAME",
-    "REPORT_SUFFIX",
-    "ChunkRun",
-    "RepairReport",
     "build_html",
-    "chunk_records",
     "collect",
     "evidence_marks",
-    "load_records",
-    "new_run_id",
-    "report_path",
-    "runs_by_chunk",
     "word_diff",
-    "write_letter_report",
 ]
 
-log = logging.getLogger(__name__)
-
-REPORT_SUFFIX = ".report.jsonl"
 EVIDENCE_SUFFIX = ".evidence.jsonl"
 HTML_NAME = "report.html"
-
-
-def report_path(chunk_file: str | Path) -> Path:
-    """``DIR/YYYY.jsonl`` -> ``DIR/YYYY.report.jsonl`` (any ``X.jsonl`` -> ``X.report.jsonl``)."""
-    p = Path(chunk_file)
-    stem = p.name.removesuffix(".jsonl")
-    return p.with_name(stem + REPORT_SUFFIX)
-
-
-def new_run_id() -> str:
-    """A fresh run id: ``20240501T120000Z-4242-9f1c`` (UTC time, pid, random suffix)."""
-    now = _dt.datetime.now(_dt.UTC)
-    return f"{now:%Y%m%dT%H%M%SZ}-{os.getpid()}-{secrets.token_hex(2)}"
-
-
-class RepairReport:
-    """The records one run adds to one ``X.report.jsonl``.
-
-    :meth:`add` appends records to the file at once (whole lines, fsynced); :meth:`flush`
-    appends those put straight into :attr:`records`.  Lines already in the file, from earlier
-    runs, are never touched.  Each record gets this run's ``run_id`` unless it has one, and
-    ``source`` relabels answers the HTTP layer calls "live" (e.g. "cassette" under vcrpy
-    replay).  Safe to share between the threads of one run.
-    """
-
-    def __init__(
-        self, path: str | Path, *, run_id: str | None = None, source: str | None = None
-    ) -> None:
-        self.path = Path(path)
-        self.run_id = run_id or new_run_id()
-        self.source = source
-        self.records: list[dict] = []
-        self._written = 0
-        self._lock = threading.RLock()
-
-    @classmethod
-    def for_letter(
-        cls, out_dir: str | Path, year: int, *, run_id: str | None = None, source: str | None = None
-    ) -> RepairReport:
-        return cls(Path(out_dir) / f"{year}{REPORT_SUFFIX}", run_id=run_id, source=source)
-
-    def add(self, records: Iterable[dict]) -> None:
-        with self._lock:
-            self.records.extend(records)
-            self.flush()
-
-    def flush(self) -> None:
-        with self._lock:
-            pending = [
-                {**r, "run_id": r.get("run_id") or self.run_id}
-                for r in self.records[self._written :]
-            ]
-            self.records[self._written :] = pending
-            append_lines(self.path, [json.dumps(r, ensure_ascii=False) for r in pending])
-            self._written = len(self.records)
-
-    def add_outcome(self, outcome: Any) -> None:
-        """The records of one finished pipeline ``ChunkOutcome``."""
-        self.add(chunk_records(outcome, source=self.source))
-
-    def chunk_hook(self, then: Callable[[Any], None] | None = None) -> Callable[[Any], None]:
-        """A ``Hooks.chunk_done`` that appends each finished chunk's records, then calls
-        ``then``."""
-
-        def done(outcome: Any) -> None:
-            self.add_outcome(outcome)
-            if then is not None:
-                then(outcome)
-
-        return done
-
-    @property
-    def usage(self) -> dict:
-        """Tokens over every attempt this run recorded."""
-        return {
-            "prompt_tokens": sum(r.get("usage", {}).get("prompt_tokens", 0) for r in self.records),
-            "completion_tokens": sum(
-                r.get("usage", {}).get("completion_tokens", 0) for r in self.records
-            ),
-        }
-
-
-def chunk_records(outcome: Any, year: int | None = None, source: str | None = None) -> list[dict]:
-    """Report records of one pipeline ``ChunkOutcome``.
-
-    A chunk whose first answer was valid never entered the repair loop and has no records of its
-    own; it gets one ``enrich`` record (usage, latency, source) so the totals count every chunk.
-    """
-    records = list(getattr(outcome, "records", None) or [])
-    if records:
-        return [_relabel(r, source) for r in records]
-    chunk = getattr(outcome, "chunk", None)
-    usage = getattr(outcome, "usage", None)
-    latency = getattr(outcome, "latency_s", None)
-    span = None
-    if chunk is not None:
-        ss = chunk.metadata.source_span
-        span = [ss.start_char, ss.end_char_exclusive]
-        year = chunk.metadata.letter_year
-    return [
-        {
-            "chunk_id": outcome.chunk_id,
-            "letter_year": year if year is not None else int(outcome.chunk_id[:4]),
-            "attempt": 1,
-            "kind": "enrich",
-            "asked_fields": [],
-            "violations": [],
-            "changes": [],
-            "usage": {
-                "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-                "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-            },
-            "latency_s": round(float(latency), 4) if latency is not None else None,
-            "source": "cache" if getattr(outcome, "cache_hits", 0) else (source or "live"),
-            "error": None,
-            "outcome": "valid" if chunk is not None else "failed",
-            "span": span,
-        }
-    ]
-
-
-def _relabel(record: dict, source: str | None) -> dict:
-    if source and record.get("source") == "live":
-        return {**record, "source": source}
-    return record
-
-
-def write_letter_report(
-    out_dir: str | Path,
-    year: int,
-    outcome: Any = None,
-    failure: BaseException | None = None,
-    *,
-    source: str | None = None,
-    run_id: str | None = None,
-) -> Path:
-    """Append one letter's records of a pipeline run to ``DIR/YYYY.report.jsonl``.
-
-    ``outcome`` is the ``pipeline.LetterOutcome`` (or the ``partial`` one a halt carries);
-    ``failure`` the ``RepairExhausted`` that halted the letter, whose ``records`` name the chunk
-    that stopped it.  ``source="cassette"`` labels answers that the HTTP layer calls live but
-    a vcrpy cassette really served.  The pipeline itself appends chunk by chunk
-    (:meth:`RepairReport.chunk_hook`); this writes a whole letter at once.
-    """
-    report = RepairReport.for_letter(out_dir, year, run_id=run_id, source=source)
-    records: list[dict] = []
-    for chunk_outcome in getattr(outcome, "outcomes", None) or []:
-        records += chunk_records(chunk_outcome, year, source)
-    records += [_relabel(r, source) for r in getattr(failure, "records", None) or []]
-    report.add(records)
-    return report.path
-
-
-# --------------------------------------------------------------------------- reading
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    objects, bad = read_json_objects(path)
-    for n, reason in bad:
-        log.warning("%s:%d: skipped, %s", path, n, reason)
-    return objects
-
-
-def load_records(path: str | Path) -> list[dict]:
-    """The records of one ``*.report.jsonl`` (bad lines are skipped with a warning)."""
-    return _read_jsonl(Path(path))
-
-
-@dataclass
-class ChunkRun:
-    """The records one run wrote for one chunk, by attempt."""
-
-    run_id: str | None  # None for records written before run ids existed
-    records: list[dict]
-
-    @property
-    def outcome(self) -> str | None:
-        return self.records[-1].get("outcome") if self.records else None
-
-    def tokens(self, key: str) -> int:
-        return sum(int((r.get("usage") or {}).get(key, 0) or 0) for r in self.records)
-
-
-def runs_by_chunk(records: Iterable[dict]) -> dict[str, list[ChunkRun]]:
-    """``chunk_id -> [ChunkRun, ...]`` in the order the runs first appended: latest last.
-
-    Records without a ``run_id`` (files written before run ids) count as one earlier run.
-    """
-    out: dict[str, dict[str | None, ChunkRun]] = {}
-    for rec in records:
-        runs = out.setdefault(str(rec.get("chunk_id")), {})
-        run_id = rec.get("run_id")
-        runs.setdefault(run_id, ChunkRun(run_id, [])).records.append(rec)
-    for runs in out.values():
-        for run in runs.values():
-            run.records.sort(key=lambda r: r.get("attempt") or 0)
-    return {cid: list(runs.values()) for cid, runs in out.items()}
 
 
 # --------------------------------------------------------------------------- diff + marks
@@ -322,9 +103,6 @@ def evidence_marks(content: str, quotes: dict[str, list[str]]) -> list[list]:
 
 
 def _rules() -> dict[str, dict]:
-    from letterchunk.contract.validate import RULES
-    from letterchunk.repair.core import RESPONSE_RULES
-
     out: dict[str, dict] = {}
     for code, entry in RULES.items():
         out[code] = {"severity": entry[0], "description": entry[1], "kind": entry[2]}
@@ -355,8 +133,6 @@ def _file_checks(path: Path, written: list[dict]) -> tuple[str, dict[str, list[d
 
     Stage ``enriched`` once any chunk has a summary, else ``segmented``.
     """
-    from letterchunk.contract.validate import validate_path
-
     enriched = any((c.get("metadata") or {}).get("contextual_summary") for c in written)
     stage: Literal["segmented", "enriched"] = "enriched" if enriched else "segmented"
     per_chunk: dict[str, list[dict]] = {}
@@ -384,9 +160,9 @@ def collect(out_dir: str | Path) -> dict:
     files: list[dict] = []
     for stem in _stems(folder):
         chunk_file = folder / f"{stem}.jsonl"
-        written_list = [c for c in _read_jsonl(chunk_file) if c.get("chunk_id")]
+        written_list = [c for c in read_jsonl(chunk_file) if c.get("chunk_id")]
         written = {str(c["chunk_id"]): c for c in written_list}
-        evidence = {e.get("chunk_id"): e for e in _read_jsonl(folder / f"{stem}{EVIDENCE_SUFFIX}")}
+        evidence = {e.get("chunk_id"): e for e in read_jsonl(folder / f"{stem}{EVIDENCE_SUFFIX}")}
         source = (
             (written_list[0].get("metadata") or {}).get("source_file") if written_list else None
         )

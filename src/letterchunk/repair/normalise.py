@@ -1,0 +1,104 @@
+"""Normalisation of other tools' chunk records: fix the shape before the strict model sees it.
+
+``letterchunk repair`` reads files other tools wrote; :func:`normalize_record` turns one raw JSON
+object into something :class:`~letterchunk.contract.schema.Chunk` can load (seed 000 §0: "use
+defaults") and records every change it made.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pydantic import BaseModel
+
+from letterchunk.contract.schema import Metadata
+from letterchunk.repair.fixers import CHUNK_ID_RE, Change, diff_fields
+from letterchunk.text.tokens import count_tokens
+
+__all__ = ["normalize_record"]
+
+
+def normalize_record(raw: Any) -> tuple[dict, list[Change]]:
+    """Fix the shape of one raw JSON chunk so the strict schema can load it (§0: "use defaults").
+
+    Fills missing keys with the §0.2 defaults, turns ``null``/dict where a list belongs into a
+    list, numeric strings into ints, "true"/"false" into bools, and removes unknown keys — each
+    recorded as a Change, so nothing is dropped silently.  Fields that cannot be derived stay
+    missing and the schema error names them.
+    """
+    if not isinstance(raw, dict):
+        return raw, []
+    before = copy.deepcopy(raw)
+    d = copy.deepcopy(raw)
+    for key in list(d):
+        if key not in ("chunk_id", "content", "metadata"):
+            del d[key]
+    md = d.get("metadata")
+    if not isinstance(md, dict):
+        return d, diff_fields(before, d)
+    m = CHUNK_ID_RE.match(str(d.get("chunk_id", "")))
+    year = int(m.group(1)) if m else md.get("letter_year")
+    tier = int(m.group(3)) if m else md.get("chunk_tier")
+    content = d.get("content") if isinstance(d.get("content"), str) else None
+
+    defaults: dict[str, Any] = {
+        "letter_year": year,
+        "chunk_tier": tier,
+        "source_file": f"{year}_cleaned.txt" if year else None,
+        "content_type": "financial_table" if tier == 3 else "narrative",
+        "section_hierarchy": [],
+        "temporal_references": {"primary_year": year} if year else None,
+        "char_count": len(content) if content is not None else None,
+        "token_count": count_tokens(content) if content is not None else None,
+    }
+    for key, fld in Metadata.model_fields.items():
+        if key in md:
+            continue
+        if not fld.is_required():
+            md[key] = fld.get_default(call_default_factory=True)
+            if isinstance(md[key], BaseModel):
+                md[key] = md[key].model_dump(mode="json")
+        elif defaults.get(key) is not None:
+            md[key] = defaults[key]
+    if "letter_date" not in md:
+        md["letter_date"] = "0000-00-00"
+        if not md.get("boundary_note"):
+            md["boundary_note"] = "letter date unknown"
+    for key in (
+        "child_chunk_ids",
+        "themes",
+        "buffett_concepts",
+        "principles",
+        "merged_from",
+        "section_hierarchy",
+        "table_data",
+    ):
+        if md.get(key) is None and key in md:
+            md[key] = []
+    if isinstance(md.get("table_data"), dict):
+        md["table_data"] = [md["table_data"]]
+    for key in ("letter_year", "chunk_tier", "token_count", "char_count"):
+        if isinstance(md.get(key), str) and md[key].strip().isdigit():
+            md[key] = int(md[key])
+    for key in ("has_table", "has_financial_data", "standalone_exception"):
+        if isinstance(md.get(key), str) and md[key].strip().lower() in ("true", "false"):
+            md[key] = md[key].strip().lower() == "true"
+    for key, sub in (
+        ("entities", ("companies", "people", "metrics")),
+        ("cross_references", ("related_sections_same_letter", "related_years")),
+    ):
+        if isinstance(md.get(key), dict):
+            for s in sub:
+                if md[key].get(s) is None:
+                    md[key][s] = []
+    tr = md.get("temporal_references")
+    if isinstance(tr, dict):
+        tr.setdefault("primary_year", year)
+        if tr.get("comparison_years") is None:
+            tr["comparison_years"] = []
+        tr.setdefault("future_outlook", False)
+    for key in list(md):
+        if key not in Metadata.model_fields:
+            del md[key]
+    return d, diff_fields(before, d)
