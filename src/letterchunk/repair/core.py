@@ -1,6 +1,7 @@
 """Repair: make an enriched chunk valid, or fail loudly (seed 000 §3.2 "repair or halt").
 
-Two kinds of fixes, chosen by the ``kind`` of each violated rule in :data:`validate.RULES`:
+Two kinds of fixes, chosen by the ``kind`` of each violated rule in
+:data:`letterchunk.contract.rules.RULES`:
 
 * **mechanical** — counts, flags, defaults, ``has_table`` vs ``table_data``, ``row_count``,
   tier vs id, ``primary_year``, exception priority, concept spelling: :func:`mechanical_fixes`
@@ -45,6 +46,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from letterchunk.contract.rules import COUPLED, DROPPABLE, RULES, rule_kind
 from letterchunk.contract.schema import Chunk
 from letterchunk.errors import LetterchunkError, RepairExhausted
 from letterchunk.redact import redact_obj
@@ -65,29 +67,15 @@ __all__ = [
     "partial_model",
     "fields_for",
     "response_violation",
-    "rule_kind",
     "check",
     "diff_fields",
     "FIXERS",
-    "COUPLED",
-    "RESPONSE_RULES",
-    "DROPPABLE",
 ]
 
 log = logging.getLogger(__name__)
 
 OnFailure = Literal["halt", "skip"]
 Outcome = Literal["valid", "repaired", "failed", "needs-llm"]
-
-# Pseudo-rules for an answer that could not be used at all (no value came back).  They are
-# semantic: only the model can fix them, by answering again.
-RESPONSE_RULES: dict[str, str] = {
-    "response.truncated": "the answer was cut off by the token limit (finish_reason=length)",
-    "response.refused": "the model refused to answer",
-    "response.malformed": "the answer is not valid JSON",
-    "response.schema": "the answer does not match the response schema",
-}
-
 
 # --------------------------------------------------------------------------- small records
 
@@ -122,16 +110,6 @@ class RepairResult:
     @property
     def ok(self) -> bool:
         return self.chunk is not None
-
-
-def rule_kind(code: str) -> str:
-    """``kind`` of a rule code: mechanical / semantic / corpus / input (response.* are semantic)."""
-    if code in RESPONSE_RULES:
-        return "semantic"
-    from letterchunk.contract.validate import RULES
-
-    entry = RULES.get(code)
-    return entry[2] if entry else "semantic"
 
 
 def _violation_dict(v: Any) -> dict:
@@ -304,6 +282,8 @@ def _fix_lists(d: dict, ctx: Any) -> dict:
     return d
 
 
+# (name, fixer) in the order they run; the names are the ``fixer`` column of the rule table
+# (letterchunk.contract.rules.RULES), which says which rules each one repairs.
 FIXERS: list[tuple[str, Fixer]] = [
     ("counts", _fix_counts),
     ("tier", _fix_tier),
@@ -446,23 +426,11 @@ def _field_map() -> dict[str, list[str]]:
     return out
 
 
-# Rules that reject one value the model chose for a list (an entity, a concept, a year, a
-# section, a quote).  The rejected value leaves the field's enums in every later re-ask
-# (partial_model's ``exclude``), so the grammar cannot offer it again; and when the re-asks are
-# spent and only such rules still fail, code drops the rejected items and records the change
-# (the last resort: losing one company name beats halting a corpus run).  rule -> what goes.
-DROPPABLE: dict[str, str] = {
-    "entity.not_found": "the entity name from entities.companies / entities.people",
-    "concept.unknown": "the concept from buffett_concepts",
-    "year.comparison_not_found": "the year from temporal_references.comparison_years",
-    "xref.year_range": "the year from cross_references.related_years",
-    "xref.unknown_section": "the title from cross_references.related_sections_same_letter",
-    "xref.self_section": "the title from cross_references.related_sections_same_letter",
-    "evidence.not_found": "the quote from the content_type_evidence sidecar list",
-    "evidence.too_short": "the quote (a principle's quote takes its principle along)",
-    "evidence.principle_not_found": "the principle and its quote",
-    "principle.empty": "the principle and its quote",
-}
+# DROPPABLE (contract.rules): the rules that reject one value the model chose for a list (an
+# entity, a concept, a year, a section, a quote).  The rejected value leaves the field's enums in
+# every later re-ask (partial_model's ``exclude``), so the grammar cannot offer it again; and when
+# the re-asks are spent and only such rules still fail, code drops the rejected items and records
+# the change (the last resort: losing one company name beats halting a corpus run).
 
 
 def _rejected_value(violation: Any, data: dict, evidence: dict | None) -> Any:
@@ -519,13 +487,6 @@ def _drop_rejected(
     if errors:
         return None
     return fixed, ev, changes + fixes
-
-
-# Rules whose fix needs two fields answered together (a tag and the quote behind it).
-COUPLED: dict[str, tuple[str, ...]] = {
-    "evidence.missing": ("content_type", "content_type_evidence"),
-    "evidence.principle_missing": ("principles",),
-}
 
 
 def fields_for(violation: Any, model: type[BaseModel] | None = None) -> list[str]:
@@ -630,7 +591,8 @@ def response_violation(completion: Any, chunk_id: str) -> Any:
         code = "response.malformed"
     else:
         code = "response.schema"
-    message = f"{RESPONSE_RULES[code]}: {error}" if error else RESPONSE_RULES[code]
+    description = RULES[code].description
+    message = f"{description}: {error}" if error else description
     return Violation(code=code, severity="error", message=message[:500], chunk_id=chunk_id)
 
 
@@ -939,7 +901,8 @@ def _bad_fields(exc: ValidationError, model: type[BaseModel]) -> dict[str, str]:
 def _field_violation(code: str, fld: str | None, message: str, chunk_id: str) -> Any:
     from letterchunk.contract.validate import Violation
 
-    text = f"{RESPONSE_RULES[code]}: {message}" if code in RESPONSE_RULES else message
+    rule = RULES.get(code)
+    text = f"{rule.description}: {message}" if rule and rule.origin == "response" else message
     return Violation(code=code, severity="error", message=text[:500], chunk_id=chunk_id, field=fld)
 
 

@@ -43,6 +43,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from letterchunk.contract.rules import RULES
 from letterchunk.io import append_lines, atomic_write_text, read_json_objects
 
 __all__ = [
@@ -322,15 +323,10 @@ def evidence_marks(content: str, quotes: dict[str, list[str]]) -> list[list]:
 
 
 def _rules() -> dict[str, dict]:
-    from letterchunk.contract.validate import RULES
-    from letterchunk.repair.core import RESPONSE_RULES
-
-    out: dict[str, dict] = {}
-    for code, entry in RULES.items():
-        out[code] = {"severity": entry[0], "description": entry[1], "kind": entry[2]}
-    for code, description in RESPONSE_RULES.items():
-        out.setdefault(code, {"severity": "error", "description": description, "kind": "semantic"})
-    return out
+    return {
+        code: {"severity": r.severity, "description": r.description, "kind": r.kind}
+        for code, r in RULES.items()
+    }
 
 
 def _stems(folder: Path) -> list[str]:
