@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from letterchunk.contract.rules import VALIDATOR_RULES
 from letterchunk.contract.schema import Chunk
 from letterchunk.contract.validate import (
     RELATED_YEAR_RANGE,
-    RULES,
     LetterContext,
     count_sentences,
     validate_chunk,
@@ -324,8 +324,8 @@ def _keyword_at(schema: dict, path: str, keyword: str) -> bool:
 
 
 def test_schema_rules_table_names_real_rules_once():
-    assert set(SCHEMA_ENFORCED) <= set(RULES)
-    assert set(SCHEMA_NOT_ENFORCED) <= set(RULES)
+    assert set(SCHEMA_ENFORCED) <= set(VALIDATOR_RULES)
+    assert set(SCHEMA_NOT_ENFORCED) <= set(VALIDATOR_RULES)
     assert not set(SCHEMA_ENFORCED) & set(SCHEMA_NOT_ENFORCED)
     # every semantic rule about a field the model fills is in one of the two tables
     model_filled = {
@@ -343,8 +343,8 @@ def test_schema_rules_table_names_real_rules_once():
     }
     semantic = {
         c
-        for c, (_sev, _d, kind) in RULES.items()
-        if kind in ("semantic", "mechanical")
+        for c, rule in VALIDATOR_RULES.items()
+        if rule.kind in ("semantic", "mechanical")
         and c.startswith(tuple(model_filled))
         and c != "evidence.orphan"
     }

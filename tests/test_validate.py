@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from letterchunk.cli import main
+from letterchunk.contract.rules import VALIDATOR_RULES
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.contract.validate import (
     FATAL_CODES,
-    RULES,
     UNTITLED,
     LetterContext,
     Violation,
@@ -28,6 +28,7 @@ from letterchunk.contract.validate import (
     validate_path,
     validate_paths,
 )
+from letterchunk.repair.core import FIXERS
 from letterchunk.text.tokens import count_tokens
 
 # --------------------------------------------------------------------------------------------
@@ -476,7 +477,7 @@ def test_rule_fires(code, stage, mutate, good_letter, enriched_letter):
     assert all(isinstance(v, Violation) for v in violations)
     hits = [v for v in violations if v.code == code]
     assert hits, f"{code} not raised; got {sorted({v.code for v in violations})}"
-    assert all(v.severity == RULES[code][0] for v in hits)
+    assert all(v.severity == VALIDATOR_RULES[code].severity for v in hits)
     assert all(v.message for v in hits)
 
 
@@ -668,20 +669,42 @@ def test_file_rule_fires(code, line, fld, writer, tmp_path, enriched_letter, wri
         assert len(violations) == 1  # an unusable file is reported once, not line by line
 
 
+FIXER_CASES = [(c, s, m) for c, s, m in CHUNK_CASES if VALIDATOR_RULES[c].fixer is not None]
+
+
+@pytest.mark.parametrize(
+    "code, stage, mutate", FIXER_CASES, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(FIXER_CASES)]
+)
+def test_fixer_named_by_a_rule_repairs_it(code, stage, mutate, good_letter, enriched_letter):
+    """The ``fixer`` column of the rule table is true: that fixer alone clears the violation."""
+    fixer = dict(FIXERS)[VALIDATOR_RULES[code].fixer]
+    letter = mutate(_base(stage, good_letter, enriched_letter))
+    context = _ctx(letter)
+    before = validate_letter(letter.chunks, stage=stage, context=context)
+    hit = {v.chunk_id for v in before if v.code == code}
+    assert hit
+    chunks = [
+        Chunk.model_validate(fixer(c.model_dump(mode="json"), context)) if c.chunk_id in hit else c
+        for c in letter.chunks
+    ]
+    after = validate_letter(chunks, stage=stage, context=context)
+    assert code not in {v.code for v in after}
+
+
 def test_rule_tables_cover_every_code():
     covered = {c for c, _, _ in CHUNK_CASES} | {c for c, *_ in FILE_CASES}
-    assert covered == set(RULES), (
-        f"untested: {set(RULES) - covered}; unknown: {covered - set(RULES)}"
+    assert covered == set(VALIDATOR_RULES), (
+        f"untested: {set(VALIDATOR_RULES) - covered}; unknown: {covered - set(VALIDATOR_RULES)}"
     )
 
 
 def test_rules_table_is_well_formed():
-    for code, (severity, description, kind) in RULES.items():
-        assert severity in ("error", "warning"), code
-        assert kind in ("input", "mechanical", "semantic", "corpus"), code
-        assert description, code
+    for code, rule in VALIDATOR_RULES.items():
+        assert rule.severity in ("error", "warning"), code
+        assert rule.kind in ("input", "mechanical", "semantic", "corpus"), code
+        assert rule.description, code
         assert code == code.lower() and "." in code, code
-    assert set(RULES) >= FATAL_CODES
+    assert set(VALIDATOR_RULES) >= FATAL_CODES
 
 
 def test_good_folder_validates_clean(tmp_path, enriched_letter, write_letter):
@@ -891,7 +914,7 @@ def test_cli_exit_2_wins_over_1(tmp_path, good_letter, write_letter, capsys):
 def test_cli_list_rules(capsys):
     assert main(["validate", "--list-rules", "--json"]) == 0
     rules = json.loads(capsys.readouterr().out)
-    assert set(rules) == set(RULES)
+    assert set(rules) == set(VALIDATOR_RULES)
 
 
 def test_cli_print_schema_matches_committed_file(capsys):

@@ -12,9 +12,9 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from letterchunk.contract.rules import VALIDATOR_RULES
 from letterchunk.contract.schema import Chunk
 from letterchunk.contract.validate import (
-    RULES,
     LetterContext,
     Violation,
     validate_chunk,
@@ -41,8 +41,8 @@ def _check(violations) -> None:
     assert isinstance(violations, list)
     for v in violations:
         assert isinstance(v, Violation)
-        assert v.code in RULES
-        assert v.severity == RULES[v.code][0]
+        assert v.code in VALIDATOR_RULES
+        assert v.severity == VALIDATOR_RULES[v.code].severity
         assert v.message
         json.dumps(v.to_dict())
 

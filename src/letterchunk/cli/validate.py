@@ -17,8 +17,9 @@ import json
 import sys
 
 from letterchunk.cli import EXIT_INVALID, EXIT_OK, EXIT_USAGE, HelpFormatter, err
+from letterchunk.contract.rules import VALIDATOR_RULES
 from letterchunk.contract.schema import json_schema_text
-from letterchunk.contract.validate import RULES, STAGES, validate_paths
+from letterchunk.contract.validate import STAGES, validate_paths
 
 EXAMPLES = """\
 Examples:
@@ -79,12 +80,13 @@ def run(args: argparse.Namespace) -> int:
     if args.list_rules:
         if args.json:
             rules = {
-                c: {"severity": s, "description": d, "kind": k} for c, (s, d, k) in RULES.items()
+                code: {"severity": r.severity, "description": r.description, "kind": r.kind}
+                for code, r in VALIDATOR_RULES.items()
             }
             print(json.dumps(rules, indent=2, ensure_ascii=False))
         else:
-            for code, (severity, description, kind) in RULES.items():
-                print(f"{code:34} {severity:7} {kind:10} {description}")
+            for code, r in VALIDATOR_RULES.items():
+                print(f"{code:34} {r.severity:7} {r.kind:10} {r.description}")
         return EXIT_OK
     if not args.paths:
         err("validate: give at least one PATH (a chunk JSONL file or a folder of them)")

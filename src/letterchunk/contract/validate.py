@@ -16,14 +16,8 @@ Three entry points, from the smallest unit up:
 Stages: ``segmented`` (semantic fields may be empty; whatever is filled must still be right) and
 ``enriched`` (semantic fields must be filled, grounded in the chunk's own text and consistent).
 
-Every rule has a stable code in :data:`RULES`: ``code -> (severity, description, kind)``.
-``kind`` tells the repair loop what can fix it:
-
-- ``input``      the file or line is unusable as chunk JSONL; nothing to repair in a chunk;
-- ``mechanical`` code can fix it without an LLM (counts, flags, defaults, links, canonical case);
-- ``semantic``   needs the LLM (summaries, titles, concepts, grounding of entities/evidence/years);
-- ``corpus``     a cross-chunk/segmentation problem (sizes, tiling, overlaps, sequences): fix by
-  re-segmenting the letter.
+Every rule has a stable code in :data:`letterchunk.contract.rules.RULES`, with its severity,
+description and ``kind`` (input / mechanical / semantic / corpus: what can fix it).
 
 Decisions worth knowing:
 
@@ -79,6 +73,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from letterchunk.contract.rules import FATAL_CODES, RULES, RuleKind, Severity, rule_kind
 from letterchunk.contract.schema import (
     Chunk,
     CrossReferences,
@@ -97,7 +92,6 @@ __all__ = [
     "Severity",
     "RuleKind",
     "LetterContext",
-    "RULES",
     "FATAL_CODES",
     "UNTITLED",
     "T1_MIN_TOKENS",
@@ -123,8 +117,6 @@ __all__ = [
 ]
 
 Stage = Literal["segmented", "enriched"]
-Severity = Literal["error", "warning"]
-RuleKind = Literal["input", "mechanical", "semantic", "corpus"]
 
 STAGES: tuple[str, ...] = ("segmented", "enriched")
 
@@ -151,126 +143,6 @@ def max_chunk_tokens() -> int:
     return max(context - PROMPT_RESERVE_TOKENS, 1)
 
 
-E: Severity = "error"
-W: Severity = "warning"
-
-# fmt: off
-RULES: dict[str, tuple[Severity, str, RuleKind]] = {
-    # -- the file / line itself ----------------------------------------------------------------
-    "input.missing_path":     (E, "a path given to validate does not exist", "input"),
-    "input.no_jsonl":         (E, "a folder holds no chunk *.jsonl file", "input"),
-    "input.unreadable":       (E, "a file cannot be read, or is binary / not UTF-8 text", "input"),
-    "input.empty":            (E, "a chunk file is empty", "input"),
-    "input.not_jsonl":        (E, "no line of the file is a JSON object: it is not a chunk JSONL file", "input"),
-    "json.malformed":         (E, "a line is not valid JSON", "input"),
-    "json.not_object":        (E, "a line is JSON but not an object", "input"),
-    "json.blank_line":        (W, "a blank line inside a JSONL file", "mechanical"),
-    "source.cleaned_missing": (E, "the cleaned text named by metadata.source_file is not beside the JSONL", "input"),
-    "source.cleaned_unreadable": (E, "the cleaned text file cannot be read as UTF-8", "input"),
-    "evidence.malformed":     (E, "a line of the evidence sidecar is not a valid evidence record", "input"),
-    # -- exact keys and types (§0, §3.2, §6 canonical conformance) ---------------------------------
-    "schema.missing_key":     (E, "a key of the canonical schema is absent (use its default)", "mechanical"),
-    "schema.extra_key":       (E, "a key that is not in the canonical schema is present", "mechanical"),
-    "schema.type":            (E, "a value has the wrong type (no coercion: \"1\" is not 1, dict is not list)", "semantic"),
-    "schema.enum":            (E, "a value is not one of the allowed values of its field", "semantic"),
-    "schema.key_order":       (W, "keys are not in the canonical schema's order", "mechanical"),
-    "id.pattern":             (E, "chunk_id does not match ^\\d{4}-S\\d+-T[123]-\\d{3}$", "mechanical"),
-    "date.format":            (E, "letter_date is not YYYY-MM-DD", "mechanical"),
-    # -- one chunk --------------------------------------------------------------------------------
-    "id.tier_mismatch":       (E, "the tier in chunk_id differs from metadata.chunk_tier", "mechanical"),
-    "id.year_mismatch":       (E, "the year in chunk_id differs from metadata.letter_year", "mechanical"),
-    "date.invalid":           (E, "letter_date is not a real calendar date", "mechanical"),
-    "date.unknown":           (E, "letter_date is 0000-00-00 without a boundary_note saying why", "mechanical"),
-    "date.year_mismatch":     (W, "letter_date is not in letter_year or the year after", "mechanical"),
-    "year.primary_mismatch":  (W, "temporal_references.primary_year differs from letter_year", "mechanical"),
-    "source.file_name":       (E, "source_file is not a bare file name (no folders, no ..)", "mechanical"),
-    "source.file_convention": (W, "source_file is not YYYY_cleaned.txt", "mechanical"),
-    "content.empty":          (E, "content is empty or whitespace only", "corpus"),
-    "count.chars":            (E, "char_count differs from len(content)", "mechanical"),
-    "count.tokens":           (E, "token_count differs from the o200k_base token count of content", "mechanical"),
-    "span.order":             (E, "source_span is not 0 <= start_char < end_char_exclusive", "mechanical"),
-    "span.unavailable":       (W, "source_span is 0/0 (allowed only when unavailable and noted)", "mechanical"),
-    "span.length":            (E, "end_char_exclusive - start_char differs from len(content)", "mechanical"),
-    "span.out_of_range":      (E, "source_span ends past the end of the cleaned text", "mechanical"),
-    "span.content_mismatch":  (E, "cleaned_text[start_char:end_char_exclusive] differs from content", "mechanical"),
-    "title.empty":            (E, "section_title is empty", "semantic"),
-    "title.untitled":         (E, "section_title is still the segmenter's placeholder at stage enriched", "semantic"),
-    "hierarchy.empty":        (W, "section_hierarchy is empty or has a blank entry", "mechanical"),
-    "content_type.table_outside_t3": (E, "a Tier-1/2 chunk has content_type financial_table", "semantic"),
-    "content_type.t3_not_table": (E, "a Tier-3 chunk does not have content_type financial_table", "mechanical"),
-    "table.financial_without_table": (E, "content_type financial_table without has_table=true and table_data", "mechanical"),
-    "table.has_table_mismatch": (E, "has_table differs from len(table_data) > 0", "mechanical"),
-    "table.row_count":        (E, "table_data[i].row_count differs from len(rows)", "mechanical"),
-    "table.empty":            (E, "a table has no columns or no rows", "mechanical"),
-    "table.row_width":        (W, "a table row has a different number of cells than columns", "mechanical"),
-    "table.name_missing":     (E, "a Tier-3 table_name is empty at stage enriched", "semantic"),
-    "table.summary_missing":  (E, "a Tier-3 table summary is empty at stage enriched", "semantic"),
-    "link.t1_parent":         (E, "a Tier-1 chunk has a parent_chunk_id", "mechanical"),
-    "link.parent_required":   (E, "a Tier-2 chunk has no parent_chunk_id (every Tier-2 chunk must have one)", "mechanical"),
-    "link.leaf_children":     (E, "a Tier-2/3 chunk lists child_chunk_ids", "mechanical"),
-    "link.self":              (E, "a chunk names itself as parent or child", "mechanical"),
-    "link.id_format":         (E, "a parent/child id is not a chunk id of the same letter", "mechanical"),
-    "link.duplicate_child":   (W, "child_chunk_ids repeats an id", "mechanical"),
-    "exception.reason_missing": (E, "standalone_exception=true without an exception_reason", "semantic"),
-    "exception.reason_without_flag": (W, "exception_reason set while standalone_exception=false", "mechanical"),
-    "exception.priority":     (E, "standalone_exception=true requires retrieval_priority high", "mechanical"),
-    "exception.unneeded":     (W, "standalone_exception=true on a chunk that meets its tier minimum", "mechanical"),
-    "note.blank":             (W, "boundary_note / exception_reason is an empty string instead of null", "mechanical"),
-    "size.t1_min":            (E, "Tier-1 chunk under 250 tokens without standalone_exception", "corpus"),
-    "size.t1_whole_letter":   (W, "the whole letter is one Tier-1 chunk under 250 tokens (nothing to merge with)", "corpus"),
-    "size.t2_min":            (E, "Tier-2 chunk under 120 tokens without standalone_exception", "corpus"),
-    "size.t1_max":            (W, "Tier-1 chunk over the 2000-token target", "corpus"),
-    "size.context":           (E, "a chunk too large for the model's context (LETTERCHUNK_CONTEXT_TOKENS, default 8192, less 2560 for instructions and answer): it cannot be enriched as is", "corpus"),
-    "boundary.mid_sentence":  (W, "a Tier-1/2 chunk ends mid-sentence", "corpus"),
-    "boundary.header_only":   (E, "a Tier-1/2 chunk is a header alone or a header + one line", "corpus"),
-    "table.no_context":       (W, "a Tier-3 chunk has no prose lead-in or interpretation around its table", "corpus"),
-    "table.financial_flag":   (W, "a financial_table chunk has has_financial_data=false", "mechanical"),
-    # -- semantic fields (checked whenever filled; required at stage enriched) ---------------------
-    "summary.missing":        (E, "contextual_summary is empty at stage enriched", "semantic"),
-    "summary.sentences":      (E, "contextual_summary is not 1-3 sentences", "semantic"),
-    "themes.missing":         (W, "themes is empty at stage enriched", "semantic"),
-    "concept.unknown":        (E, "a buffett_concept is not in the controlled vocabulary", "semantic"),
-    "concept.case":           (E, "a buffett_concept differs from the vocabulary only in case, spaces, '-' or '_'", "mechanical"),
-    "list.duplicate":         (W, "a list field repeats an entry", "mechanical"),
-    "entity.not_found":       (E, "an entity (company/person) is not found in the chunk content", "semantic"),
-    "principle.empty":        (E, "a principle statement is empty", "semantic"),
-    "year.comparison_not_found": (E, "a comparison_year does not appear in the chunk content", "semantic"),
-    "xref.year_range":        (E, "a related_year is not a plausible letter year", "semantic"),
-    "xref.unknown_section":   (E, "related_sections_same_letter names a section this letter does not have", "semantic"),
-    "xref.self_section":      (E, "related_sections_same_letter names the chunk's own section", "semantic"),
-    "evidence.missing":       (E, "mistake_confession/principle_statement without verbatim evidence", "semantic"),
-    "evidence.not_found":     (E, "a content_type evidence quote is not found verbatim in content", "semantic"),
-    "evidence.principle_missing": (E, "a principle has no evidence quote", "semantic"),
-    "evidence.too_short":     (E, "an evidence quote is under 4 words (too short to ground anything)", "semantic"),
-    "evidence.principle_not_found": (E, "a principle's evidence quote is not found verbatim in content", "semantic"),
-    "injection.obeyed":       (E, "a free-text field copies an instruction-like sentence of the chunk or the value it demands (the chunk is data, never instructions)", "semantic"),
-    "injection.repeated_value": (E, "one value fills 3 or more different fields (summary, themes, entities, principles, tables)", "semantic"),
-    # -- one letter (corpus rules) ----------------------------------------------------------------
-    "corpus.duplicate_id":    (E, "two chunks share a chunk_id", "corpus"),
-    "corpus.no_t1":           (E, "a letter has no Tier-1 chunk", "corpus"),
-    "corpus.overlap":         (E, "Tier-1 chunks (or same-tier siblings) overlap", "corpus"),
-    "corpus.tiling_gap":      (E, "non-whitespace text of the cleaned letter is in no Tier-1 chunk", "corpus"),
-    "boundary.list_split":    (W, "a numbered list continues from one Tier-1 chunk into the next", "corpus"),
-    "corpus.order":           (W, "chunks are not in reading order (start_char, tier, chunk_id)", "mechanical"),
-    "letter.inconsistent":    (E, "chunks of one letter disagree on letter_year / letter_date / source_file", "mechanical"),
-    "letter.incomplete":      (E, "at stage enriched, some chunks are still as segmented (a halted, skipped or stopped run): rerun enrich", "semantic"),
-    "id.sequence":            (E, "section indices / sequences are not 1, 2, 3... in reading order", "corpus"),
-    "id.section_mismatch":    (E, "a child's section index differs from its parent's", "corpus"),
-    "link.parent_missing":    (E, "parent_chunk_id names no chunk of the letter", "corpus"),
-    "link.parent_tier":       (E, "parent_chunk_id names a chunk that is not Tier-1", "corpus"),
-    "link.child_missing":     (E, "child_chunk_ids names no chunk of the letter", "corpus"),
-    "link.child_asymmetry":   (E, "parent and child do not list each other", "mechanical"),
-    "link.nesting":           (E, "a child's source_span is not inside its parent's", "corpus"),
-    "evidence.orphan":        (W, "an evidence record names no chunk of the letter", "mechanical"),
-}
-# fmt: on
-
-#: Codes that make the input unusable as a whole (the CLI exits 2 on them).
-FATAL_CODES = frozenset(
-    {"input.missing_path", "input.no_jsonl", "input.unreadable", "input.empty", "input.not_jsonl"}
-)
-
-
 @dataclass(frozen=True)
 class Violation:
     """One broken rule.  ``field`` is a dotted path (``metadata.table_data.0.row_count``)."""
@@ -285,10 +157,8 @@ class Violation:
 
     @property
     def kind(self) -> RuleKind:
-        """The rule's kind; codes outside :data:`RULES` (e.g. repair's ``response.*``) are
-        semantic."""
-        entry = RULES.get(self.code)
-        return entry[2] if entry else "semantic"
+        """The rule's kind (:func:`letterchunk.contract.rules.rule_kind`)."""
+        return rule_kind(self.code)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "kind": self.kind}
@@ -338,7 +208,7 @@ class ValidationReport:
 
 
 def _v(code: str, message: str, **where: Any) -> Violation:
-    return Violation(code, RULES[code][0], message, **where)
+    return Violation(code, RULES[code].severity, message, **where)
 
 
 # --------------------------------------------------------------------------------------------

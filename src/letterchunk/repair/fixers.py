@@ -197,6 +197,8 @@ def _fix_lists(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any]:
     return d
 
 
+# (name, fixer) in the order they run; the names are the ``fixer`` column of the rule table
+# (letterchunk.contract.rules.RULES), which says which rules each one repairs.
 FIXERS: list[tuple[str, Fixer]] = [
     ("counts", _fix_counts),
     ("tier", _fix_tier),

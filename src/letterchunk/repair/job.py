@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from letterchunk.contract.rules import rule_kind
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.contract.validate import (
     LetterContext,
@@ -44,7 +45,6 @@ from letterchunk.repair.reask import (
     RepairResult,
     fields_for,
     repair_enriched,
-    rule_kind,
     violation_notes,
     with_evidence,
 )

@@ -1,7 +1,7 @@
 """The re-ask loop: make an enriched chunk valid, or fail loudly (seed 000 §3.2 "repair or halt").
 
 This module is the only owner of apply -> check -> re-ask.  Two kinds of fixes, chosen by the
-``kind`` of each violated rule:
+``kind`` of each violated rule in :data:`letterchunk.contract.rules.RULES`:
 
 * **mechanical** — :func:`check` lets :func:`~letterchunk.repair.fixers.mechanical_fixes`
   recompute them by code (pure functions, no LLM) and keeps every change it made.
@@ -12,8 +12,12 @@ This module is the only owner of apply -> check -> re-ask.  Two kinds of fixes, 
   failing fields; the response model holds only those fields, and only they are taken from the
   answer.  Attempts are bounded; token usage is summed over every attempt, failed ones included.
 
-When the attempts run out and only rules that reject one chosen list item still fail, code drops
-those items (:func:`drop_rejected`) and records the change.  Otherwise the chunk is never
+A rule that rejects one value the model chose for a list (an entity, a concept, a year, a
+section, a quote: ``contract.rules.DROPPABLE``) takes that value out of the field's enums in
+every later re-ask (:func:`partial_model`'s ``exclude``), so the grammar cannot offer it again;
+when the re-asks are spent and only such rules still fail, code drops the rejected items
+(:func:`drop_rejected`) and records the change: losing one company name beats halting a corpus
+run.  Otherwise the chunk is never
 returned half-fixed: ``on_failure="halt"`` raises :class:`~letterchunk.errors.RepairExhausted`
 (after the report records are written), ``"skip"`` returns a result whose ``chunk`` is ``None``
 so the caller writes nothing for it.
@@ -37,8 +41,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from letterchunk.contract.rules import COUPLED, DROPPABLE, RULES, rule_kind
 from letterchunk.contract.schema import Chunk
-from letterchunk.contract.validate import RULES, LetterContext, Violation, validate_chunk
+from letterchunk.contract.validate import LetterContext, Violation, validate_chunk
 from letterchunk.enrich.core import (
     EVIDENCE_FIELDS,
     FIELDS,
@@ -55,9 +60,6 @@ from letterchunk.repair.fixers import Change, mechanical_fixes
 from letterchunk.report.records import AttemptKind, AttemptRecord, RepairReport, ViolationNote
 
 __all__ = [
-    "COUPLED",
-    "DROPPABLE",
-    "RESPONSE_RULES",
     "Completer",
     "OnFailure",
     "RepairResult",
@@ -68,7 +70,6 @@ __all__ = [
     "reask_messages",
     "repair_enriched",
     "response_violation",
-    "rule_kind",
     "violation_notes",
 ]
 
@@ -76,39 +77,6 @@ log = logging.getLogger(__name__)
 
 OnFailure = Literal["halt", "skip"]
 Outcome = Literal["valid", "repaired", "failed", "needs-llm"]
-
-# Pseudo-rules for an answer that could not be used at all (no value came back).  They are
-# semantic: only the model can fix them, by answering again.
-RESPONSE_RULES: dict[str, str] = {
-    "response.truncated": "the answer was cut off by the token limit (finish_reason=length)",
-    "response.refused": "the model refused to answer",
-    "response.malformed": "the answer is not valid JSON",
-    "response.schema": "the answer does not match the response schema",
-}
-
-# Rules that reject one value the model chose for a list (an entity, a concept, a year, a
-# section, a quote).  The rejected value leaves the field's enums in every later re-ask
-# (partial_model's ``exclude``), so the grammar cannot offer it again; and when the re-asks are
-# spent and only such rules still fail, code drops the rejected items and records the change
-# (the last resort: losing one company name beats halting a corpus run).  rule -> what goes.
-DROPPABLE: dict[str, str] = {
-    "entity.not_found": "the entity name from entities.companies / entities.people",
-    "concept.unknown": "the concept from buffett_concepts",
-    "year.comparison_not_found": "the year from temporal_references.comparison_years",
-    "xref.year_range": "the year from cross_references.related_years",
-    "xref.unknown_section": "the title from cross_references.related_sections_same_letter",
-    "xref.self_section": "the title from cross_references.related_sections_same_letter",
-    "evidence.not_found": "the quote from the content_type_evidence sidecar list",
-    "evidence.too_short": "the quote (a principle's quote takes its principle along)",
-    "evidence.principle_not_found": "the principle and its quote",
-    "principle.empty": "the principle and its quote",
-}
-
-# Rules whose fix needs two fields answered together (a tag and the quote behind it).
-COUPLED: dict[str, tuple[str, ...]] = {
-    "evidence.missing": ("content_type", "content_type_evidence"),
-    "evidence.principle_missing": ("principles",),
-}
 
 
 class Completer(Protocol):
@@ -136,14 +104,6 @@ class RepairResult:
     @property
     def ok(self) -> bool:
         return self.chunk is not None
-
-
-def rule_kind(code: str) -> str:
-    """``kind`` of a rule code: mechanical / semantic / corpus / input (response.* are semantic)."""
-    if code in RESPONSE_RULES:
-        return "semantic"
-    entry = RULES.get(code)
-    return entry[2] if entry else "semantic"
 
 
 def _errors(violations: list[Violation]) -> list[Violation]:
@@ -383,12 +343,14 @@ def response_violation(completion: Completion, chunk_id: str) -> Violation:
         code = "response.malformed"
     else:
         code = "response.schema"
-    message = f"{RESPONSE_RULES[code]}: {error}" if error else RESPONSE_RULES[code]
+    description = RULES[code].description
+    message = f"{description}: {error}" if error else description
     return Violation(code=code, severity="error", message=message[:500], chunk_id=chunk_id)
 
 
 def _field_violation(code: str, fld: str | None, message: str, chunk_id: str) -> Violation:
-    text = f"{RESPONSE_RULES[code]}: {message}" if code in RESPONSE_RULES else message
+    rule = RULES.get(code)
+    text = f"{rule.description}: {message}" if rule and rule.origin == "response" else message
     return Violation(code=code, severity="error", message=text[:500], chunk_id=chunk_id, field=fld)
 
 

@@ -26,9 +26,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from letterchunk.contract.validate import RULES, validate_path
+from letterchunk.contract.rules import RULES
+from letterchunk.contract.validate import validate_path
 from letterchunk.io import atomic_write_text
-from letterchunk.repair.reask import RESPONSE_RULES
 from letterchunk.report.records import (
     REPORT_SUFFIX,
     ChunkRun,
@@ -103,12 +103,10 @@ def evidence_marks(content: str, quotes: dict[str, list[str]]) -> list[list]:
 
 
 def _rules() -> dict[str, dict]:
-    out: dict[str, dict] = {}
-    for code, entry in RULES.items():
-        out[code] = {"severity": entry[0], "description": entry[1], "kind": entry[2]}
-    for code, description in RESPONSE_RULES.items():
-        out.setdefault(code, {"severity": "error", "description": description, "kind": "semantic"})
-    return out
+    return {
+        code: {"severity": r.severity, "description": r.description, "kind": r.kind}
+        for code, r in RULES.items()
+    }
 
 
 def _stems(folder: Path) -> list[str]:
