@@ -7,6 +7,7 @@ import json
 import sys
 
 from letterchunk.cli import HelpFormatter
+from letterchunk.errors import ConfigError
 from letterchunk.report.analyze import analyze_dir, render_text
 
 EXAMPLES = """\
@@ -40,8 +41,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from letterchunk.errors import ConfigError
-
     if args.top < 1:
         raise ConfigError("--top must be >= 1")
     result = analyze_dir(args.dir, top=args.top)

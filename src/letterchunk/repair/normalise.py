@@ -19,7 +19,7 @@ from letterchunk.text.tokens import count_tokens
 __all__ = ["normalize_record"]
 
 
-def normalize_record(raw: Any) -> tuple[dict, list[Change]]:
+def normalize_record(raw: Any) -> tuple[Any, list[Change]]:
     """Fix the shape of one raw JSON chunk so the strict schema can load it (§0: "use defaults").
 
     Fills missing keys with the §0.2 defaults, turns ``null``/dict where a list belongs into a
@@ -41,7 +41,16 @@ def normalize_record(raw: Any) -> tuple[dict, list[Change]]:
     year = int(m.group(1)) if m else md.get("letter_year")
     tier = int(m.group(3)) if m else md.get("chunk_tier")
     content = d.get("content") if isinstance(d.get("content"), str) else None
+    _fill_missing(md, year, tier, content)
+    _coerce(md, year)
+    for key in list(md):
+        if key not in Metadata.model_fields:
+            del md[key]
+    return d, diff_fields(before, d)
 
+
+def _fill_missing(md: dict[str, Any], year: Any, tier: Any, content: str | None) -> None:
+    """Missing metadata keys: the model's defaults, else what the id and content determine."""
     defaults: dict[str, Any] = {
         "letter_year": year,
         "chunk_tier": tier,
@@ -65,6 +74,11 @@ def normalize_record(raw: Any) -> tuple[dict, list[Change]]:
         md["letter_date"] = "0000-00-00"
         if not md.get("boundary_note"):
             md["boundary_note"] = "letter date unknown"
+
+
+def _coerce(md: dict[str, Any], year: Any) -> None:
+    """``null`` or a dict where a list belongs, numbers and booleans written as strings, and the
+    missing parts of the nested objects."""
     for key in (
         "child_chunk_ids",
         "themes",
@@ -98,7 +112,3 @@ def normalize_record(raw: Any) -> tuple[dict, list[Change]]:
         if tr.get("comparison_years") is None:
             tr["comparison_years"] = []
         tr.setdefault("future_outlook", False)
-    for key in list(md):
-        if key not in Metadata.model_fields:
-            del md[key]
-    return d, diff_fields(before, d)

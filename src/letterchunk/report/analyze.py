@@ -251,14 +251,20 @@ def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
 
 def render_text(a: dict[str, Any]) -> str:
     """The human report: one small table per section."""
-    lines: list[str] = []
+    lines = _letters_text(a) + _tokens_text(a) + _enrichment_text(a) + _repairs_text(a)
+    lines += _run_text(a)
+    return "\n".join(lines) + "\n"
+
+
+def _letters_text(a: dict[str, Any]) -> list[str]:
+    """The headline and the per-letter table: chunks by tier and content type, tokens."""
     types = sorted(a["content_types"])
     tiers = sorted(a["tiers"])
-    lines.append(
+    lines = [
         f"{a['chunks']} chunks in {len(a['letters'])} letters ({a['folder']}); "
-        f"{a['enriched_chunks']} enriched"
-    )
-    lines.append("")
+        f"{a['enriched_chunks']} enriched",
+        "",
+    ]
     rows = []
     for year, d in a["letters"].items():
         rows.append(
@@ -279,8 +285,12 @@ def render_text(a: dict[str, Any]) -> str:
             sum(d["tokens"] for d in a["letters"].values()),
         ]
     )
-    lines += _table(["letter", "chunks", *(f"T{t}" for t in tiers), *types, "tokens"], rows)
-    lines += ["", "token_count distribution"]
+    return lines + _table(["letter", "chunks", *(f"T{t}" for t in tiers), *types, "tokens"], rows)
+
+
+def _tokens_text(a: dict[str, Any]) -> list[str]:
+    """The token_count distribution and the sizes against the targets."""
+    lines = ["", "token_count distribution"]
     lines += _table(
         ["", "n", "min", "median", "p90", "max", "mean"],
         [
@@ -303,50 +313,61 @@ def render_text(a: dict[str, Any]) -> str:
             ["", "below minimum", "above target"],
             [[k, v["below_minimum"], v["above_target"]] for k, v in a["size"].items()],
         )
+    return lines
+
+
+def _enrichment_text(a: dict[str, Any]) -> list[str]:
+    """The top entities, concepts and themes, principles and confessions (when enriched)."""
     if a["enriched_chunks"] == 0:
-        lines += [
+        return [
             "",
             "entities, concepts, themes, principles and confessions: none, the chunks are not "
             "enriched yet (run `letterchunk run` or `letterchunk enrich` on them)",
         ]
-    else:
-        lines.append("")
-        for field in TOP_FIELDS:
-            items = a["top"][field]
-            lines.append(
-                f"top {field}: "
-                + (", ".join(f"{k} ({v})" for k, v in items) if items else "(none)")
-            )
-        if a["principles"]:
-            lines.append(
-                "principles by category: "
-                + ", ".join(f"{k} {v}" for k, v in a["principles"].items())
-            )
-        confessions = {y: n for y, n in a["mistake_confessions"].items() if n}
-        lines += [
-            "",
-            f"mistake confessions per year (total {sum(confessions.values())}; "
-            "years not listed: 0)",
-        ]
-        if confessions:
-            lines += _table(["year", "chunks"], [[y, n] for y, n in confessions.items()])
-    lines.append("")
+    lines = [""]
+    for field in TOP_FIELDS:
+        items = a["top"][field]
+        lines.append(
+            f"top {field}: " + (", ".join(f"{k} ({v})" for k, v in items) if items else "(none)")
+        )
+    if a["principles"]:
+        lines.append(
+            "principles by category: " + ", ".join(f"{k} {v}" for k, v in a["principles"].items())
+        )
+    confessions = {y: n for y, n in a["mistake_confessions"].items() if n}
+    lines += [
+        "",
+        f"mistake confessions per year (total {sum(confessions.values())}; years not listed: 0)",
+    ]
+    if confessions:
+        lines += _table(["year", "chunks"], [[y, n] for y, n in confessions.items()])
+    return lines
+
+
+def _repairs_text(a: dict[str, Any]) -> list[str]:
+    """What the report files say: records, runs, tokens, outcomes and rules."""
     rep = a["repairs"]
     if rep is None:
-        lines.append("repairs: no YYYY.report.jsonl in the folder")
-    else:
-        lines.append(
-            f"repairs: {rep['records']} report record(s) from {rep['runs']} run(s) over "
-            f"{rep['chunks']} chunk(s), {rep['tokens']['prompt_tokens']} prompt + "
-            f"{rep['tokens']['completion_tokens']} completion tokens; outcomes of the "
-            "latest run per chunk: "
-            + (", ".join(f"{k} {v}" for k, v in rep["outcomes"].items()) or "none")
+        return ["", "repairs: no YYYY.report.jsonl in the folder"]
+    lines = [
+        "",
+        f"repairs: {rep['records']} report record(s) from {rep['runs']} run(s) over "
+        f"{rep['chunks']} chunk(s), {rep['tokens']['prompt_tokens']} prompt + "
+        f"{rep['tokens']['completion_tokens']} completion tokens; outcomes of the "
+        "latest run per chunk: "
+        + (", ".join(f"{k} {v}" for k, v in rep["outcomes"].items()) or "none"),
+    ]
+    if rep["by_rule"]:
+        lines += _table(
+            ["rule", "found", "fixed by code"],
+            [[k, v["found"], v["fixed"]] for k, v in rep["by_rule"].items()],
         )
-        if rep["by_rule"]:
-            lines += _table(
-                ["rule", "found", "fixed by code"],
-                [[k, v["found"], v["fixed"]] for k, v in rep["by_rule"].items()],
-            )
+    return lines
+
+
+def _run_text(a: dict[str, Any]) -> list[str]:
+    """The totals of run.json and the lines that were skipped."""
+    lines: list[str] = []
     if a.get("run"):
         r = a["run"]
         cost = "unknown" if r.get("cost_usd") is None else f"${r['cost_usd']:.4f}"
@@ -361,4 +382,4 @@ def render_text(a: dict[str, Any]) -> str:
             f"skipped {len(a['skipped'])} unreadable line(s); run `letterchunk validate` on them:",
         ]
         lines += [f"  {s['file']}:{s['line']}: {s['reason']}" for s in a["skipped"][:20]]
-    return "\n".join(lines) + "\n"
+    return lines

@@ -131,7 +131,7 @@ class AttemptRecord:
     run_id: str | None = None  # set by the RepairReport that writes it
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON line, keys in the order every report file has had."""
+        """The JSON line, keys in the order of the module docstring."""
         out: dict[str, Any] = {
             "chunk_id": self.chunk_id,
             "letter_year": self.letter_year,
@@ -171,7 +171,7 @@ class AttemptRecord:
 class UnreadLineRecord(AttemptRecord):
     """The record of a chunk-file line that never became a chunk (not JSON, not canonical).
 
-    Written with ``changes`` before ``violations``: the order such lines have always had.
+    Written with ``changes`` before ``violations``, the order readers of such lines expect.
     """
 
     def to_dict(self) -> dict[str, Any]:
@@ -384,7 +384,7 @@ def load_records(path: str | Path) -> list[dict[str, Any]]:
 class ChunkRun:
     """The records one run wrote for one chunk, by attempt."""
 
-    run_id: str | None  # None for records written before run ids existed
+    run_id: str | None  # None for records that carry no run_id
     records: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -398,7 +398,7 @@ class ChunkRun:
 def runs_by_chunk(records: Iterable[dict[str, Any]]) -> dict[str, list[ChunkRun]]:
     """``chunk_id -> [ChunkRun, ...]`` in the order the runs first appended: latest last.
 
-    Records without a ``run_id`` (files written before run ids) count as one earlier run.
+    Records without a ``run_id`` count as one run, placed where the first of them appears.
     """
     out: dict[str, dict[str | None, ChunkRun]] = {}
     for rec in records:
