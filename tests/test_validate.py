@@ -28,7 +28,7 @@ from letterchunk.contract.validate import (
     validate_path,
     validate_paths,
 )
-from letterchunk.repair.core import FIXERS
+from letterchunk.repair.fixers import FIXERS
 from letterchunk.text.tokens import count_tokens
 
 # --------------------------------------------------------------------------------------------
