@@ -271,14 +271,18 @@ class Limiter(Protocol):
     ) -> None: ...
 
 
+PER_MESSAGE_TOKENS = 4  # role + separators per chat message (OpenAI's documented overhead)
+
+
 def estimate_tokens(request: dict[str, Any]) -> int:
-    """Tokens a request may cost: o200k count of what is sent (+4 per message) + max_tokens."""
+    """Tokens a request may cost, the charge a rate-limited API makes when it admits it: o200k
+    count of what is sent (+4 per message), the schema or tools, and ``max_tokens``."""
     total = 0
     for message in request.get("messages") or []:
         content = message.get("content")
-        if isinstance(content, list):
+        if isinstance(content, list):  # content parts
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        total += 4 + count_tokens(content or "")
+        total += PER_MESSAGE_TOKENS + count_tokens(content or "")
     for extra in ("tools", "response_format"):
         if request.get(extra):
             total += count_tokens(json.dumps(request[extra], sort_keys=True))

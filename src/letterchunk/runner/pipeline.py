@@ -64,6 +64,7 @@ from letterchunk.enrich.core import (
 )
 from letterchunk.errors import InputError
 from letterchunk.io import atomic_write_lines, atomic_write_text
+from letterchunk.llm.client import Usage
 from letterchunk.repair.core import OnFailure
 from letterchunk.report.core import RepairReport, new_run_id
 
@@ -174,12 +175,6 @@ class LetterJob:
 # ------------------------------------------------------------------------------ per chunk
 
 
-def _usage_zero() -> Any:
-    from letterchunk.llm.client import Usage
-
-    return Usage()
-
-
 def _source_of(completion: Any) -> str:
     return getattr(completion, "source", "live") or "live"
 
@@ -195,7 +190,7 @@ class _CountingClient:
         self._client = client
         self.calls = 0
         self.hits = 0
-        self.usage = _usage_zero()
+        self.usage = Usage()
 
     def complete(self, *args: Any, **kwargs: Any) -> Any:
         completion = self._client.complete(*args, **kwargs)
