@@ -56,6 +56,7 @@ __all__ = [
     "Limiter",
     "HOSTED_OPENAI_URL",
     "estimate_tokens",
+    "CompletionClient",
 ]
 
 log = logging.getLogger(__name__)
@@ -374,6 +375,22 @@ class _Call:
     response: Any = None  # the ChatCompletion the server (or cache) gave
     http_attempts: int = 0
     usage: Usage = field(default_factory=Usage)
+
+
+class CompletionClient(Protocol):
+    """What the pipeline and the repair loop need of a client: its settings and one call."""
+
+    @property
+    def settings(self) -> LLMSettings: ...
+
+    def complete(
+        self,
+        messages: list[dict],
+        response_model: type[BaseModel],
+        *,
+        chunk_id: str,
+        prompt_hash: str | None = None,
+    ) -> Completion: ...
 
 
 class LLMClient:

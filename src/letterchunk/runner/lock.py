@@ -21,10 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from letterchunk.errors import ConfigError, FolderLocked
+from letterchunk.runner.layout import LOCK_NAME
 
-__all__ = ["LOCK_NAME", "folder_lock"]
-
-LOCK_NAME = ".letterchunk.lock"
+__all__ = ["folder_lock"]
 
 log = logging.getLogger(__name__)
 
