@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from letterchunk.contract.schema import Chunk
 from letterchunk.errors import LetterchunkError, RepairExhausted
 from letterchunk.redact import redact_obj
+from letterchunk.runner import layout
 from letterchunk.text.tokens import count_tokens
 
 __all__ = [
@@ -364,7 +365,7 @@ def normalize_record(raw: Any) -> tuple[dict, list[Change]]:
     defaults: dict[str, Any] = {
         "letter_year": year,
         "chunk_tier": tier,
-        "source_file": f"{year}_cleaned.txt" if year else None,
+        "source_file": layout.cleaned_name(year) if year else None,
         "content_type": "financial_table" if tier == 3 else "narrative",
         "section_hierarchy": [],
         "temporal_references": {"primary_year": year} if year else None,
@@ -1123,7 +1124,7 @@ def repair_file(
     from letterchunk.errors import InputError
     from letterchunk.io import atomic_write_lines
     from letterchunk.llm.client import Usage
-    from letterchunk.report.core import RepairReport, report_path
+    from letterchunk.report.core import RepairReport
 
     path = Path(path)
     refuse_unusable(path)
@@ -1133,10 +1134,9 @@ def repair_file(
         raise InputError(
             path, f"cannot read it as UTF-8 text ({exc}); pass a chunk JSONL file"
         ) from exc
-    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
-    evidence_path = path.with_name(f"{stem}.evidence.jsonl")
+    evidence_path = layout.evidence_path(path)
     evidence: dict[str, dict] = read_evidence(evidence_path)[0] if evidence_path.is_file() else {}
-    result = FileRepair(path=path, report_path=report_path(path), usage=Usage())
+    result = FileRepair(path=path, report_path=layout.report_path(path), usage=Usage())
     report = RepairReport(result.report_path)
 
     parsed: list[tuple[int, str, Chunk | None, list[Change]]] = []

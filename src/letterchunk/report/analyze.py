@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import statistics
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -41,6 +40,7 @@ from letterchunk.contract.schema import Chunk
 from letterchunk.errors import InputError
 from letterchunk.io import read_json_objects
 from letterchunk.report.core import runs_by_chunk
+from letterchunk.runner.layout import LETTER_CHUNKS, LETTER_REPORT, RUN_FILE
 
 __all__ = [
     "analyze_dir",
@@ -51,8 +51,6 @@ __all__ = [
     "TARGET_MAX_TOKENS",
 ]
 
-_CHUNK_FILE = re.compile(r"^(\d{4})\.jsonl$")
-_REPORT_FILE = re.compile(r"^(\d{4})\.report\.jsonl$")
 MIN_TOKENS = {1: 250, 2: 120}  # seed 000 §2.4 anti-orphan minimums
 TARGET_MAX_TOKENS = {1: 2000, 2: 500}  # seed 000 §2.1/§2.2 size targets
 TOP_FIELDS = ("companies", "people", "metrics", "buffett_concepts", "themes")
@@ -204,9 +202,9 @@ def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
     by_year: dict[int, list[Chunk]] = {}
     reports: dict[str, list[dict]] = {}
     for path in sorted(folder.iterdir()):
-        if m := _CHUNK_FILE.match(path.name):
+        if m := LETTER_CHUNKS.match(path.name):
             by_year[int(m.group(1))] = _read_chunks(path, skipped)
-        elif _REPORT_FILE.match(path.name):
+        elif LETTER_REPORT.match(path.name):
             reports[path.name] = _read_records(path, skipped)
     if not by_year:
         raise InputError(
@@ -217,7 +215,7 @@ def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
     out = analyze_chunks(by_year, top=top)
     out["folder"] = str(folder)
     out["repairs"] = _repairs(reports)
-    run_file = folder / "run.json"
+    run_file = folder / RUN_FILE
     out["run"] = None
     if run_file.is_file():
         try:
@@ -228,7 +226,7 @@ def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
                 **(run.get("totals") or {}),
             }
         except (json.JSONDecodeError, AttributeError, TypeError):
-            skipped.append({"file": "run.json", "line": None, "reason": "not a run ledger"})
+            skipped.append({"file": RUN_FILE, "line": None, "reason": "not a run ledger"})
     out["skipped"] = skipped
     return out
 

@@ -44,10 +44,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from letterchunk.io import append_lines, atomic_write_text, read_json_objects
+from letterchunk.runner.layout import (
+    CHUNKS_SUFFIX,
+    EVIDENCE_SUFFIX,
+    HTML_NAME,
+    REPORT_SUFFIX,
+    chunk_stem,
+    cleaned_name,
+    is_chunk_file,
+)
 
 __all__ = [
-    "HTML_NAME",
-    "REPORT_SUFFIX",
     "ChunkRun",
     "RepairReport",
     "build_html",
@@ -56,24 +63,12 @@ __all__ = [
     "evidence_marks",
     "load_records",
     "new_run_id",
-    "report_path",
     "runs_by_chunk",
     "word_diff",
     "write_letter_report",
 ]
 
 log = logging.getLogger(__name__)
-
-REPORT_SUFFIX = ".report.jsonl"
-EVIDENCE_SUFFIX = ".evidence.jsonl"
-HTML_NAME = "report.html"
-
-
-def report_path(chunk_file: str | Path) -> Path:
-    """``DIR/YYYY.jsonl`` -> ``DIR/YYYY.report.jsonl`` (any ``X.jsonl`` -> ``X.report.jsonl``)."""
-    p = Path(chunk_file)
-    stem = p.name.removesuffix(".jsonl")
-    return p.with_name(stem + REPORT_SUFFIX)
 
 
 def new_run_id() -> str:
@@ -339,8 +334,8 @@ def _stems(folder: Path) -> list[str]:
     for p in folder.glob("*.jsonl"):
         if p.name.endswith(REPORT_SUFFIX):
             stems.add(p.name[: -len(REPORT_SUFFIX)])
-        elif not p.name.endswith(EVIDENCE_SUFFIX):
-            stems.add(p.name[: -len(".jsonl")])
+        elif is_chunk_file(p):
+            stems.add(chunk_stem(p))
     return sorted(stems)
 
 
@@ -383,7 +378,7 @@ def collect(out_dir: str | Path) -> dict:
     chunks: list[dict] = []
     files: list[dict] = []
     for stem in _stems(folder):
-        chunk_file = folder / f"{stem}.jsonl"
+        chunk_file = folder / f"{stem}{CHUNKS_SUFFIX}"
         written_list = [c for c in _read_jsonl(chunk_file) if c.get("chunk_id")]
         written = {str(c["chunk_id"]): c for c in written_list}
         evidence = {e.get("chunk_id"): e for e in _read_jsonl(folder / f"{stem}{EVIDENCE_SUFFIX}")}
@@ -391,7 +386,7 @@ def collect(out_dir: str | Path) -> dict:
             (written_list[0].get("metadata") or {}).get("source_file") if written_list else None
         )
         cleaned_path = folder / (
-            source if isinstance(source, str) and "/" not in source else f"{stem}_cleaned.txt"
+            source if isinstance(source, str) and "/" not in source else cleaned_name(stem)
         )
         cleaned = cleaned_path.read_text(encoding="utf-8") if cleaned_path.is_file() else None
         runs = runs_by_chunk(load_records(folder / f"{stem}{REPORT_SUFFIX}"))
