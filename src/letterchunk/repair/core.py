@@ -428,7 +428,7 @@ def normalize_record(raw: Any) -> tuple[dict, list[Change]]:
 
 
 def _enrichment_model() -> type[BaseModel]:
-    from letterchunk.enrich.core import Enrichment
+    from letterchunk.enrich import Enrichment
 
     return Enrichment
 
@@ -436,7 +436,7 @@ def _enrichment_model() -> type[BaseModel]:
 def _field_map() -> dict[str, list[str]]:
     """metadata / sidecar path -> response fields that fill it (``enrich.FIELDS``,
     ``EVIDENCE_FIELDS``)."""
-    from letterchunk.enrich import core as enrich
+    from letterchunk import enrich
 
     out: dict[str, list[str]] = {}
     for name, target in getattr(enrich, "FIELDS", {}).items():
@@ -566,7 +566,7 @@ def partial_model(
     ``exclude`` maps a field to values the validator rejected: they leave that field's enums
     (``enrich.without_choices``), so a grammar cannot offer the same rejected answer again.
     """
-    from letterchunk.enrich.core import without_choices
+    from letterchunk.enrich import without_choices
 
     model = model or _enrichment_model()
     # (annotation, FieldInfo) keeps the per-chunk narrowing (enums over the vocabulary, the
@@ -713,7 +713,7 @@ def repair_enriched(
     An answer that fails the response schema is salvaged field by field: fields that validate
     are kept, and only the others are asked again.
     """
-    from letterchunk.enrich.core import apply_enrichment, evidence_record
+    from letterchunk.enrich import apply_enrichment, evidence_record
 
     if max_attempts < 0:
         raise ValueError("max_attempts must be >= 0")
@@ -947,7 +947,7 @@ def _field_violation(code: str, fld: str | None, message: str, chunk_id: str) ->
 def _default_model(chunk: Chunk, first: Any) -> type[BaseModel]:
     if getattr(first, "value", None) is not None:
         return type(first.value)
-    from letterchunk.enrich.core import Enrichment, TableEnrichment
+    from letterchunk.enrich import Enrichment, TableEnrichment
 
     return TableEnrichment if chunk.metadata.chunk_tier == 3 else Enrichment
 
@@ -984,7 +984,7 @@ def enrich_chunk(
 
     ``prompt_ctx`` is an ``enrich.PromptContext``, ``context`` a ``validate.LetterContext``.
     """
-    from letterchunk.enrich.core import build_messages, response_model_for
+    from letterchunk.enrich import build_messages, response_model_for
 
     model = response_model_for(chunk, prompt_ctx)
     messages = build_messages(chunk, prompt_ctx)
@@ -1114,7 +1114,7 @@ def repair_file(
         validate_paths,
     )
     from letterchunk.contract.vocabulary import load_concepts
-    from letterchunk.enrich.core import (
+    from letterchunk.enrich import (
         Enrichment,
         PromptContext,
         TableEnrichment,

@@ -60,8 +60,7 @@ from letterchunk.contract.validate import (
     validate_letter,
 )
 from letterchunk.contract.vocabulary import load_concepts
-from letterchunk.enrich.core import (
-    UNTITLED,
+from letterchunk.enrich import (
     PromptContext,
     apply_enrichment,
     build_messages,
@@ -75,7 +74,7 @@ from letterchunk.repair.core import OnFailure, repair_enriched
 from letterchunk.report.core import RepairReport, new_run_id
 from letterchunk.runner.layout import LETTER_CHUNKS, LetterFiles, cleaned_name, find_letters
 from letterchunk.text.clean import load_letter
-from letterchunk.text.segment import section_titles, segment_letter
+from letterchunk.text.segment import UNTITLED, section_titles, segment_letter
 
 __all__ = [
     "RunOptions",
