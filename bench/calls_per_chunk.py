@@ -17,12 +17,13 @@ from pathlib import Path
 
 import vcr
 
-from letterchunk.llm.client import LLMClient, LLMSettings
-from letterchunk.llm.prompts import prompt_hash
+from letterchunk.llm.backend import MODEL_ID
+from letterchunk.llm.connect import open_client
 from letterchunk.runner.pipeline import RunOptions, run_paths
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL_ID = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+# never contacted: vcrpy answers from the recording (the port is not matched)
+REPLAY_ENV = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_API_KEY": "sk-replay-dummy"}
 
 
 def replay(year: int) -> tuple:
@@ -31,20 +32,14 @@ def replay(year: int) -> tuple:
         match_on=["method", "scheme", "host", "path", "body"],
         filter_headers=["authorization"],
     )
-    settings = LLMSettings.from_env(
-        env={},
-        base_url="http://127.0.0.1:8080/v1",
-        api_key="sk-replay-dummy",
-        model=MODEL_ID,
-        mode="JSON_SCHEMA",
-        transport_retries=0,
-    )
     with (
         tempfile.TemporaryDirectory() as out,
         recorder.use_cassette(
             str(ROOT / "cassettes" / f"{year}.yaml"), allow_playback_repeats=False
         ) as cassette,
-        LLMClient(settings, prompt_hash=prompt_hash()) as client,
+        open_client(
+            env=REPLAY_ENV, cache="off", model=MODEL_ID, mode="JSON_SCHEMA", transport_retries=0
+        ) as client,
     ):
         [letter] = run_paths(
             [ROOT / "corpus" / "letters" / f"{year}.txt"],

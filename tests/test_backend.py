@@ -27,8 +27,8 @@ from letterchunk.llm.backend import (
     install_hint,
     model_dir,
     model_part_files,
-    select_backend,
 )
+from letterchunk.llm.connect import open_client
 
 # Read before conftest's autouse fixture points HOME/XDG_CACHE_HOME into tmp_path, so the opt-in
 # live test uses the model already assembled in the user's cache instead of rebuilding 1.1 GB.
@@ -348,20 +348,20 @@ def test_server_dies_with_its_parent(stand_in, tmp_path):
     assert not _alive(child_pid)
 
 
-def test_select_backend_uses_the_api_when_configured_and_starts_nothing(monkeypatch):
+def test_open_client_uses_the_api_when_configured_and_starts_nothing(monkeypatch):
     monkeypatch.setattr(
-        backend, "_server_from_env", lambda *a, **k: pytest.fail("must not start a server")
+        backend, "server_from_env", lambda *a, **k: pytest.fail("must not start a server")
     )
-    with select_backend(env={"OPENAI_API_KEY": "sk-test"}) as settings:
+    with open_client(env={"OPENAI_API_KEY": "sk-test"}, cache="off") as client:
+        settings = client.settings
         assert settings.base_url == "https://api.openai.com/v1" and settings.mode == "TOOLS"
 
 
-def test_select_backend_starts_the_embedded_server_when_nothing_is_configured(
-    stand_in, monkeypatch
-):
+def test_open_client_starts_the_embedded_server_when_nothing_is_configured(stand_in, monkeypatch):
     server = stand_in()
-    monkeypatch.setattr(backend, "_server_from_env", lambda env, **kw: server)
-    with select_backend(env={}) as settings:
+    monkeypatch.setattr(backend, "server_from_env", lambda env, **kw: server)
+    with open_client(env={}, cache="off") as client:
+        settings = client.settings
         assert settings.base_url == server.base_url and settings.model == MODEL_ID
         assert settings.mode == "JSON_SCHEMA"
         pid = server.pid
@@ -383,8 +383,6 @@ class Fact(BaseModel):
     reason="starts the real model: set LETTERCHUNK_LIVE=1",
 )
 def test_live_embedded_server_answers_one_structured_request():
-    from letterchunk.llm.client import LLMClient
-
     messages = [
         {"role": "system", "content": "Extract the fields as JSON."},
         {
@@ -397,10 +395,14 @@ def test_live_embedded_server_answers_one_structured_request():
     )
     with backend.EmbeddedServer(model_path=model) as server:
         pid = server.pid
-        with select_backend(
-            env={}, base_url=server.base_url, model=MODEL_ID, mode="JSON_SCHEMA", max_tokens=100
-        ) as s:
-            out = LLMClient(s).complete(messages, Fact, chunk_id="live-1")
+        with open_client(
+            env={"OPENAI_BASE_URL": server.base_url},
+            cache="off",
+            model=MODEL_ID,
+            mode="JSON_SCHEMA",
+            max_tokens=100,
+        ) as client:
+            out = client.complete(messages, Fact, chunk_id="live-1")
     assert out.error is None, out.error
     assert out.value == Fact(company="Berkshire Hathaway", year=1977)
     assert out.usage.requests == 1 and out.usage.completion_tokens > 0

@@ -33,8 +33,8 @@ vcr = pytest.importorskip("vcr")
 from letterchunk.contract.schema import Chunk  # noqa: E402
 from letterchunk.contract.validate import normalise_ws, validate_path  # noqa: E402
 from letterchunk.contract.vocabulary import load_concepts  # noqa: E402
-from letterchunk.llm.client import LLMClient, LLMSettings  # noqa: E402
-from letterchunk.llm.prompts import prompt_hash  # noqa: E402
+from letterchunk.llm.backend import MODEL_ID  # noqa: E402
+from letterchunk.llm.connect import open_client  # noqa: E402
 from letterchunk.runner.pipeline import RunOptions, run_paths  # noqa: E402
 from letterchunk.text.clean import load_letter  # noqa: E402
 from letterchunk.text.segment import segment_letter  # noqa: E402
@@ -44,7 +44,6 @@ CASSETTES = ROOT / "cassettes"
 LETTERS = [1977, 1996]  # the early letter of the seed, and a modern one with Tier-3 tables
 RECORD = os.environ.get("LETTERCHUNK_RECORD") == "1"
 REPLAY_URL = "http://127.0.0.1:8080/v1"  # never contacted: vcrpy answers (port not matched)
-MODEL_ID = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 # the user's model cache, read before the autouse fixture isolates HOME (recording only)
 REAL_MODEL_DIR = os.environ.get("LETTERCHUNK_MODEL_DIR") or str(
     Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "letterchunk" / "models"
@@ -64,15 +63,13 @@ def recorder(record_mode: str) -> vcr.VCR:
 def _run(year: int, out: Path, base_url: str, api_key: str, source: str | None = None):
     # on replay a request missing from the cassette must fail at once, not be retried
     retries = None if source is None else 0
-    settings = LLMSettings.from_env(
-        env={},
-        base_url=base_url,
-        api_key=api_key,
+    with open_client(
+        env={"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": api_key},
+        cache="off",
         model=MODEL_ID,
         mode="JSON_SCHEMA",
         transport_retries=retries,
-    )
-    with LLMClient(settings, cache=None, prompt_hash=prompt_hash()) as client:
+    ) as client:
         [outcome] = run_paths(
             [ROOT / "corpus" / "letters" / f"{year}.txt"],
             out,

@@ -9,8 +9,7 @@ from pydantic import ValidationError
 
 from answers import QUOTE, narrative_answer
 from letterchunk.contract.validate import LetterContext, validate_chunk
-from letterchunk.enrich.core import (
-    UNTITLED,
+from letterchunk.enrich import (
     Enrichment,
     PromptContext,
     TableEnrichment,
@@ -22,6 +21,7 @@ from letterchunk.enrich.core import (
     response_model_for,
     years_in_text,
 )
+from letterchunk.text.segment import UNTITLED
 
 VOCAB = frozenset(
     {"float economics", "circle of competence", "intrinsic value", "underwriting discipline"}
@@ -264,7 +264,7 @@ def test_grounded_choices_offer_only_the_chunks_own_names_and_sentences(good_let
     ],
 )
 def test_name_candidates(text, names):
-    from letterchunk.enrich.core import name_candidates
+    from letterchunk.enrich import name_candidates
 
     assert name_candidates(text) == names
 
@@ -378,7 +378,7 @@ def test_apply_touches_only_semantic_fields_and_validates(good_letter):
     ],
 )
 def test_apply_drops_an_unfinished_last_summary_sentence(good_letter, summary, expected):
-    from letterchunk.enrich.core import complete_sentences
+    from letterchunk.enrich import complete_sentences
 
     assert complete_sentences(summary) == expected
     s1 = good_letter.chunk("1987-S1-T1-001")

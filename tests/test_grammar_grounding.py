@@ -26,7 +26,7 @@ from letterchunk.contract.validate import (
     validate_chunk,
 )
 from letterchunk.contract.vocabulary import load_concepts
-from letterchunk.enrich.core import (
+from letterchunk.enrich import (
     SUMMARY_PATTERN,
     PromptContext,
     name_candidates,

@@ -8,7 +8,8 @@ import threading
 import pytest
 
 from letterchunk.errors import ConfigError
-from letterchunk.runner.ledger import RUN_FILE, Ledger, ModelPrice, load_prices, price_for
+from letterchunk.layout import RUN_FILE
+from letterchunk.runner.ledger import Ledger, ModelPrice, load_prices, price_for
 
 
 @pytest.fixture(autouse=True)

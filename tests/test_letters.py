@@ -15,8 +15,8 @@ import pytest
 from fake_openai import FakeOpenAI
 from letterchunk.cli import main
 from letterchunk.errors import ConfigError, InputError
+from letterchunk.layout import find_letters
 from letterchunk.llm import backend
-from letterchunk.runner.layout import find_letters
 from test_pipeline import grounded_answer
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"

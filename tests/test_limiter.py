@@ -10,7 +10,8 @@ import pytest
 
 from fake_openai import FakeOpenAI, answer, prompt_tokens_of
 from letterchunk.errors import BudgetExceeded, ConfigError
-from letterchunk.llm.limiter import RateLimiter, estimate_request_tokens
+from letterchunk.llm.client import estimate_tokens
+from letterchunk.llm.limiter import RateLimiter
 from letterchunk.runner.ledger import ModelPrice
 
 
@@ -32,7 +33,7 @@ def test_estimate_matches_what_the_server_charges():
         {"role": "user", "content": "Float is $1.2 billion."},
     ]
     body = {"messages": messages, "max_tokens": 300}
-    assert estimate_request_tokens(messages, 300) == prompt_tokens_of(body) + 300
+    assert estimate_tokens(body) == prompt_tokens_of(body) + 300
 
 
 def test_tpm_blocks_until_the_window_frees_room():
@@ -174,7 +175,7 @@ def test_many_threads_against_a_rate_limited_server_get_no_429():
         def worker(i: int) -> None:
             for j in range(6):
                 messages = [{"role": "user", "content": f"chunk {i}-{j}: " + "berkshire " * 60}]
-                est = estimate_request_tokens(messages, 120)
+                est = estimate_tokens({"messages": messages, "max_tokens": 120})
                 lim.acquire(est)
                 try:
                     out = client.chat.completions.create(
@@ -233,7 +234,8 @@ def test_learned_ratio_keeps_a_rate_limited_server_free_of_429s():
         def worker(i: int) -> None:
             for j in range(5):
                 messages = [{"role": "user", "content": f"chunk {i}-{j}: " + "berkshire " * 60}]
-                est = 2 * estimate_request_tokens(messages, 0) + 100  # counts a "schema" too
+                # counts a "schema" too
+                est = 2 * estimate_tokens({"messages": messages, "max_tokens": 0}) + 100
                 lim.acquire(est)
                 actual = 0
                 try:

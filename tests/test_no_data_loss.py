@@ -32,7 +32,7 @@ import pytest
 
 from fake_openai import FakeOpenAI, answer, refusal
 from letterchunk.cli import main
-from letterchunk.runner.lock import LOCK_NAME
+from letterchunk.layout import LOCK_NAME
 from test_fault_matrix import Script, valid_for
 
 ROOT = Path(__file__).resolve().parents[1]

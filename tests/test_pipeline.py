@@ -17,7 +17,7 @@ from fake_openai import FakeOpenAI, response_schema
 from letterchunk.cli import main
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.contract.validate import validate_path
-from letterchunk.enrich.core import sentence_choices
+from letterchunk.enrich import sentence_choices
 from letterchunk.errors import RepairExhausted
 from letterchunk.llm.cache import ResponseCache
 from letterchunk.llm.client import LLMClient, LLMSettings

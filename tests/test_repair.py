@@ -15,7 +15,7 @@ from answers import QUOTE, narrative_answer
 from fake_openai import FakeOpenAI, answer
 from letterchunk.contract.schema import Chunk
 from letterchunk.contract.validate import LetterContext, Violation, validate_chunk
-from letterchunk.enrich.core import PromptContext, build_messages, response_model_for
+from letterchunk.enrich import PromptContext, build_messages, response_model_for
 from letterchunk.errors import RepairExhausted
 from letterchunk.llm.client import LLMClient, LLMSettings
 from letterchunk.repair.fixers import mechanical_fixes
@@ -305,7 +305,7 @@ def test_normalize_record_fixes_shape_and_records_it(enriched_letter, edit, expe
     ],
 )
 def test_violation_maps_to_the_answer_fields_behind_it(code, fld, expected):
-    from letterchunk.enrich.core import Enrichment
+    from letterchunk.enrich import Enrichment
 
     v = Violation(code=code, severity="error", message="m", chunk_id=S1, field=fld)
     assert fields_for(v, Enrichment) == expected

@@ -11,7 +11,7 @@ from letterchunk.contract.rules import (
     VALIDATOR_RULES,
     rule_kind,
 )
-from letterchunk.enrich.core import EVIDENCE_FIELDS, FIELDS, Enrichment, TableEnrichment
+from letterchunk.enrich import EVIDENCE_FIELDS, FIELDS, Enrichment, TableEnrichment
 from letterchunk.repair.fixers import FIXERS
 
 

@@ -34,9 +34,9 @@ from letterchunk.text.tokens import count_tokens
 if _TYPE_CHECKING:
     from letterchunk.api import run
     from letterchunk.contract.validate import ValidationReport, Violation, validate_paths
+    from letterchunk.layout import find_letters
     from letterchunk.llm.client import LLMClient, LLMSettings
     from letterchunk.llm.connect import open_client
-    from letterchunk.runner.layout import find_letters
     from letterchunk.runner.pipeline import Hooks, LetterOutcome, RunOptions, run_paths
     from letterchunk.text.clean import CleanedLetter, load_letter
     from letterchunk.text.segment import segment_letter
@@ -49,7 +49,7 @@ _LAZY = {
     "CleanedLetter": "text.clean",
     "load_letter": "text.clean",
     "open_client": "llm.connect",
-    "find_letters": "runner.layout",
+    "find_letters": "layout",
     "LLMClient": "llm.client",
     "LLMSettings": "llm.client",
     "Hooks": "runner.pipeline",

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from letterchunk.layout import find_letters
 from letterchunk.llm.connect import CacheMode, open_client
 from letterchunk.repair.reask import OnFailure
-from letterchunk.runner.layout import find_letters
 from letterchunk.runner.pipeline import Hooks, LetterOutcome, RunOptions, run_paths
 
 __all__ = ["run"]

@@ -57,13 +57,12 @@ class ConfigError(LetterchunkError):
 
 
 class FolderLocked(ConfigError):
-    def __init__(self, folder: str | Path, pid: int | None) -> None:
-        self.folder, self.pid = str(folder), pid
+    def __init__(self, lock_file: str | Path, pid: int | None) -> None:
+        self.folder, self.pid = str(Path(lock_file).parent), pid
         holder = f"process {pid}" if pid else "another process"
         super().__init__(
             f"{self.folder}: {holder} is already writing this folder (letterchunk lock "
-            f"{self.folder}/.letterchunk.lock); wait for it to finish, stop it, or pass another "
-            "--out folder"
+            f"{lock_file}); wait for it to finish, stop it, or pass another --out folder"
         )
 
 

@@ -2,9 +2,11 @@
 
 Backend: ``OPENAI_API_KEY`` and/or ``OPENAI_BASE_URL`` set → that API (hosted OpenAI or any
 OpenAI-compatible server); neither → the embedded llama-server (the ``local`` extra),
-started here and stopped on exit, Ctrl-C included.  ``--cache offline`` never needs a backend.
+started for the run and stopped on exit, Ctrl-C included.  ``--cache offline`` never needs a
+backend.  :func:`letterchunk.llm.connect.open_client` makes that choice.
 
-The helpers here (LLM options, backend, execute) are shared with `letterchunk enrich`.
+The helpers here (LLM options, client, execute) are shared with `letterchunk enrich` and
+`letterchunk repair`.
 """
 
 from __future__ import annotations
@@ -13,18 +15,31 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
-from typing import Any
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 from letterchunk.cli import EXIT_INVALID, EXIT_OK, HelpFormatter, _limits
+from letterchunk.cli.progress import make_reporter, summary_lines
+from letterchunk.errors import ConfigError
+from letterchunk.install import pip_install
+from letterchunk.layout import find_letters
+from letterchunk.llm import connect
+from letterchunk.llm.client import LLMClient
 from letterchunk.llm.connect import (
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT_S,
     EMBEDDED_TIMEOUT_S,
     ENV_CACHE_DIR,
+    ENV_CONTEXT,
     ENV_RETRIES,
     ENV_TIMEOUT,
+    HOSTED_CONTEXT,
+    open_client,
 )
+from letterchunk.runner.ledger import Ledger
+from letterchunk.runner.lock import folder_lock
+from letterchunk.runner.pipeline import Hooks, LetterOutcome, RunOptions, run_paths
 
 EXAMPLES = """\
 Examples:
@@ -38,13 +53,9 @@ Examples:
   # answers from the cache only: no backend needed, a missing answer is an error
   letterchunk run corpus/letters/1977.txt --out out/ --cache offline
 """
-ENV_CONTEXT = "LETTERCHUNK_CONTEXT_TOKENS"
-HOSTED_CONTEXT = 128_000  # gpt-4o-mini and most hosted models; set --context-tokens for others
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from letterchunk.install import pip_install
-
     p = sub.add_parser(
         "run",
         help="segment, enrich with the LLM, validate and write letters (the main job)",
@@ -139,10 +150,7 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
     _limits.add_limit_options(p)  # --concurrency --tpm --rpm --max-tokens-total --max-cost --prices
 
 
-def options_from(args: argparse.Namespace) -> Any:
-    from letterchunk.errors import ConfigError
-    from letterchunk.runner.pipeline import RunOptions
-
+def options_from(args: argparse.Namespace) -> RunOptions:
     if args.workers < 1 or args.max_attempts < 0:
         raise ConfigError("--workers must be >= 1 and --max-attempts >= 0")
     for flag, value, low in (
@@ -157,17 +165,12 @@ def options_from(args: argparse.Namespace) -> Any:
         workers=args.workers,
         max_attempts=args.max_attempts,
         on_failure=args.on_failure,
-        context_tokens=context_tokens(args),
+        context_tokens=connect.context_tokens(getattr(args, "context_tokens", None)),
     )
 
 
 def check_out_dir(folder: str | None) -> None:
     """Create the output folder and prove it writable now, before any request is paid for."""
-    import tempfile
-    from pathlib import Path
-
-    from letterchunk.errors import ConfigError
-
     if not folder:
         return
     path = Path(folder)
@@ -187,31 +190,12 @@ def check_out_dir(folder: str | None) -> None:
         ) from exc
 
 
-# ------------------------------------------------------------------------------ backend
-
-
-def context_tokens(args: argparse.Namespace) -> int:
-    """The model's context window: --context-tokens, env, the embedded server's, or an API's."""
-    from letterchunk.llm.client import _env_number
-    from letterchunk.llm.connect import backend_configured
-
-    value = getattr(args, "context_tokens", None)
-    if value is None:
-        value = _env_number(ENV_CONTEXT, int, dict(os.environ))
-    if value is None:
-        if backend_configured():
-            return HOSTED_CONTEXT
-        from letterchunk.llm import backend
-
-        value = backend._server_from_env(dict(os.environ)).ctx_size
-    return int(value)
+# ------------------------------------------------------------------------------ client
 
 
 @contextlib.contextmanager
-def llm_client(args: argparse.Namespace) -> Iterator[Any]:
+def llm_client(args: argparse.Namespace) -> Iterator[LLMClient]:
     """An LLMClient with cache, on the configured API or the embedded server (stopped after)."""
-    from letterchunk.llm.connect import open_client
-
     with open_client(
         model=args.model,
         mode=args.mode,
@@ -224,7 +208,7 @@ def llm_client(args: argparse.Namespace) -> Iterator[Any]:
         yield client
 
 
-def report_violations(outcomes: list) -> int:
+def report_violations(outcomes: Sequence[LetterOutcome]) -> int:
     """Print letter-level errors and failed chunks on stderr; the exit code they imply."""
     bad = False
     for o in outcomes:
@@ -243,12 +227,11 @@ def report_violations(outcomes: list) -> int:
     return EXIT_INVALID if bad else EXIT_OK
 
 
-def execute(args: argparse.Namespace, job: Any) -> int:
-    """Run ``job(client, options, hooks)`` with a client, progress on stderr and one summary."""
-    from letterchunk.cli.progress import make_reporter, summary_lines
-    from letterchunk.runner.lock import folder_lock
-    from letterchunk.runner.pipeline import Hooks
+Job = Callable[[LLMClient, RunOptions, Hooks], list[LetterOutcome]]
 
+
+def execute(args: argparse.Namespace, job: Job) -> int:
+    """Run ``job(client, options, hooks)`` with a client, progress on stderr and one summary."""
     options = options_from(args)
     # `run --out` is created; `enrich DIR` is written in place (a missing DIR is its own error)
     check_out_dir(
@@ -272,7 +255,7 @@ def execute(args: argparse.Namespace, job: Any) -> int:
     # accounting(): DIR/run.json and the summary on stderr, however the run ends
     with locked, llm_client(args) as client:
 
-        def summary(ledger: Any, failure: BaseException | None) -> None:
+        def summary(ledger: Ledger, failure: BaseException | None) -> None:
             # a run that failed before any letter was segmented (bad input) has only its error
             if not args.quiet and (failure is None or progress.stats.began):
                 for line in summary_lines(
@@ -289,10 +272,7 @@ def execute(args: argparse.Namespace, job: Any) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from letterchunk.runner.layout import find_letters
-    from letterchunk.runner.pipeline import run_paths
-
-    def skipped(path: Any) -> None:
+    def skipped(path: Path) -> None:
         if not args.quiet:
             print(f"letterchunk: skipping {path}: not a letter (*.txt)", file=sys.stderr)
 

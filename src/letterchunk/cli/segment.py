@@ -21,7 +21,8 @@ from letterchunk.contract.schema import dump_chunk
 from letterchunk.contract.validate import max_chunk_tokens
 from letterchunk.errors import InputError
 from letterchunk.io import atomic_write_lines, atomic_write_text
-from letterchunk.runner.layout import find_letters
+from letterchunk.layout import LetterFiles, find_letters
+from letterchunk.runner.lock import folder_lock
 from letterchunk.text.segment import load_letters, segment_letter
 
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -58,7 +59,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"letterchunk: skipping {path}: not a letter (*.txt)", file=sys.stderr)
 
     files = find_letters(args.paths, on_skip=skipped)  # a bad path fails before DIR is touched
-    from letterchunk.runner.lock import folder_lock
 
     with folder_lock(args.out):  # one letterchunk process per output folder
         return _segment(args, files)
@@ -91,13 +91,14 @@ def _segment(args: argparse.Namespace, files: list[Path]) -> int:
                 "and sections (blank lines, headers); not written"
             )
             continue
-        atomic_write_text(out / letter.cleaned_name, letter.text)
-        atomic_write_lines(out / f"{letter.year}.jsonl", [dump_chunk(c) for c in chunks])
+        target = LetterFiles.of(out, letter.year)
+        atomic_write_text(target.cleaned, letter.text)
+        atomic_write_lines(target.chunks, [dump_chunk(c) for c in chunks])
         written += 1
         if not args.quiet:
             n1 = sum(c.metadata.chunk_tier == 1 for c in chunks)
             print(
-                f"{f} -> {out / f'{letter.year}.jsonl'} ({len(chunks)} chunks, {n1} tier-1)",
+                f"{f} -> {target.chunks} ({len(chunks)} chunks, {n1} tier-1)",
                 file=sys.stderr,
             )
     for msg in problems:

@@ -84,6 +84,7 @@ from letterchunk.contract.schema import (
     TableData,
     TemporalReferences,
 )
+from letterchunk.layout import cleaned_name, evidence_path, is_chunk_file
 from letterchunk.text.tokens import count_tokens, span_counter
 
 __all__ = [
@@ -508,10 +509,10 @@ def _check_chunk(chunk: Chunk, stage: str, ctx: _Ctx, ntokens: int) -> list[Viol
             "beside the JSONL, e.g. 1977_cleaned.txt",
             "metadata.source_file",
         )
-    elif src != f"{md.letter_year}_cleaned.txt":
+    elif src != cleaned_name(md.letter_year):
         add(
             "source.file_convention",
-            f"source_file {src!r} is not {md.letter_year}_cleaned.txt",
+            f"source_file {src!r} is not {cleaned_name(md.letter_year)}",
             "metadata.source_file",
         )
 
@@ -1594,7 +1595,7 @@ def read_evidence(path: str | Path) -> tuple[dict[str, dict], list[Violation]]:
 
 
 def _sidecar(path: Path) -> Path:
-    return path.with_name(f"{path.name.removesuffix('.jsonl')}.evidence.jsonl")
+    return evidence_path(path)
 
 
 def _validate_file(path: Path, stage: str, report: ValidationReport) -> None:
@@ -1777,11 +1778,7 @@ def _collect(path: Path, report: ValidationReport) -> list[Path]:
         )
         return []
     if path.is_dir():
-        files = sorted(
-            p
-            for p in path.glob("*.jsonl")
-            if p.is_file() and not p.name.endswith((".evidence.jsonl", ".report.jsonl"))
-        )
+        files = sorted(p for p in path.glob("*.jsonl") if p.is_file() and is_chunk_file(p))
         if not files:
             report.violations.append(
                 _v(

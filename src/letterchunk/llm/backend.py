@@ -50,7 +50,7 @@ __all__ = [
     "install_hint",
     "EmbeddedServer",
     "embedded_server",
-    "select_backend",
+    "server_from_env",
     "find_server_binary",
     "model_part_files",
     "model_dir",
@@ -443,7 +443,10 @@ class _PortTaken(Exception):
     pass
 
 
-def _server_from_env(env: dict[str, str], **kw: Any) -> EmbeddedServer:
+def server_from_env(env: Mapping[str, str], **kw: Any) -> EmbeddedServer:
+    """An :class:`EmbeddedServer` (not started) configured by ``LETTERCHUNK_CTX_SIZE``,
+    ``LETTERCHUNK_THREADS`` and ``LETTERCHUNK_SERVER_TIMEOUT_S``; ``kw`` wins."""
+
     def number(name: str, kind: type) -> Any:
         raw = env.get(name)
         if not raw:
@@ -465,31 +468,12 @@ def _server_from_env(env: dict[str, str], **kw: Any) -> EmbeddedServer:
 
 
 @contextlib.contextmanager
-def embedded_server(**kw: Any) -> Iterator[str]:
+def embedded_server(env: Mapping[str, str] | None = None, **kw: Any) -> Iterator[str]:
     """Start the embedded llama-server, yield its base URL (``http://127.0.0.1:PORT/v1``), stop it.
 
     Keyword arguments go to :class:`EmbeddedServer`; ``LETTERCHUNK_CTX_SIZE``,
-    ``LETTERCHUNK_THREADS`` and ``LETTERCHUNK_SERVER_TIMEOUT_S`` set its defaults.
+    ``LETTERCHUNK_THREADS`` and ``LETTERCHUNK_SERVER_TIMEOUT_S`` in ``env`` (default
+    ``os.environ``) set its defaults.
     """
-    with _server_from_env(dict(os.environ), **kw) as server:
+    with server_from_env(os.environ if env is None else env, **kw) as server:
         yield server.base_url
-
-
-@contextlib.contextmanager
-def select_backend(env: Mapping[str, str] | None = None, **overrides: Any) -> Iterator[Any]:
-    """Yield :class:`~letterchunk.llm.client.LLMSettings` for the configured API, or for the
-    embedded
-    server started for the duration of the ``with`` block when no API is configured.
-
-    ``overrides`` go to ``LLMSettings.from_env`` (``model``, ``mode``, ``max_tokens`` …).
-    """
-    from letterchunk.llm.client import LLMSettings
-
-    env = dict(os.environ if env is None else env)
-    if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL") or overrides.get("base_url"):
-        yield LLMSettings.from_env(env=env, **overrides)
-        return
-    with _server_from_env(env) as server:
-        overrides = {**overrides, "base_url": server.base_url, "model": MODEL_ID}
-        overrides.setdefault("mode", env.get("LETTERCHUNK_INSTRUCTOR_MODE") or "JSON_SCHEMA")
-        yield LLMSettings.from_env(env=env, **overrides)

@@ -56,6 +56,7 @@ __all__ = [
     "Limiter",
     "HOSTED_OPENAI_URL",
     "estimate_tokens",
+    "CompletionClient",
 ]
 
 log = logging.getLogger(__name__)
@@ -271,14 +272,18 @@ class Limiter(Protocol):
     ) -> None: ...
 
 
+PER_MESSAGE_TOKENS = 4  # role + separators per chat message (OpenAI's documented overhead)
+
+
 def estimate_tokens(request: dict[str, Any]) -> int:
-    """Tokens a request may cost: o200k count of what is sent (+4 per message) + max_tokens."""
+    """Tokens a request may cost, the charge a rate-limited API makes when it admits it: o200k
+    count of what is sent (+4 per message), the schema or tools, and ``max_tokens``."""
     total = 0
     for message in request.get("messages") or []:
         content = message.get("content")
-        if isinstance(content, list):
+        if isinstance(content, list):  # content parts
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        total += 4 + count_tokens(content or "")
+        total += PER_MESSAGE_TOKENS + count_tokens(content or "")
     for extra in ("tools", "response_format"):
         if request.get(extra):
             total += count_tokens(json.dumps(request[extra], sort_keys=True))
@@ -370,6 +375,22 @@ class _Call:
     response: Any = None  # the ChatCompletion the server (or cache) gave
     http_attempts: int = 0
     usage: Usage = field(default_factory=Usage)
+
+
+class CompletionClient(Protocol):
+    """What the pipeline and the repair loop need of a client: its settings and one call."""
+
+    @property
+    def settings(self) -> LLMSettings: ...
+
+    def complete(
+        self,
+        messages: list[dict],
+        response_model: type[BaseModel],
+        *,
+        chunk_id: str,
+        prompt_hash: str | None = None,
+    ) -> Completion: ...
 
 
 class LLMClient:

@@ -7,10 +7,11 @@ arrives.  The limiter is thread-safe: one instance is shared by every worker of 
 
 How it counts — mirroring how the hosted API (and ``tests/fake_openai.py``) count:
 
-* A request is charged its *estimate* when it is sent: prompt tokens (o200k, +4 per message,
-  :func:`estimate_request_tokens`) plus its ``max_tokens``.  The server admits a request only
-  when the tokens charged in the rolling window plus this estimate fit the limit, so the
-  estimate must be the server's worst case, not an average.
+* A request is charged its *estimate* when it is sent
+  (:func:`letterchunk.llm.client.estimate_tokens`: prompt tokens, o200k, +4 per message, plus
+  its ``max_tokens``).  The server admits a request only when the tokens charged in the
+  rolling window plus this estimate fit the limit, so the estimate must be the server's worst
+  case, not an average.
 * When the answer arrives the charge is corrected to the usage the server reported
   (``settle``); a failed request (429, 5xx, reset) is corrected to 0.  Requests still in flight
   keep their estimate.
@@ -57,39 +58,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from letterchunk.errors import BudgetExceeded, ConfigError
-from letterchunk.text.tokens import count_tokens
 
 __all__ = [
     "RateLimiter",
     "LimiterStats",
-    "estimate_request_tokens",
-    "estimate_prompt_tokens",
-    "PER_MESSAGE_TOKENS",
 ]
 
 log = logging.getLogger(__name__)
 
 _COST_EPSILON = 1e-9  # dollars
 
-PER_MESSAGE_TOKENS = 4  # role + separators per chat message (OpenAI's documented overhead)
 _MIN_SAMPLES = 5  # settled requests before the learned prompt ratio is trusted
 _RATIO_MARGIN = 1.10  # on top of the largest recent usage / prompt-estimate ratio
-
-
-def estimate_prompt_tokens(messages: list[dict[str, Any]]) -> int:
-    """o200k tokens of every message's text, plus :data:`PER_MESSAGE_TOKENS` each."""
-    total = 0
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, list):  # content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        total += PER_MESSAGE_TOKENS + count_tokens(content or "")
-    return total
-
-
-def estimate_request_tokens(messages: list[dict[str, Any]], max_tokens: int) -> int:
-    """What a rate-limited API charges a request when it is admitted: prompt + ``max_tokens``."""
-    return estimate_prompt_tokens(messages) + int(max_tokens)
 
 
 @dataclass

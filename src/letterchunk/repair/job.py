@@ -27,7 +27,7 @@ from letterchunk.contract.validate import (
     validate_paths,
 )
 from letterchunk.contract.vocabulary import load_concepts
-from letterchunk.enrich.core import (
+from letterchunk.enrich import (
     Enrichment,
     PromptContext,
     TableEnrichment,

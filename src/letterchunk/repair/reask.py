@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from letterchunk.contract.rules import COUPLED, DROPPABLE, RULES, rule_kind
 from letterchunk.contract.schema import Chunk
 from letterchunk.contract.validate import LetterContext, Violation, validate_chunk
-from letterchunk.enrich.core import (
+from letterchunk.enrich import (
     EVIDENCE_FIELDS,
     FIELDS,
     Enrichment,

@@ -31,6 +31,7 @@ from typing import Any
 
 from letterchunk.errors import ConfigError
 from letterchunk.io import atomic_write_text
+from letterchunk.layout import CHUNKS_SUFFIX, RUN_FILE
 from letterchunk.redact import redact
 
 __all__ = [
@@ -39,10 +40,8 @@ __all__ = [
     "price_for",
     "LetterTotals",
     "Ledger",
-    "RUN_FILE",
 ]
 
-RUN_FILE = "run.json"
 _DATED = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 
 
@@ -406,8 +405,9 @@ class Ledger:
         for name in data["incomplete_letters"]:
             d = data["letters"][name]
             pending = len(d["pending_chunk_ids"])
+            chunk_file = Path(folder) / f"{name}{CHUNKS_SUFFIX}"
             where = (
-                f"the other {pending} kept as segmented in {Path(folder) / f'{name}.jsonl'}"
+                f"the other {pending} kept as segmented in {chunk_file}"
                 if d["written"]
                 else "its files were left as they were"
             )

@@ -21,10 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from letterchunk.errors import ConfigError, FolderLocked
+from letterchunk.layout import LOCK_NAME
 
-__all__ = ["LOCK_NAME", "folder_lock"]
-
-LOCK_NAME = ".letterchunk.lock"
+__all__ = ["folder_lock"]
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +40,7 @@ def _holder(path: Path) -> int | None:
 def folder_lock(folder: str | Path) -> Iterator[Path]:
     """Hold the folder's lock for the ``with`` body (the folder is created if missing)."""
     try:
-        import fcntl
+        import fcntl  # deferred: a POSIX-only module; elsewhere the folder is not locked
     except ImportError:  # pragma: no cover - Windows
         log.info("no fcntl on this platform: %s is not locked", folder)
         yield Path(folder) / LOCK_NAME
@@ -60,7 +59,7 @@ def folder_lock(folder: str | Path) -> Iterator[Path]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise FolderLocked(path.parent, _holder(path)) from None
+            raise FolderLocked(path, _holder(path)) from None
         try:
             same = os.fstat(fd).st_ino == os.stat(path).st_ino
         except FileNotFoundError:

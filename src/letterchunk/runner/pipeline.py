@@ -46,7 +46,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -54,8 +53,14 @@ from pathlib import Path
 from typing import Any
 
 from letterchunk.contract.schema import Chunk, dump_chunk
-from letterchunk.enrich.core import (
-    UNTITLED,
+from letterchunk.contract.validate import (
+    LetterContext,
+    read_evidence,
+    validate_chunk,
+    validate_letter,
+)
+from letterchunk.contract.vocabulary import load_concepts
+from letterchunk.enrich import (
     PromptContext,
     apply_enrichment,
     build_messages,
@@ -64,8 +69,12 @@ from letterchunk.enrich.core import (
 )
 from letterchunk.errors import InputError
 from letterchunk.io import atomic_write_lines, atomic_write_text
+from letterchunk.layout import LETTER_CHUNKS, LetterFiles, cleaned_name, find_letters
+from letterchunk.llm.client import Completion, CompletionClient, LLMSettings, Usage, estimate_tokens
 from letterchunk.repair.reask import OnFailure, repair_enriched
 from letterchunk.report.records import AttemptRecord, RepairReport, new_run_id
+from letterchunk.text.clean import load_letter
+from letterchunk.text.segment import UNTITLED, section_titles, segment_letter
 
 __all__ = [
     "RunOptions",
@@ -79,7 +88,6 @@ __all__ = [
     "enrich_dir",
     "write_letter",
     "unify_titles",
-    "output_paths",
 ]
 
 log = logging.getLogger(__name__)
@@ -174,12 +182,6 @@ class LetterJob:
 # ------------------------------------------------------------------------------ per chunk
 
 
-def _usage_zero() -> Any:
-    from letterchunk.llm.client import Usage
-
-    return Usage()
-
-
 def _source_of(completion: Any) -> str:
     return getattr(completion, "source", "live") or "live"
 
@@ -191,13 +193,17 @@ class _CountingClient:
     the ledger can count a chunk that never returned an outcome.
     """
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: CompletionClient) -> None:
         self._client = client
         self.calls = 0
         self.hits = 0
-        self.usage = _usage_zero()
+        self.usage = Usage()
 
-    def complete(self, *args: Any, **kwargs: Any) -> Any:
+    @property
+    def settings(self) -> LLMSettings:
+        return self._client.settings
+
+    def complete(self, *args: Any, **kwargs: Any) -> Completion:
         completion = self._client.complete(*args, **kwargs)
         self.calls += 1
         self.hits += int(_source_of(completion) == "cache")
@@ -208,13 +214,13 @@ class _CountingClient:
         return getattr(self._client, name)
 
 
-def enrich_one(chunk: Chunk, job: LetterJob, client: Any, options: RunOptions) -> ChunkOutcome:
+def enrich_one(
+    chunk: Chunk, job: LetterJob, client: CompletionClient, options: RunOptions
+) -> ChunkOutcome:
     """One chunk: one LLM call, apply, validate; the repair loop when the answer is not valid.
 
     Pure with respect to shared state (safe to run in a pool): reads ``job``, returns a result.
     """
-    from letterchunk.contract.validate import validate_chunk
-
     messages = build_messages(chunk, job.prompt)
     model = response_model_for(chunk, job.prompt)
     first = client.complete(messages, model, chunk_id=chunk.chunk_id)  # the one call
@@ -248,7 +254,7 @@ def enrich_one(chunk: Chunk, job: LetterJob, client: Any, options: RunOptions) -
 def _repair(
     chunk: Chunk,
     job: LetterJob,
-    client: Any,
+    client: CompletionClient,
     options: RunOptions,
     *,
     messages: list[dict],
@@ -291,10 +297,6 @@ def _repair(
 def letter_job(
     year: int, cleaned_text: str, chunks: Sequence[Chunk], *, grounded_choices: bool = True
 ) -> LetterJob:
-    from letterchunk.contract.validate import LetterContext
-    from letterchunk.contract.vocabulary import load_concepts
-    from letterchunk.text.segment import section_titles
-
     titles = [t for t in section_titles(list(chunks)) if t != UNTITLED]
     vocab = load_concepts()
     prompt = PromptContext.for_letter(year, titles, vocab, grounded_choices=grounded_choices)
@@ -304,7 +306,7 @@ def letter_job(
     return LetterJob(year=year, cleaned_text=cleaned_text, prompt=prompt, context=context)
 
 
-def _grammar_backed(client: Any) -> bool:
+def _grammar_backed(client: CompletionClient) -> bool:
     """Whether the backend constrains answers by the JSON schema (instructor JSON_SCHEMA mode).
 
     Then entity names and quotes are offered as enums of the chunk's own names and sentences;
@@ -376,7 +378,7 @@ def enrich_letter(
     year: int,
     cleaned_text: str,
     chunks: Sequence[Chunk],
-    client: Any,
+    client: CompletionClient,
     options: RunOptions = RunOptions(),
     hooks: Hooks | None = None,
     *,
@@ -391,8 +393,6 @@ def enrich_letter(
     cancelled, the letter as far as it got is put on the exception (``exc.partial``) and it
     propagates.
     """
-    from letterchunk.contract.validate import validate_letter
-
     hooks = hooks or Hooks()
     kept = kept or {}
     job = letter_job(year, cleaned_text, chunks, grounded_choices=_grammar_backed(client))
@@ -400,58 +400,90 @@ def enrich_letter(
     todo = [i for i, c in enumerate(chunks) if c.chunk_id not in kept]
 
     def work(i: int) -> None:
-        counted = _CountingClient(client)
-        try:
-            outcome = enrich_one(chunks[i], job, counted, options)
-        except BaseException as exc:
-            # the chunk raised (halt, budget cap, backend gone, Ctrl-C): its calls still count,
-            # and a halt's per-attempt records go to the report with them
-            if hooks.chunk_done and counted.calls:
-                hooks.chunk_done(
-                    ChunkOutcome(
-                        chunks[i].chunk_id,
-                        None,
-                        None,
-                        counted.usage,
-                        counted.calls,
-                        counted.hits,
-                        records=list(getattr(exc, "records", None) or []),
-                    )
-                )
-            raise
-        outcome = dataclasses.replace(
-            outcome, usage=counted.usage, calls=counted.calls, cache_hits=counted.hits
-        )
+        outcome = _enrich_counted(chunks[i], job, client, options, hooks)
         results[i] = outcome
         if hooks.chunk_done:  # progress bar, ledger, budget check
             hooks.chunk_done(outcome)
 
+    failure = _run_pool(work, todo, options.workers, name=f"enrich-{year}")
+    result = _letter_outcome(job, chunks, results, kept)
+    if failure is not None:
+        failure.partial = result  # type: ignore[attr-defined]
+        raise failure
+    return result
+
+
+def _enrich_counted(
+    chunk: Chunk, job: LetterJob, client: CompletionClient, options: RunOptions, hooks: Hooks
+) -> ChunkOutcome:
+    """:func:`enrich_one` on a counting view of the client: the outcome carries every call made
+    for the chunk, and when the chunk raises ``hooks.chunk_done`` still hears of its calls."""
+    counted = _CountingClient(client)
+    try:
+        outcome = enrich_one(chunk, job, counted, options)
+    except BaseException as exc:
+        # the chunk raised (halt, budget cap, backend gone, Ctrl-C): its calls still count,
+        # and a halt's per-attempt records go to the report with them
+        if hooks.chunk_done and counted.calls:
+            hooks.chunk_done(
+                ChunkOutcome(
+                    chunk.chunk_id,
+                    None,
+                    None,
+                    counted.usage,
+                    counted.calls,
+                    counted.hits,
+                    records=list(getattr(exc, "records", None) or []),
+                )
+            )
+        raise
+    return dataclasses.replace(
+        outcome, usage=counted.usage, calls=counted.calls, cache_hits=counted.hits
+    )
+
+
+def _run_pool(
+    work: Callable[[int], None], todo: Sequence[int], workers: int, *, name: str
+) -> BaseException | None:
+    """``work(i)`` for every ``i`` in ``todo`` on ``workers`` threads (in order on one).
+
+    The first failure stops the rest (queued work is cancelled) and is returned, not raised, so
+    the caller can assemble what finished: in output order for a stable message, or the Ctrl-C
+    that arrived while waiting.
+    """
     failure: BaseException | None = None
-    if options.workers == 1:
+    if workers == 1:
         for i in todo:
             try:
                 work(i)
-            except BaseException as exc:  # noqa: BLE001 - re-raised below after bookkeeping
-                failure = exc
+            except BaseException as exc:  # noqa: BLE001 - returned for the caller to re-raise
+                return exc
+        return None
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name) as pool:
+        futures = [pool.submit(work, i) for i in todo]
+        try:
+            _, pending = wait(futures, return_when=FIRST_EXCEPTION)
+        except BaseException as exc:  # noqa: BLE001 - Ctrl-C while waiting: stop queued chunks, re-raised by the caller
+            failure = exc
+            pending = set(futures)
+        for fut in pending:
+            fut.cancel()
+    if failure is None:
+        for fut in futures:  # the first error in output order, for a stable message
+            if fut.done() and not fut.cancelled() and fut.exception() is not None:
+                failure = fut.exception()
                 break
-    else:
-        with ThreadPoolExecutor(
-            max_workers=options.workers, thread_name_prefix=f"enrich-{year}"
-        ) as pool:
-            futures = [pool.submit(work, i) for i in todo]
-            try:
-                _, pending = wait(futures, return_when=FIRST_EXCEPTION)
-            except BaseException as exc:  # noqa: BLE001 - Ctrl-C while waiting: stop queued chunks, re-raised below
-                failure = exc
-                pending = set(futures)
-            for fut in pending:
-                fut.cancel()
-        if failure is None:
-            for fut in futures:  # the first error in output order, for a stable message
-                if fut.done() and not fut.cancelled() and fut.exception() is not None:
-                    failure = fut.exception()
-                    break
+    return failure
 
+
+def _letter_outcome(
+    job: LetterJob,
+    chunks: Sequence[Chunk],
+    results: Sequence[ChunkOutcome | None],
+    kept: dict[str, dict | None],
+) -> LetterOutcome:
+    """The letter as far as it got: one title per section, each chunk enriched or as segmented,
+    and the letter-level violations of what will be written."""
     # chunks enriched earlier keep their title choice: seen as the segmenter's placeholder when
     # their section still has untitled chunks, so the whole section ends with one title
     untitled = {
@@ -489,8 +521,8 @@ def enrich_letter(
         letter_violations = validate_letter(valid, stage="enriched", context=ctx) if valid else []
     else:  # an incomplete letter: the file as written must hold at stage "segmented"
         letter_violations = validate_letter(written, stage="segmented", context=ctx)
-    result = LetterOutcome(
-        year=year,
+    return LetterOutcome(
+        year=job.year,
         chunks=valid,
         outcomes=finished,
         violations=letter_violations,
@@ -498,22 +530,9 @@ def enrich_letter(
         pending=pending_ids,
         kept_evidence={k: v for k, v in kept.items() if v},
     )
-    if failure is not None:
-        failure.partial = result  # type: ignore[attr-defined]
-        raise failure
-    return result
 
 
 # ------------------------------------------------------------------------------ files
-
-
-def output_paths(out_dir: str | Path, year: int) -> dict[str, Path]:
-    out = Path(out_dir)
-    return {
-        "cleaned": out / f"{year}_cleaned.txt",
-        "chunks": out / f"{year}.jsonl",
-        "evidence": out / f"{year}.evidence.jsonl",
-    }
 
 
 def dump_evidence(record: dict) -> str:
@@ -530,7 +549,7 @@ def write_letter(
     earlier run left in the file (same id, content and span), so a failed rerun never undoes
     finished work.
     """
-    paths = output_paths(out_dir, year)
+    paths = LetterFiles.of(out_dir, year)
     chunks = list(outcome.written or outcome.chunks)
     evidence = dict(outcome.kept_evidence)
     evidence.update({o.chunk_id: o.evidence for o in outcome.outcomes if o.ok and o.evidence})
@@ -538,14 +557,14 @@ def write_letter(
         chunks, evidence = _keep_earlier(paths, chunks, evidence, set(outcome.pending))
     written: list[Path] = []
     if cleaned_text is not None:
-        atomic_write_text(paths["cleaned"], cleaned_text)
-        written.append(paths["cleaned"])
-    atomic_write_lines(paths["chunks"], [dump_chunk(c) for c in chunks])
+        atomic_write_text(paths.cleaned, cleaned_text)
+        written.append(paths.cleaned)
+    atomic_write_lines(paths.chunks, [dump_chunk(c) for c in chunks])
     atomic_write_lines(
-        paths["evidence"],
+        paths.evidence,
         [dump_evidence(evidence[c.chunk_id]) for c in chunks if c.chunk_id in evidence],
     )
-    written += [paths["chunks"], paths["evidence"]]
+    written += [paths.chunks, paths.evidence]
     outcome.paths = written
     return written
 
@@ -557,18 +576,16 @@ def _enriched(chunk: Chunk) -> bool:
 
 
 def _keep_earlier(
-    paths: dict[str, Path], chunks: list[Chunk], evidence: dict[str, dict], pending: set[str]
+    paths: LetterFiles, chunks: list[Chunk], evidence: dict[str, dict], pending: set[str]
 ) -> tuple[list[Chunk], dict[str, dict]]:
     """``chunks`` with each pending one replaced by its enriched twin already on disk."""
-    if not paths["chunks"].is_file():
+    if not paths.chunks.is_file():
         return chunks, evidence
-    from letterchunk.contract.validate import read_evidence
-
     try:
-        earlier = {c.chunk_id: c for c in _read_chunks(paths["chunks"]) if _enriched(c)}
+        earlier = {c.chunk_id: c for c in _read_chunks(paths.chunks) if _enriched(c)}
     except (InputError, OSError, UnicodeDecodeError):
         return chunks, evidence  # not our file: nothing to keep
-    old_evidence = read_evidence(paths["evidence"])[0] if paths["evidence"].is_file() else {}
+    old_evidence = read_evidence(paths.evidence)[0] if paths.evidence.is_file() else {}
     out = []
     for c in chunks:
         twin = earlier.get(c.chunk_id)
@@ -591,7 +608,7 @@ def _run_one(
     text: str,
     chunks: list[Chunk],
     out_dir: Path,
-    client: Any,
+    client: CompletionClient,
     options: RunOptions,
     hooks: Hooks,
     write_cleaned: bool,
@@ -628,16 +645,12 @@ def _run_one(
 def run_paths(
     paths: Sequence[str | Path],
     out_dir: str | Path,
-    client: Any,
+    client: CompletionClient,
     options: RunOptions = RunOptions(),
     hooks: Hooks | None = None,
 ) -> list[LetterOutcome]:
     """``letterchunk run``: every letter in ``paths`` (files, folders of ``*.txt``) -> ``out_dir``,
     in the given order."""
-    from letterchunk.runner.layout import find_letters
-    from letterchunk.text.clean import load_letter
-    from letterchunk.text.segment import segment_letter
-
     hooks = hooks or Hooks()
     files = find_letters(paths)
     letters = [load_letter(p) for p in files]
@@ -661,13 +674,11 @@ def check_prompt_sizes(
     year: int,
     text: str,
     chunks: Sequence[Chunk],
-    client: Any,
+    client: CompletionClient,
     context_tokens: int,
 ) -> None:
     """Raise InputError naming the letter when a chunk's request (prompt + answer allowance,
     counted as :func:`~letterchunk.llm.client.estimate_tokens` does) exceeds ``context_tokens``."""
-    from letterchunk.llm.client import estimate_tokens
-
     job = letter_job(year, text, chunks, grounded_choices=_grammar_backed(client))
     max_tokens = int(getattr(getattr(client, "settings", None), "max_tokens", 0) or 0)
     for chunk in chunks:
@@ -688,9 +699,6 @@ def check_prompt_sizes(
             )
 
 
-_JSONL = re.compile(r"^(\d{4})\.jsonl$")
-
-
 def _read_chunks(path: Path) -> list[Chunk]:
     chunks = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -709,7 +717,7 @@ def _read_chunks(path: Path) -> list[Chunk]:
 
 def enrich_dir(
     out_dir: str | Path,
-    client: Any,
+    client: CompletionClient,
     options: RunOptions = RunOptions(),
     hooks: Hooks | None = None,
 ) -> list[LetterOutcome]:
@@ -720,13 +728,11 @@ def enrich_dir(
     ``contextual_summary``) are asked, so a rerun finishes a letter a halted, skipped, capped or
     interrupted run left incomplete; a letter with nothing left to ask is skipped.
     """
-    from letterchunk.contract.validate import read_evidence
-
     hooks = hooks or Hooks()
     folder = Path(out_dir)
     if not folder.is_dir():
         raise InputError(folder, "not a folder; pass the --out folder of `letterchunk segment`")
-    files = sorted(p for p in folder.iterdir() if _JSONL.match(p.name))
+    files = sorted(p for p in folder.iterdir() if LETTER_CHUNKS.match(p.name))
     if not files:
         raise InputError(
             folder,
@@ -736,16 +742,16 @@ def enrich_dir(
     jobs = []
     for path in files:
         chunks = _read_chunks(path)
-        year = int(_JSONL.match(path.name).group(1))  # type: ignore[union-attr]
+        year = int(path.name[:4])  # LETTER_CHUNKS matched: YYYY.jsonl
         # resume: chunks an earlier run (finished, capped, halted or killed) already
         # enriched in place are not asked again; segment again to enrich afresh
         if all(_enriched(c) for c in chunks):
             log.info("%s: already enriched, skipped", path)
             continue
-        sidecar = output_paths(folder, year)["evidence"]
+        sidecar = LetterFiles.of(folder, year).evidence
         evidence = read_evidence(sidecar)[0] if sidecar.is_file() else {}
         kept = {c.chunk_id: evidence.get(c.chunk_id) for c in chunks if _enriched(c)}
-        source = chunks[0].metadata.source_file if chunks else f"{year}_cleaned.txt"
+        source = chunks[0].metadata.source_file if chunks else cleaned_name(year)
         cleaned = folder / source
         if not cleaned.is_file():
             raise InputError(

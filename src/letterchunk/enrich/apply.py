@@ -1,0 +1,148 @@
+"""Applying a validated answer to a chunk, and its evidence record for the sidecar."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel
+
+from letterchunk.contract.schema import (
+    Chunk,
+    CrossReferences,
+    Entities,
+    Principle,
+    TableData,
+    TemporalReferences,
+)
+from letterchunk.enrich.candidates import _SENTENCE_END
+from letterchunk.text.segment import UNTITLED
+
+# --------------------------------------------------------------------------------------------
+# Applying an answer
+
+
+def _unique(items) -> list:
+    """Items in first-seen order without repeats."""
+    return list(dict.fromkeys(items))
+
+
+def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
+    """A new chunk with the answer's semantic fields; mechanical fields are left untouched.
+
+    ``e`` may be any response model built by :func:`response_model_for` (or a repair model that
+    holds a subset of its fields): only the fields present are applied.
+    """
+    answer = dict(e)
+    meta = chunk.metadata
+    update: dict[str, object] = {}
+    for name in (
+        "contextual_summary",
+        "themes",
+        "buffett_concepts",
+        "has_financial_data",
+        "retrieval_priority",
+        "abstraction_level",
+    ):
+        if name in answer:
+            value = answer[name]
+            update[name] = list(value) if isinstance(value, list) else value
+    if "contextual_summary" in answer:
+        update["contextual_summary"] = complete_sentences(str(answer["contextual_summary"]))
+    for name in ("themes", "buffett_concepts"):  # a grammar cannot forbid repeated items
+        if name in answer:
+            update[name] = _unique(answer[name])
+    if "entities" in answer:
+        ent = answer["entities"]
+        update["entities"] = Entities(
+            companies=_unique(ent.companies),
+            people=_unique(ent.people),
+            metrics=_unique(ent.metrics),
+        )
+    if "principles" in answer:
+        update["principles"] = [
+            Principle(statement=p.statement, category=p.category) for p in answer["principles"]
+        ]
+    if "content_type" in answer and meta.chunk_tier != 3:
+        update["content_type"] = answer["content_type"]
+    if "comparison_years" in answer or "future_outlook" in answer:
+        tr = meta.temporal_references
+        update["temporal_references"] = TemporalReferences(
+            primary_year=tr.primary_year,
+            comparison_years=_unique(
+                int(y) for y in answer.get("comparison_years", tr.comparison_years)
+            ),
+            future_outlook=bool(answer.get("future_outlook", tr.future_outlook)),
+        )
+    if "related_sections_same_letter" in answer or "related_years" in answer:
+        cr = meta.cross_references
+        update["cross_references"] = CrossReferences(
+            related_sections_same_letter=_unique(
+                answer.get("related_sections_same_letter", cr.related_sections_same_letter)
+            ),
+            related_years=_unique(int(y) for y in answer.get("related_years", cr.related_years)),
+        )
+    if "section_title" in answer and meta.section_title == UNTITLED:
+        title = str(answer["section_title"]).strip()
+        if title:
+            update["section_title"] = title
+            update["section_hierarchy"] = [
+                title if h == UNTITLED else h for h in meta.section_hierarchy
+            ]
+    if "tables" in answer and meta.chunk_tier == 3:
+        tables = answer["tables"]
+        update["table_data"] = [
+            TableData(
+                table_name=t.table_name.strip() or old.table_name,
+                summary=t.summary.strip(),
+                columns=list(old.columns),
+                rows=[list(r) for r in old.rows],
+                row_count=old.row_count,
+            )
+            for old, t in zip(meta.table_data, tables, strict=False)
+        ] + [old for old in meta.table_data[len(tables) :]]
+    new_meta = meta.model_copy(update=update)
+    # re-validate so an answer can never smuggle a wrong type into a canonical chunk
+    return Chunk.model_validate(
+        {
+            "chunk_id": chunk.chunk_id,
+            "content": chunk.content,
+            "metadata": new_meta.model_dump(mode="python"),
+        },
+    )
+
+
+_ENDS_SENTENCE = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
+
+
+def complete_sentences(text: str) -> str:
+    """``text`` without an unfinished last sentence (when an earlier sentence is complete).
+
+    The grammar closes a string at its ``maxLength``: a summary cut there ends mid-sentence
+    ("... and its 1977,"), and the fragment counts as one more sentence for the validator, so
+    the re-ask (temperature 0) wrote the same cut summary again.
+    """
+    flat = text.strip()
+    if _ENDS_SENTENCE.search(flat):
+        return flat
+    ends = list(_SENTENCE_END.finditer(flat))
+    return flat[: ends[-1].end()] if ends else flat
+
+
+def evidence_record(chunk_id: str, e: BaseModel) -> dict:
+    """One line of the evidence sidecar for ``chunk_id`` (see module docstring).
+
+    Evidence for a ``narrative`` tag is dropped: only a confession or principle tag needs it
+    (the small model tends to quote the whole chunk whatever the tag).
+    """
+    answer = dict(e)
+    tagged = answer.get("content_type", "narrative") in (
+        "mistake_confession",
+        "principle_statement",
+    )
+    return {
+        "chunk_id": chunk_id,
+        "content_type_evidence": [
+            str(s) for s in answer.get("content_type_evidence", []) if tagged
+        ],
+        "principle_evidence": [str(p.evidence) for p in answer.get("principles", [])],
+    }

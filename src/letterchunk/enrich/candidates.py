@@ -1,0 +1,185 @@
+"""Candidates computed by code from a chunk's text: proper names, sentences to quote, years,
+the concepts its words cue and its confession sentences (see :mod:`letterchunk.enrich`)."""
+
+from __future__ import annotations
+
+import re
+
+from letterchunk.contract.validate import (
+    concept_known,
+    entity_found,
+    entity_text,
+    normalise_ws,
+    quote_problem,
+)
+from letterchunk.enrich.context import PromptContext
+
+_YEAR = re.compile(r"(?<!\d)(1[89]\d\d|20\d\d)(?!\d)")
+
+
+def years_in_text(text: str) -> list[int]:
+    """Distinct four-digit years (1800-2099) written in ``text``, ascending."""
+    return sorted({int(y) for y in _YEAR.findall(text)})
+
+
+_WS = re.compile(r"\s+")
+_NOT_NAMES = frozenset(
+    """
+a about after all also although among an and any are as at because before besides both but by
+dear despite during each either even every except few for from further given he her here his
+however i if in including instead into it its last let many meanwhile more moreover most much my
+neither nevertheless next no nor not now of on once one only or other others our overall over
+perhaps since so some such than that the their then there these they this those though three
+through thus to today two under unless until upon we what when whenever where whether which
+while who why will with within without yet you your
+january february march april may june july august september october november december
+monday tuesday wednesday thursday friday saturday sunday
+""".split()
+)
+_CONNECTORS = frozenset({"of", "and", "&", "de", "du", "la", "van", "von"})
+_CONTINUE_AFTER_DOT = re.compile(r"^(?:Mr|Mrs|Ms|Dr|Jr|Sr|St|[A-Z]|(?:[A-Z]\.)+[A-Z])\.$")
+_ENDS_NAME = re.compile(r"[,;:!?)\]\"\u201d]$|\.$")
+_SENTENCE_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?= [\"'\u201c\u2018(]?[A-Z0-9])")
+MAX_NAME_CHOICES, MAX_QUOTE_CHOICES, MIN_QUOTE_WORDS = 60, 150, 5
+
+
+def name_candidates(text: str) -> list[str]:
+    """Proper-name candidates written in ``text`` (first occurrence order, deduplicated).
+
+    Runs of capitalised words inside one paragraph and one sentence ("of", "and", "&" allowed
+    inside a run); leading function words ("The", "Our") and a possessive "'s" are dropped, and
+    a lone sentence-initial word is not a name unless it is capitalised mid-sentence elsewhere.
+    The entity lists are chosen from these, so every entity is grounded in the chunk.
+    """
+    runs: list[tuple[list[str], bool]] = []  # (words, began a sentence)
+    mid_caps: set[str] = set()
+    for para in re.split(r"\n\s*\n", text):
+        run: list[str] = []
+        run_at_start = False
+        sentence_start = True
+        for raw in para.split():
+            word = _name_word(raw)
+            if not word:
+                continue
+            if run and raw[:1] in _OPENERS:  # "Energy (“BHE”)": a bracket starts a new name
+                runs.append((run, run_at_start))
+                run = []
+            capital = word[:1].isupper()
+            if capital and not sentence_start:
+                mid_caps.add(word.rstrip(".").lower())
+            if capital or (run and word in _CONNECTORS):
+                if not run:
+                    run_at_start = sentence_start
+                run.append(word)
+            elif run:
+                runs.append((run, run_at_start))
+                run = []
+            ends = bool(_ENDS_NAME.search(raw)) and not _CONTINUE_AFTER_DOT.match(raw.rstrip(",;:"))
+            if run and ends:
+                runs.append((run, run_at_start))
+                run = []
+            sentence_start = bool(re.search(r"[.!?:][\"'\u201d\u2019)]*$", raw)) and not (
+                _CONTINUE_AFTER_DOT.match(raw)
+            )
+        if run:
+            runs.append((run, run_at_start))
+    out: dict[str, None] = {}
+    for words, at_start in runs:
+        words = list(words)
+        while words and (words[0].rstrip(".").lower() in _NOT_NAMES or words[0] in _CONNECTORS):
+            words.pop(0)
+            at_start = False
+        while words and (words[-1] in _CONNECTORS or words[-1].lower() in _NOT_NAMES):
+            words.pop()
+        if not words:
+            continue
+        name = re.sub(r"['\u2019]s$", "", " ".join(words)).rstrip(".'\u2019-")
+        if len(name) < 2 or name.lower() in _NOT_NAMES:
+            continue
+        if " " not in name and at_start and name.lower() not in mid_caps:
+            continue
+        out.setdefault(name, None)
+        if " and " in name:  # "New Bedford and Manchester" also names each part
+            for part in name.split(" and "):
+                if len(part) > 1 and part.lower() not in _NOT_NAMES:
+                    out.setdefault(part, None)
+    # only names the validator finds in the text (rule entity.not_found), by its own test
+    folded = entity_text(text)
+    return [name for name in out if entity_found(name, folded)][:MAX_NAME_CHOICES]
+
+
+_WORD_PUNCT = "\"'\u201c\u201d\u2018([,;:!?)]"
+_OPENERS = frozenset("(\"'\u201c\u2018[")
+
+
+def _name_word(raw: str) -> str:
+    """``raw`` without surrounding punctuation; a final '.' is kept (it may end a sentence),
+    and punctuation before it goes: ``(“BHE”).`` -> ``BHE.``."""
+    word = raw.strip(_WORD_PUNCT)
+    core = word.rstrip(".")
+    if core != word and core.rstrip(_WORD_PUNCT) != core:
+        word = core.rstrip(_WORD_PUNCT) + "."
+    return word
+
+
+def sentence_choices(text: str) -> list[str]:
+    """The chunk's sentences (whitespace collapsed) of at least MIN_QUOTE_WORDS words.
+
+    Evidence quotes are chosen from these, so each is verbatim chunk text by construction.
+    """
+    flat = normalise_ws(text)
+    out: dict[str, None] = {}
+    start = 0
+    for match in _SENTENCE_END.finditer(flat):
+        piece = flat[start : match.end()].strip()
+        start = match.end()
+        if len(piece.split()) >= MIN_QUOTE_WORDS:
+            out.setdefault(piece, None)
+    tail = flat[start:].strip()
+    if len(tail.split()) >= MIN_QUOTE_WORDS:
+        out.setdefault(tail, None)
+    # only quotes the validator accepts (rules evidence.too_short / evidence.not_found)
+    return [q for q in out if quote_problem(q, flat) is None][:MAX_QUOTE_CHOICES]
+
+
+def _cue_pattern(cue: str) -> re.Pattern[str]:
+    """A cue matches case-insensitively at a word start; its inner spaces match any whitespace."""
+    body = r"\s+".join(re.escape(part) for part in cue.split())
+    return re.compile(r"(?<!\w)" + body, re.IGNORECASE)
+
+
+def cued_concepts(text: str, ctx: PromptContext) -> list[str]:
+    """Concepts of ``ctx.vocabulary`` whose cues (or own name) occur in ``text``.
+
+    Ordered by number of cue hits, most first; ties keep vocabulary order.
+    """
+    cues = dict(ctx.cues)
+    hits: list[tuple[int, int, str]] = []
+    for index, concept in enumerate(ctx.vocabulary):
+        patterns = dict.fromkeys((concept, *cues.get(concept, ())))
+        count = sum(len(_cue_pattern(c).findall(text)) for c in patterns)
+        if count and concept_known(concept, ctx.vocabulary):  # rule concept.unknown
+            hits.append((-count, index, concept))
+    return [concept for _, _, concept in sorted(hits)]
+
+
+# self-critical cues (see module docstring); each matches at a word start, case-insensitively
+CONFESSION_CUES: tuple[str, ...] = (
+    r"mistake",
+    r"errors?\b",
+    r"erred\b",
+    r"wrong",
+    r"blunder",
+    r"regret",
+    r"misjudg",
+    r"miscalculat",
+    r"should(?: not|n['\u2019]t)? have\b",
+    r"failed to\b",
+    r"embarrass",
+)
+_CONFESSION = re.compile(r"(?<!\w)(?:" + "|".join(CONFESSION_CUES) + ")", re.IGNORECASE)
+
+
+def confession_sentences(text: str) -> list[str]:
+    """The chunk's :func:`sentence_choices` that hold a self-critical cue, in text order."""
+    return [s for s in sentence_choices(text) if _CONFESSION.search(s)]

@@ -1,0 +1,158 @@
+"""The output-folder layout and letter discovery: every file name letterchunk reads or writes.
+
+An output folder ``DIR`` holds, per letter ``YYYY``::
+
+    YYYY_cleaned.txt        the cleaned letter (the chunks' ``source_file``; offsets point here)
+    YYYY.jsonl              the chunks, one canonical JSON object per line
+    YYYY.evidence.jsonl     the enrichment evidence sidecar (quotes and choices per chunk)
+    YYYY.report.jsonl       the repair report: one record per LLM attempt, appended per run
+
+and once per folder ``run.json`` (the run ledger), ``report.html`` (the HTML report) and
+``.letterchunk.lock`` (held while a process writes the folder).  Any ``X.jsonl`` chunk file has
+its ``X.evidence.jsonl`` and ``X.report.jsonl`` beside it; the ``YYYY`` names are what the
+pipeline writes and ``enrich`` / ``analyze`` pick up.
+
+Which files are letters: a path given by the user is either a letter file (taken as a letter
+whatever its name) or a folder, whose ``*.txt`` files are its letters, in name order
+(``1977.txt``, ``1978.txt``, ...).
+Other files in a folder (``TRAPS.md``, ``notes.pdf``) are not letters: they are skipped and
+passed to ``on_skip`` so the CLI can say so; hidden files and sub-folders are ignored silently.
+A path that does not exist, or a folder without one letter, is an :class:`InputError` before any
+work starts (no server started, no file written).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from letterchunk.errors import ConfigError, InputError
+
+__all__ = [
+    "CHUNKS_SUFFIX",
+    "CLEANED_SUFFIX",
+    "EVIDENCE_SUFFIX",
+    "HTML_NAME",
+    "LETTER_CHUNKS",
+    "LETTER_REPORT",
+    "LETTER_SUFFIX",
+    "LOCK_NAME",
+    "REPORT_SUFFIX",
+    "RUN_FILE",
+    "LetterFiles",
+    "chunk_stem",
+    "cleaned_name",
+    "evidence_path",
+    "find_letters",
+    "is_chunk_file",
+    "report_path",
+]
+
+LETTER_SUFFIX = ".txt"  # a letter in a folder of letters
+CLEANED_SUFFIX = "_cleaned.txt"  # YYYY_cleaned.txt
+CHUNKS_SUFFIX = ".jsonl"  # X.jsonl
+EVIDENCE_SUFFIX = ".evidence.jsonl"  # X.evidence.jsonl beside X.jsonl
+REPORT_SUFFIX = ".report.jsonl"  # X.report.jsonl beside X.jsonl
+RUN_FILE = "run.json"
+HTML_NAME = "report.html"
+LOCK_NAME = ".letterchunk.lock"
+LETTER_CHUNKS = re.compile(r"^(\d{4})\.jsonl$")  # a letter's chunk file; group 1 the year
+LETTER_REPORT = re.compile(r"^(\d{4})\.report\.jsonl$")  # a letter's repair report
+
+
+def cleaned_name(year: int | str) -> str:
+    """``YYYY_cleaned.txt``: the cleaned letter, named in every chunk's ``source_file``."""
+    return f"{year}{CLEANED_SUFFIX}"
+
+
+def is_chunk_file(path: str | Path) -> bool:
+    """Whether ``path`` names a chunk file (``X.jsonl``, not a sidecar or a report)."""
+    name = Path(path).name
+    return name.endswith(CHUNKS_SUFFIX) and not name.endswith((EVIDENCE_SUFFIX, REPORT_SUFFIX))
+
+
+def chunk_stem(chunk_file: str | Path) -> str:
+    """``X`` of ``X.jsonl``; any other name whole (``notes.txt`` has ``notes.txt.report.jsonl``)."""
+    return Path(chunk_file).name.removesuffix(CHUNKS_SUFFIX)
+
+
+def evidence_path(chunk_file: str | Path) -> Path:
+    """``DIR/X.jsonl`` -> ``DIR/X.evidence.jsonl``."""
+    p = Path(chunk_file)
+    return p.with_name(chunk_stem(p) + EVIDENCE_SUFFIX)
+
+
+def report_path(chunk_file: str | Path) -> Path:
+    """``DIR/X.jsonl`` -> ``DIR/X.report.jsonl``."""
+    p = Path(chunk_file)
+    return p.with_name(chunk_stem(p) + REPORT_SUFFIX)
+
+
+@dataclass(frozen=True)
+class LetterFiles:
+    """The files of one letter in an output folder."""
+
+    cleaned: Path
+    chunks: Path
+    evidence: Path
+    report: Path
+
+    @classmethod
+    def of(cls, out_dir: str | Path, year: int) -> LetterFiles:
+        out = Path(out_dir)
+        chunks = out / f"{year}{CHUNKS_SUFFIX}"
+        return cls(
+            cleaned=out / cleaned_name(year),
+            chunks=chunks,
+            evidence=evidence_path(chunks),
+            report=report_path(chunks),
+        )
+
+
+def find_letters(
+    paths: Iterable[str | Path],
+    on_skip: Callable[[Path], None] | None = None,
+) -> list[Path]:
+    """The letter files named by ``paths`` (files and folders), in order, each once.
+
+    Raises :class:`InputError` naming the path for a path that does not exist or a folder that
+    holds no ``*.txt`` letter, :class:`ConfigError` when ``paths`` is empty.
+    """
+    letters: list[Path] = []
+    seen: set[Path] = set()
+
+    def add(path: Path) -> None:
+        key = path.resolve()
+        if key not in seen:  # a letter named twice (a folder and a file in it) is read once
+            seen.add(key)
+            letters.append(path)
+
+    given = [Path(p) for p in paths]
+    if not given:
+        raise ConfigError("no letter given; pass letter files (YYYY.txt) or a folder of them")
+    for path in given:
+        if path.is_dir():
+            found = 0
+            for entry in sorted(path.iterdir()):
+                if entry.name.startswith(".") or not entry.is_file():
+                    continue
+                if entry.suffix.lower() == LETTER_SUFFIX:
+                    add(entry)
+                    found += 1
+                elif on_skip is not None:
+                    on_skip(entry)
+            if not found:
+                raise InputError(
+                    path,
+                    f"this folder holds no letter files (*{LETTER_SUFFIX}); pass a folder of "
+                    "letters such as corpus/letters, or the letter files themselves",
+                )
+        elif path.is_file():
+            add(path)
+        elif path.exists():
+            raise InputError(path, "not a regular file or folder; pass a letter file (YYYY.txt)")
+        else:
+            raise InputError(path, "no such file or folder; check the path")
+    return letters
