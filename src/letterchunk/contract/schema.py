@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "CHUNK_ID_PATTERN",
+    "UNTITLED",
     "ContentType",
     "Level",
     "PrincipleCategory",
@@ -33,6 +34,10 @@ __all__ = [
 ]
 
 CHUNK_ID_PATTERN = r"^\d{4}-S\d+-T[123]-\d{3}$"
+
+#: ``section_title`` of a section the segmenter found no header for; enrichment asks the model
+#: for a title, and at stage ``enriched`` the validator rejects it (rule ``title.untitled``).
+UNTITLED = "Untitled section"
 
 ContentType = Literal["narrative", "financial_table", "mistake_confession", "principle_statement"]
 Level = Literal["low", "medium", "high"]

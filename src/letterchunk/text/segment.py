@@ -61,7 +61,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from letterchunk.contract.schema import Chunk, Metadata, SourceSpan, TableData, TemporalReferences
+from letterchunk.contract.schema import (
+    UNTITLED,
+    Chunk,
+    Metadata,
+    SourceSpan,
+    TableData,
+    TemporalReferences,
+)
 from letterchunk.errors import InputError
 from letterchunk.text.blocks import Block, detect_blocks
 from letterchunk.text.clean import UNKNOWN_DATE, CleanedLetter, load_letter
@@ -78,7 +85,6 @@ __all__ = [
     "load_letters",
 ]
 
-UNTITLED = "Untitled section"
 T1_MIN, T1_MAX, T1_IDEAL = 250, 2000, 1200
 T2_MIN, T2_MAX = 120, 500
 
