@@ -11,7 +11,7 @@ enums as ``Literal``.  Key order follows §0.2 so serialised output reads like t
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -141,7 +141,7 @@ class Chunk(_Strict):
     metadata: Metadata
 
 
-def json_schema() -> dict:
+def json_schema() -> dict[str, Any]:
     """JSON Schema of one canonical chunk, as committed in ``schemas/chunk.schema.json``."""
     schema = Chunk.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 __all__ = ["Block", "Line", "split_lines", "detect_blocks", "is_table_row", "numeric_cell"]
 
@@ -167,6 +168,14 @@ class Line:
         self.indent = len(raw) - len(raw.lstrip()) if self.text else 0
 
 
+class BlockMeta(TypedDict, total=False):
+    """What block detection records about a table block."""
+
+    line_start: int  # char offset of the table's first line (its indentation included)
+    rows: list[bool]  # is_table_row of each line, so parse_table need not ask again
+    detached_caption: bool  # the caption stands one blank line above the column headers
+
+
 @dataclass
 class Block:
     kind: str  # paragraph | header | table | list | separator | signature | salutation
@@ -175,7 +184,7 @@ class Block:
     start: int  # char offset of first non-space character
     end: int  # char offset just past the last non-space character
     title: str = ""  # header text, or table caption
-    meta: dict = field(default_factory=dict)
+    meta: BlockMeta = field(default_factory=BlockMeta)
 
 
 def split_lines(text: str) -> list[Line]:
@@ -285,7 +294,7 @@ def _header_like_cells(raw: str, width: int = 40) -> bool:
 
 
 def _title_case(s: str) -> bool:
-    words = _WORD.findall(s)
+    words: list[str] = _WORD.findall(s)
     if not words:
         return False
     if s.upper() == s and sum(c.isalpha() for c in s) >= 3:
@@ -638,7 +647,7 @@ def detect_blocks(text: str) -> list[Block]:
     return blocks
 
 
-def _page_break_continuation(lines: list[Line], kind: list, j: int) -> int | None:
+def _page_break_continuation(lines: list[Line], kind: list[str | None], j: int) -> int | None:
     """Index of the line that continues line ``j``'s sentence across blank lines (a page break
     whose page number the cleaner removed), or None.  Continuation: line ``j`` ends without
     sentence punctuation, at most three blank lines follow, and the next line starts with a
@@ -664,7 +673,9 @@ def _mk(lines: list[Line], kind: str, a: int, b: int) -> Block:
     return Block(kind=kind, first=a, last=b, start=start, end=end)
 
 
-def _is_header_at(lines: list[Line], kind: list, i: int, after_text: bool = False) -> bool:
+def _is_header_at(
+    lines: list[Line], kind: list[str | None], i: int, after_text: bool = False
+) -> bool:
     n = len(lines)
     if i >= n or kind[i] is not None or lines[i].blank:
         return False
@@ -695,7 +706,7 @@ def _is_header_at(lines: list[Line], kind: list, i: int, after_text: bool = Fals
     return nxt.indent > lines[i].indent or longer > 10 or _headerish(nxt.raw)
 
 
-def _list_end(lines: list[Line], kind: list, i: int) -> int:
+def _list_end(lines: list[Line], kind: list[str | None], i: int) -> int:
     n = len(lines)
     j = i
     while j + 1 < n:
@@ -716,7 +727,7 @@ def _list_end(lines: list[Line], kind: list, i: int) -> int:
     return j
 
 
-def _mark_signatures(lines: list[Line], kind: list) -> None:
+def _mark_signatures(lines: list[Line], kind: list[str | None]) -> None:
     """Mark sign-off runs: sign-off lines, at most one blank line between them, 1-6 lines, with
     a name and a title or date, or a title and a date."""
     n = len(lines)

@@ -60,6 +60,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from letterchunk.contract.schema import (
     UNTITLED,
@@ -413,7 +414,7 @@ def _fix_short_parts(parts: list[list[_Unit]], counter: _SpanCounter) -> list[li
 # chunk construction
 
 
-def _meta(letter: CleanedLetter, **kw) -> Metadata:
+def _meta(letter: CleanedLetter, **kw: Any) -> Metadata:
     note = kw.pop("boundary_note", None)
     if letter.date == UNKNOWN_DATE and letter.date_note:
         note = f"{note} {letter.date_note}".strip() if note else letter.date_note
