@@ -586,16 +586,7 @@ def detect_blocks(text: str) -> list[Block]:
             i += 1
             continue
         if _is_header_at(lines, kind, i):
-            j = i
-            while (
-                j + 1 < n
-                and kind[j + 1] is None
-                and not lines[j + 1].blank
-                and _headerish(lines[j + 1].raw)
-                and (j + 2 >= n or lines[j + 2].blank)
-                and len(lines[j + 1].text) <= 80
-            ):
-                j += 1
+            j = _header_end(lines, kind, i)
             header = _mk(lines, "header", i, j)
             header.title = " ".join(lines[x].text for x in range(i, j + 1)).rstrip(":")
             blocks.append(header)
@@ -606,45 +597,70 @@ def detect_blocks(text: str) -> list[Block]:
             blocks.append(_mk(lines, "list", i, j))
             i = j + 1
             continue
-        # paragraph: until a blank line, another kind, a header, a bullet, or an indent break
-        j = i
-        cont_indent: int | None = None
-        while j + 1 < n:
-            back = j  # where the paragraph ends if the next line does not continue it
-            nxt = lines[j + 1]
-            if nxt.blank:
-                resume = _page_break_continuation(lines, kind, j)
-                if resume is None:
-                    break
-                j = resume - 1  # the sentence goes on after a page break: same paragraph
-                nxt = lines[resume]
-            # _is_bullet / _is_salutation / _ends_sentence with their cheap tests inlined (the
-            # hottest loop: every line of every paragraph)
-            c = nxt.text[0]
-            t = lines[j].text
-            if (
-                kind[j + 1] is not None
-                or ((c in _BULLET_FIRST or "\uf000" <= c <= "\uf8ff") and _BULLET.match(nxt.raw))
-                or ((c == "T" or c == "D") and _is_salutation(nxt))
-                or (
-                    t
-                    and t[-1] in _END_LAST
-                    and _ends_sentence(t)
-                    and (
-                        _is_header_at(lines, kind, j + 1, after_text=True)
-                        # paragraphs running into each other: only the indent tells
-                        or nxt.indent >= (ln.indent if cont_indent is None else cont_indent) + 2
-                    )
-                )
-            ):
-                j = back  # not across the blank lines of a page break that leads nowhere
-                break
-            if cont_indent is None:
-                cont_indent = nxt.indent
-            j += 1
+        j = _paragraph_end(lines, kind, i)
         blocks.append(_mk(lines, "paragraph", i, j))
         i = j + 1
     return blocks
+
+
+def _header_end(lines: list[Line], kind: list[str | None], i: int) -> int:
+    """Last line of the header starting at line ``i``: short header-like lines that follow it,
+    each alone before a blank line, belong to it."""
+    n = len(lines)
+    j = i
+    while (
+        j + 1 < n
+        and kind[j + 1] is None
+        and not lines[j + 1].blank
+        and _headerish(lines[j + 1].raw)
+        and (j + 2 >= n or lines[j + 2].blank)
+        and len(lines[j + 1].text) <= 80
+    ):
+        j += 1
+    return j
+
+
+def _paragraph_end(lines: list[Line], kind: list[str | None], i: int) -> int:
+    """Last line of the paragraph starting at line ``i``: until a blank line, another kind, a
+    header, a bullet, or an indent break."""
+    n = len(lines)
+    ln = lines[i]
+    j = i
+    cont_indent: int | None = None
+    while j + 1 < n:
+        back = j  # where the paragraph ends if the next line does not continue it
+        nxt = lines[j + 1]
+        if nxt.blank:
+            resume = _page_break_continuation(lines, kind, j)
+            if resume is None:
+                break
+            j = resume - 1  # the sentence goes on after a page break: same paragraph
+            nxt = lines[resume]
+        # _is_bullet / _is_salutation / _ends_sentence with their cheap tests inlined (the
+        # hottest loop: every line of every paragraph)
+        c = nxt.text[0]
+        t = lines[j].text
+        if (
+            kind[j + 1] is not None
+            or ((c in _BULLET_FIRST or "\uf000" <= c <= "\uf8ff") and _BULLET.match(nxt.raw))
+            or ((c == "T" or c == "D") and _is_salutation(nxt))
+            or (
+                t
+                and t[-1] in _END_LAST
+                and _ends_sentence(t)
+                and (
+                    _is_header_at(lines, kind, j + 1, after_text=True)
+                    # paragraphs running into each other: only the indent tells
+                    or nxt.indent >= (ln.indent if cont_indent is None else cont_indent) + 2
+                )
+            )
+        ):
+            j = back  # not across the blank lines of a page break that leads nowhere
+            break
+        if cont_indent is None:
+            cont_indent = nxt.indent
+        j += 1
+    return j
 
 
 def _page_break_continuation(lines: list[Line], kind: list[str | None], j: int) -> int | None:
