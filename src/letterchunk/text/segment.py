@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from letterchunk.contract.rules import T1_MAX_TOKENS, T1_MIN_TOKENS, T2_MIN_TOKENS
 from letterchunk.contract.schema import (
     UNTITLED,
     Chunk,
@@ -86,8 +87,10 @@ __all__ = [
     "load_letters",
 ]
 
-T1_MIN, T1_MAX, T1_IDEAL = 250, 2000, 1200
-T2_MIN, T2_MAX = 120, 500
+# the sizes the validator checks (rules size.t1_min, size.t1_max, size.t2_min), and the
+# segmenter's own targets
+T1_MIN, T1_MAX, T2_MIN = T1_MIN_TOKENS, T1_MAX_TOKENS, T2_MIN_TOKENS
+T1_IDEAL, T2_MAX = 1200, 500
 
 _SENT_END = re.compile(r"[.?!][\"'”’)\]]*\s")
 
