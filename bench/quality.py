@@ -28,15 +28,11 @@ import re
 import sys
 from pathlib import Path
 
+from letterchunk.contract.predicates import ends_mid_sentence
 from letterchunk.text.blocks import detect_blocks
 from letterchunk.text.clean import load_letter
 from letterchunk.text.segment import segment_letter
 from letterchunk.text.tokens import encoding
-
-try:
-    from letterchunk.contract.validate import _ends_mid_sentence
-except ImportError:  # pragma: no cover
-    _ends_mid_sentence = None
 
 ROOT = Path(__file__).resolve().parents[1]
 _FALLBACK_NAME = re.compile(r"(?:^|– )[Tt]able \d+$")  # "<section> – table 2", "Table 1"
@@ -76,7 +72,7 @@ def measure(text: str, spans: list[tuple[int, int]], blocks) -> dict[str, tuple[
     tables = [b for b in blocks if b.kind == "table"]
     h_ok = sum(b.start in starts for b in headers)
     t_ok = sum(any(s <= b.start and b.end <= e for s, e in spans) for b in tables)
-    mid_v = sum(bool(_ends_mid_sentence and _ends_mid_sentence(text[s:e])) for s, e in spans)
+    mid_v = sum(ends_mid_sentence(text[s:e]) for s, e in spans)
     mid_s = sum(not _STRICT_END.search(text[s:e]) for s, e in spans)
     return {
         "headers": (h_ok, len(headers)),

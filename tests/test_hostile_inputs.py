@@ -157,11 +157,11 @@ def test_validate_flags_an_obeyed_injection(tmp_path, capsys):
 
 
 def test_the_shipped_letters_hold_no_instruction_like_sentence():
-    from letterchunk.contract.validate import _instructions
+    from letterchunk.contract.semantic_checks import instructions_in
 
-    found = {p.name: _instructions(p.read_text(encoding="utf-8")) for p in LETTERS.glob("*.txt")}
+    found = {p.name: instructions_in(p.read_text(encoding="utf-8")) for p in LETTERS.glob("*.txt")}
     assert {k: v for k, v in found.items() if v} == {}
-    assert _instructions(f"Some text. {INJECTION}") == [
+    assert instructions_in(f"Some text. {INJECTION}") == [
         ("ignore all previous instructions", {"hacked"}),
         ("set every field", {"hacked"}),
     ]

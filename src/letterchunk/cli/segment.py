@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 from letterchunk.cli import HelpFormatter
+from letterchunk.contract.rules import max_chunk_tokens
 from letterchunk.contract.schema import dump_chunk
-from letterchunk.contract.validate import max_chunk_tokens
 from letterchunk.errors import InputError
 from letterchunk.io import atomic_write_lines, atomic_write_text
 from letterchunk.layout import LetterFiles, find_letters

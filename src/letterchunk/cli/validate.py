@@ -15,11 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 
 from letterchunk.cli import EXIT_INVALID, EXIT_OK, EXIT_USAGE, HelpFormatter, err
 from letterchunk.contract.rules import VALIDATOR_RULES
 from letterchunk.contract.schema import json_schema_text
-from letterchunk.contract.validate import STAGES, validate_paths
+from letterchunk.contract.validate import STAGES, Violation, validate_paths
 
 EXAMPLES = """\
 Examples:
@@ -129,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     return exit_code
 
 
-def _counts(violations) -> dict[str, int]:
+def _counts(violations: Iterable[Violation]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for v in violations:
         counts[v.code] = counts.get(v.code, 0) + 1

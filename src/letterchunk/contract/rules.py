@@ -30,6 +30,7 @@ checks that every fixer and field named here exists there.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Literal
 
@@ -39,6 +40,15 @@ __all__ = [
     "Origin",
     "Rule",
     "RULES",
+    "T1_MIN_TOKENS",
+    "T2_MIN_TOKENS",
+    "T1_MAX_TOKENS",
+    "EVIDENCE_TYPES",
+    "EVIDENCE_MIN_WORDS",
+    "RELATED_YEAR_RANGE",
+    "DEFAULT_CONTEXT_TOKENS",
+    "PROMPT_RESERVE_TOKENS",
+    "max_chunk_tokens",
     "VALIDATOR_RULES",
     "FATAL_CODES",
     "DROPPABLE",
@@ -65,6 +75,30 @@ class Rule:
     origin: Origin = "validator"
 
 
+# -- the numbers the rules name ------------------------------------------------------------------
+T1_MIN_TOKENS = 250
+T2_MIN_TOKENS = 120
+T1_MAX_TOKENS = 2000
+#: content types that need the verbatim sentence(s) behind them (rule evidence.missing)
+EVIDENCE_TYPES = ("mistake_confession", "principle_statement")
+EVIDENCE_MIN_WORDS = 4
+#: the years a ``related_years`` entry may name (rule xref.year_range); the response schema
+#: states the same bounds as ``minimum``/``maximum``
+RELATED_YEAR_RANGE = (1950, 2100)
+DEFAULT_CONTEXT_TOKENS = 8192  # the embedded server's context (backend.EmbeddedServer.ctx_size)
+PROMPT_RESERVE_TOKENS = 2560  # instructions + section list (~1,200) + the answer (max_tokens 1,024)
+
+
+def max_chunk_tokens() -> int:
+    """Largest chunk a model can be asked about (rule size.context):
+    ``LETTERCHUNK_CONTEXT_TOKENS`` (read at call time) or :data:`DEFAULT_CONTEXT_TOKENS`, less
+    :data:`PROMPT_RESERVE_TOKENS`."""
+    raw = os.environ.get("LETTERCHUNK_CONTEXT_TOKENS", "").strip()
+    context = int(raw) if raw.isdigit() else DEFAULT_CONTEXT_TOKENS
+    return max(context - PROMPT_RESERVE_TOKENS, 1)
+
+
+# -- the table ----------------------------------------------------------------------------------
 E: Severity = "error"
 W: Severity = "warning"
 

@@ -11,12 +11,13 @@ enums as ``Literal``.  Key order follows §0.2 so serialised output reads like t
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "CHUNK_ID_PATTERN",
+    "UNTITLED",
     "ContentType",
     "Level",
     "PrincipleCategory",
@@ -33,6 +34,10 @@ __all__ = [
 ]
 
 CHUNK_ID_PATTERN = r"^\d{4}-S\d+-T[123]-\d{3}$"
+
+#: ``section_title`` of a section the segmenter found no header for; enrichment asks the model
+#: for a title, and at stage ``enriched`` the validator rejects it (rule ``title.untitled``).
+UNTITLED = "Untitled section"
 
 ContentType = Literal["narrative", "financial_table", "mistake_confession", "principle_statement"]
 Level = Literal["low", "medium", "high"]
@@ -136,7 +141,7 @@ class Chunk(_Strict):
     metadata: Metadata
 
 
-def json_schema() -> dict:
+def json_schema() -> dict[str, Any]:
     """JSON Schema of one canonical chunk, as committed in ``schemas/chunk.schema.json``."""
     schema = Chunk.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"

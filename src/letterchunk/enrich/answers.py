@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
 from letterchunk.contract.schema import (
+    UNTITLED,
     Chunk,
     Level,
     PrincipleCategory,
@@ -30,7 +31,6 @@ from letterchunk.enrich.candidates import (
     years_in_text,
 )
 from letterchunk.enrich.context import PromptContext
-from letterchunk.text.segment import UNTITLED
 
 NarrativeType = Literal["narrative", "mistake_confession", "principle_statement"]
 

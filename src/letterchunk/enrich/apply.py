@@ -7,6 +7,7 @@ import re
 from pydantic import BaseModel
 
 from letterchunk.contract.schema import (
+    UNTITLED,
     Chunk,
     CrossReferences,
     Entities,
@@ -15,7 +16,6 @@ from letterchunk.contract.schema import (
     TemporalReferences,
 )
 from letterchunk.enrich.candidates import _SENTENCE_END
-from letterchunk.text.segment import UNTITLED
 
 # --------------------------------------------------------------------------------------------
 # Applying an answer

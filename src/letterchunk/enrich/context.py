@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from letterchunk.contract.schema import UNTITLED
 from letterchunk.contract.vocabulary import load_concepts, load_cues
-from letterchunk.text.segment import UNTITLED
 
 # --------------------------------------------------------------------------------------------
 # Prompt context

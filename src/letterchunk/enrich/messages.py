@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import get_args
 
 from letterchunk.contract.schema import (
+    UNTITLED,
     Chunk,
     PrincipleCategory,
 )
@@ -12,7 +13,6 @@ from letterchunk.enrich.answers import _is_table
 from letterchunk.enrich.candidates import confession_sentences, cued_concepts
 from letterchunk.enrich.context import PromptContext
 from letterchunk.llm import prompts
-from letterchunk.text.segment import UNTITLED
 
 # --------------------------------------------------------------------------------------------
 # Messages

@@ -36,6 +36,7 @@ from letterchunk.enrich import (
 )
 from letterchunk.errors import InputError, RepairExhausted
 from letterchunk.io import atomic_write_lines
+from letterchunk.layout import evidence_path, report_path
 from letterchunk.llm.client import Completion, Usage
 from letterchunk.repair.fixers import Change, mechanical_fixes
 from letterchunk.repair.normalise import normalize_record
@@ -54,7 +55,6 @@ from letterchunk.report.records import (
     RepairReport,
     UnreadLineRecord,
     ViolationNote,
-    report_path,
 )
 
 __all__ = ["FileRepair", "refuse_unusable", "repair_file"]
@@ -376,11 +376,8 @@ def repair_file(
     path = Path(path)
     refuse_unusable(path)
     lines = _read_lines(path)
-    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
-    evidence_path = path.with_name(f"{stem}.evidence.jsonl")
-    evidence: dict[str, dict[str, Any]] = (
-        read_evidence(evidence_path)[0] if evidence_path.is_file() else {}
-    )
+    sidecar = evidence_path(path)
+    evidence: dict[str, dict[str, Any]] = read_evidence(sidecar)[0] if sidecar.is_file() else {}
     result = FileRepair(path=path, report_path=report_path(path), usage=Usage())
     report = RepairReport(result.report_path)
     parsed = _parse(lines, result, report)
@@ -405,7 +402,7 @@ def repair_file(
             exc.chunk_id, max(0, exc.attempts - 1), exc.violations, exc.usage, records=exc.records
         ) from None
     report.flush()
-    _write_back(path, parsed, out_lines, evidence_path, evidence, job.new_evidence, chunks)
+    _write_back(path, parsed, out_lines, sidecar, evidence, job.new_evidence, chunks)
     result.rewritten = out_lines != [p.text for p in parsed]
     # the verdict `letterchunk validate --stage enriched` gives the file as it now stands
     result.remaining = [

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from letterchunk.contract.schema import Metadata
+from letterchunk.layout import cleaned_name
 from letterchunk.repair.fixers import CHUNK_ID_RE, Change, diff_fields
 from letterchunk.text.tokens import count_tokens
 
@@ -54,7 +55,7 @@ def _fill_missing(md: dict[str, Any], year: Any, tier: Any, content: str | None)
     defaults: dict[str, Any] = {
         "letter_year": year,
         "chunk_tier": tier,
-        "source_file": f"{year}_cleaned.txt" if year else None,
+        "source_file": cleaned_name(year) if year else None,
         "content_type": "financial_table" if tier == 3 else "narrative",
         "section_hierarchy": [],
         "temporal_references": {"primary_year": year} if year else None,

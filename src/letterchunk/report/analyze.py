@@ -40,6 +40,7 @@ from pydantic import ValidationError
 from letterchunk.contract.schema import Chunk
 from letterchunk.errors import InputError
 from letterchunk.io import read_json_objects
+from letterchunk.layout import RUN_FILE
 from letterchunk.report.records import runs_by_chunk
 
 __all__ = [
@@ -217,7 +218,7 @@ def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
     out = analyze_chunks(by_year, top=top)
     out["folder"] = str(folder)
     out["repairs"] = _repairs(reports)
-    run_file = folder / "run.json"
+    run_file = folder / RUN_FILE
     out["run"] = None
     if run_file.is_file():
         try:
@@ -228,7 +229,7 @@ def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
                 **(run.get("totals") or {}),
             }
         except (json.JSONDecodeError, AttributeError, TypeError):
-            skipped.append({"file": "run.json", "line": None, "reason": "not a run ledger"})
+            skipped.append({"file": RUN_FILE, "line": None, "reason": "not a run ledger"})
     out["skipped"] = skipped
     return out
 

@@ -29,8 +29,8 @@ from typing import Any, Literal
 from letterchunk.contract.rules import RULES
 from letterchunk.contract.validate import validate_path
 from letterchunk.io import atomic_write_text
+from letterchunk.layout import CLEANED_SUFFIX, EVIDENCE_SUFFIX, HTML_NAME, REPORT_SUFFIX, chunk_stem
 from letterchunk.report.records import (
-    REPORT_SUFFIX,
     ChunkRun,
     load_records,
     read_jsonl,
@@ -38,15 +38,11 @@ from letterchunk.report.records import (
 )
 
 __all__ = [
-    "HTML_NAME",
     "build_html",
     "collect",
     "evidence_marks",
     "word_diff",
 ]
-
-EVIDENCE_SUFFIX = ".evidence.jsonl"
-HTML_NAME = "report.html"
 
 
 # --------------------------------------------------------------------------- diff + marks
@@ -116,7 +112,7 @@ def _stems(folder: Path) -> list[str]:
         if p.name.endswith(REPORT_SUFFIX):
             stems.add(p.name[: -len(REPORT_SUFFIX)])
         elif not p.name.endswith(EVIDENCE_SUFFIX):
-            stems.add(p.name[: -len(".jsonl")])
+            stems.add(chunk_stem(p))
     return sorted(stems)
 
 
@@ -165,7 +161,7 @@ def collect(out_dir: str | Path) -> dict:
             (written_list[0].get("metadata") or {}).get("source_file") if written_list else None
         )
         cleaned_path = folder / (
-            source if isinstance(source, str) and "/" not in source else f"{stem}_cleaned.txt"
+            source if isinstance(source, str) and "/" not in source else f"{stem}{CLEANED_SUFFIX}"
         )
         cleaned = cleaned_path.read_text(encoding="utf-8") if cleaned_path.is_file() else None
         runs = runs_by_chunk(load_records(folder / f"{stem}{REPORT_SUFFIX}"))

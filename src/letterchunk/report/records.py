@@ -37,10 +37,10 @@ from typing import Any, Literal, Protocol
 
 from letterchunk.contract.schema import Chunk
 from letterchunk.io import append_lines, read_json_objects
+from letterchunk.layout import REPORT_SUFFIX
 from letterchunk.redact import redact_obj
 
 __all__ = [
-    "REPORT_SUFFIX",
     "AttemptKind",
     "AttemptOutcome",
     "AttemptRecord",
@@ -50,24 +50,14 @@ __all__ = [
     "chunk_records",
     "load_records",
     "new_run_id",
-    "report_path",
     "runs_by_chunk",
     "write_letter_report",
 ]
 
 log = logging.getLogger(__name__)
 
-REPORT_SUFFIX = ".report.jsonl"
-
 AttemptKind = Literal["enrich", "reask", "file", "check"]
 AttemptOutcome = Literal["valid", "repaired", "retry", "failed", "needs-llm"]
-
-
-def report_path(chunk_file: str | Path) -> Path:
-    """``DIR/YYYY.jsonl`` -> ``DIR/YYYY.report.jsonl`` (any ``X.jsonl`` -> ``X.report.jsonl``)."""
-    p = Path(chunk_file)
-    stem = p.name.removesuffix(".jsonl")
-    return p.with_name(stem + REPORT_SUFFIX)
 
 
 def new_run_id() -> str:

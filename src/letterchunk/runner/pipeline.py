@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from letterchunk.contract.schema import Chunk, dump_chunk
+from letterchunk.contract.schema import UNTITLED, Chunk, dump_chunk
 from letterchunk.contract.validate import (
     LetterContext,
     read_evidence,
@@ -74,7 +74,7 @@ from letterchunk.llm.client import Completion, CompletionClient, LLMSettings, Us
 from letterchunk.repair.reask import OnFailure, repair_enriched
 from letterchunk.report.records import AttemptRecord, RepairReport, new_run_id
 from letterchunk.text.clean import load_letter
-from letterchunk.text.segment import UNTITLED, section_titles, segment_letter
+from letterchunk.text.segment import section_titles, segment_letter
 
 __all__ = [
     "RunOptions",

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 __all__ = ["Block", "Line", "split_lines", "detect_blocks", "is_table_row", "numeric_cell"]
 
@@ -167,6 +168,14 @@ class Line:
         self.indent = len(raw) - len(raw.lstrip()) if self.text else 0
 
 
+class BlockMeta(TypedDict, total=False):
+    """What block detection records about a table block."""
+
+    line_start: int  # char offset of the table's first line (its indentation included)
+    rows: list[bool]  # is_table_row of each line, so parse_table need not ask again
+    detached_caption: bool  # the caption stands one blank line above the column headers
+
+
 @dataclass
 class Block:
     kind: str  # paragraph | header | table | list | separator | signature | salutation
@@ -175,7 +184,7 @@ class Block:
     start: int  # char offset of first non-space character
     end: int  # char offset just past the last non-space character
     title: str = ""  # header text, or table caption
-    meta: dict = field(default_factory=dict)
+    meta: BlockMeta = field(default_factory=BlockMeta)
 
 
 def split_lines(text: str) -> list[Line]:
@@ -285,7 +294,7 @@ def _header_like_cells(raw: str, width: int = 40) -> bool:
 
 
 def _title_case(s: str) -> bool:
-    words = _WORD.findall(s)
+    words: list[str] = _WORD.findall(s)
     if not words:
         return False
     if s.upper() == s and sum(c.isalpha() for c in s) >= 3:
@@ -577,16 +586,7 @@ def detect_blocks(text: str) -> list[Block]:
             i += 1
             continue
         if _is_header_at(lines, kind, i):
-            j = i
-            while (
-                j + 1 < n
-                and kind[j + 1] is None
-                and not lines[j + 1].blank
-                and _headerish(lines[j + 1].raw)
-                and (j + 2 >= n or lines[j + 2].blank)
-                and len(lines[j + 1].text) <= 80
-            ):
-                j += 1
+            j = _header_end(lines, kind, i)
             header = _mk(lines, "header", i, j)
             header.title = " ".join(lines[x].text for x in range(i, j + 1)).rstrip(":")
             blocks.append(header)
@@ -597,48 +597,73 @@ def detect_blocks(text: str) -> list[Block]:
             blocks.append(_mk(lines, "list", i, j))
             i = j + 1
             continue
-        # paragraph: until a blank line, another kind, a header, a bullet, or an indent break
-        j = i
-        cont_indent: int | None = None
-        while j + 1 < n:
-            back = j  # where the paragraph ends if the next line does not continue it
-            nxt = lines[j + 1]
-            if nxt.blank:
-                resume = _page_break_continuation(lines, kind, j)
-                if resume is None:
-                    break
-                j = resume - 1  # the sentence goes on after a page break: same paragraph
-                nxt = lines[resume]
-            # _is_bullet / _is_salutation / _ends_sentence with their cheap tests inlined (the
-            # hottest loop: every line of every paragraph)
-            c = nxt.text[0]
-            t = lines[j].text
-            if (
-                kind[j + 1] is not None
-                or ((c in _BULLET_FIRST or "\uf000" <= c <= "\uf8ff") and _BULLET.match(nxt.raw))
-                or ((c == "T" or c == "D") and _is_salutation(nxt))
-                or (
-                    t
-                    and t[-1] in _END_LAST
-                    and _ends_sentence(t)
-                    and (
-                        _is_header_at(lines, kind, j + 1, after_text=True)
-                        # paragraphs running into each other: only the indent tells
-                        or nxt.indent >= (ln.indent if cont_indent is None else cont_indent) + 2
-                    )
-                )
-            ):
-                j = back  # not across the blank lines of a page break that leads nowhere
-                break
-            if cont_indent is None:
-                cont_indent = nxt.indent
-            j += 1
+        j = _paragraph_end(lines, kind, i)
         blocks.append(_mk(lines, "paragraph", i, j))
         i = j + 1
     return blocks
 
 
-def _page_break_continuation(lines: list[Line], kind: list, j: int) -> int | None:
+def _header_end(lines: list[Line], kind: list[str | None], i: int) -> int:
+    """Last line of the header starting at line ``i``: short header-like lines that follow it,
+    each alone before a blank line, belong to it."""
+    n = len(lines)
+    j = i
+    while (
+        j + 1 < n
+        and kind[j + 1] is None
+        and not lines[j + 1].blank
+        and _headerish(lines[j + 1].raw)
+        and (j + 2 >= n or lines[j + 2].blank)
+        and len(lines[j + 1].text) <= 80
+    ):
+        j += 1
+    return j
+
+
+def _paragraph_end(lines: list[Line], kind: list[str | None], i: int) -> int:
+    """Last line of the paragraph starting at line ``i``: until a blank line, another kind, a
+    header, a bullet, or an indent break."""
+    n = len(lines)
+    ln = lines[i]
+    j = i
+    cont_indent: int | None = None
+    while j + 1 < n:
+        back = j  # where the paragraph ends if the next line does not continue it
+        nxt = lines[j + 1]
+        if nxt.blank:
+            resume = _page_break_continuation(lines, kind, j)
+            if resume is None:
+                break
+            j = resume - 1  # the sentence goes on after a page break: same paragraph
+            nxt = lines[resume]
+        # _is_bullet / _is_salutation / _ends_sentence with their cheap tests inlined (the
+        # hottest loop: every line of every paragraph)
+        c = nxt.text[0]
+        t = lines[j].text
+        if (
+            kind[j + 1] is not None
+            or ((c in _BULLET_FIRST or "\uf000" <= c <= "\uf8ff") and _BULLET.match(nxt.raw))
+            or ((c == "T" or c == "D") and _is_salutation(nxt))
+            or (
+                t
+                and t[-1] in _END_LAST
+                and _ends_sentence(t)
+                and (
+                    _is_header_at(lines, kind, j + 1, after_text=True)
+                    # paragraphs running into each other: only the indent tells
+                    or nxt.indent >= (ln.indent if cont_indent is None else cont_indent) + 2
+                )
+            )
+        ):
+            j = back  # not across the blank lines of a page break that leads nowhere
+            break
+        if cont_indent is None:
+            cont_indent = nxt.indent
+        j += 1
+    return j
+
+
+def _page_break_continuation(lines: list[Line], kind: list[str | None], j: int) -> int | None:
     """Index of the line that continues line ``j``'s sentence across blank lines (a page break
     whose page number the cleaner removed), or None.  Continuation: line ``j`` ends without
     sentence punctuation, at most three blank lines follow, and the next line starts with a
@@ -664,7 +689,9 @@ def _mk(lines: list[Line], kind: str, a: int, b: int) -> Block:
     return Block(kind=kind, first=a, last=b, start=start, end=end)
 
 
-def _is_header_at(lines: list[Line], kind: list, i: int, after_text: bool = False) -> bool:
+def _is_header_at(
+    lines: list[Line], kind: list[str | None], i: int, after_text: bool = False
+) -> bool:
     n = len(lines)
     if i >= n or kind[i] is not None or lines[i].blank:
         return False
@@ -695,7 +722,7 @@ def _is_header_at(lines: list[Line], kind: list, i: int, after_text: bool = Fals
     return nxt.indent > lines[i].indent or longer > 10 or _headerish(nxt.raw)
 
 
-def _list_end(lines: list[Line], kind: list, i: int) -> int:
+def _list_end(lines: list[Line], kind: list[str | None], i: int) -> int:
     n = len(lines)
     j = i
     while j + 1 < n:
@@ -716,7 +743,7 @@ def _list_end(lines: list[Line], kind: list, i: int) -> int:
     return j
 
 
-def _mark_signatures(lines: list[Line], kind: list) -> None:
+def _mark_signatures(lines: list[Line], kind: list[str | None]) -> None:
     """Mark sign-off runs: sign-off lines, at most one blank line between them, 1-6 lines, with
     a name and a title or date, or a title and a date."""
     n = len(lines)

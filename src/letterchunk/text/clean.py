@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from letterchunk.errors import InputError
+from letterchunk.layout import cleaned_name
 
 __all__ = [
     "CleanedLetter",
@@ -85,7 +86,7 @@ class CleanedLetter:
 
     @property
     def cleaned_name(self) -> str:
-        return f"{self.year}_cleaned.txt"
+        return cleaned_name(self.year)
 
 
 # --------------------------------------------------------------------------------------------

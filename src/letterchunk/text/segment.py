@@ -60,8 +60,17 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from letterchunk.contract.schema import Chunk, Metadata, SourceSpan, TableData, TemporalReferences
+from letterchunk.contract.rules import T1_MAX_TOKENS, T1_MIN_TOKENS, T2_MIN_TOKENS
+from letterchunk.contract.schema import (
+    UNTITLED,
+    Chunk,
+    Metadata,
+    SourceSpan,
+    TableData,
+    TemporalReferences,
+)
 from letterchunk.errors import InputError
 from letterchunk.text.blocks import Block, detect_blocks
 from letterchunk.text.clean import UNKNOWN_DATE, CleanedLetter, load_letter
@@ -78,9 +87,10 @@ __all__ = [
     "load_letters",
 ]
 
-UNTITLED = "Untitled section"
-T1_MIN, T1_MAX, T1_IDEAL = 250, 2000, 1200
-T2_MIN, T2_MAX = 120, 500
+# the sizes the validator checks (rules size.t1_min, size.t1_max, size.t2_min), and the
+# segmenter's own targets
+T1_MIN, T1_MAX, T2_MIN = T1_MIN_TOKENS, T1_MAX_TOKENS, T2_MIN_TOKENS
+T1_IDEAL, T2_MAX = 1200, 500
 
 _SENT_END = re.compile(r"[.?!][\"'”’)\]]*\s")
 
@@ -407,7 +417,7 @@ def _fix_short_parts(parts: list[list[_Unit]], counter: _SpanCounter) -> list[li
 # chunk construction
 
 
-def _meta(letter: CleanedLetter, **kw) -> Metadata:
+def _meta(letter: CleanedLetter, **kw: Any) -> Metadata:
     note = kw.pop("boundary_note", None)
     if letter.date == UNKNOWN_DATE and letter.date_note:
         note = f"{note} {letter.date_note}".strip() if note else letter.date_note
@@ -467,78 +477,17 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
                     "The whole letter is shorter than the Tier-1 minimum; kept as one chunk."
                 )
                 notes.append(short_note)
-            children: list[Chunk] = []
-            tables: list[TableData] = []
-            # tables sharing one context span (a run of adjacent tables) share one Tier-3 chunk
-            groups: dict[tuple[int, int], list[TableData]] = {}
-            for bi, b in enumerate(pblocks):
-                if b.kind != "table":
-                    continue
-                span = _table_context(pblocks, bi)
-                columns, rows = parse_table(
-                    text[b.meta["line_start"] : b.end], b.title, b.meta.get("rows")
-                )
-                name = (
-                    b.title
-                    or _lead_in_name(pblocks, bi, text)
-                    or (f"{s.title} – table " if s.titled else "Table ")
-                    + str(len(tables) + t3_done + 1)
-                )
-                td = TableData(
-                    table_name=name, summary="", columns=columns, rows=rows, row_count=len(rows)
-                )
-                tables.append(td)
-                groups.setdefault(span, []).append(td)
+            tables, children = _table_chunks(
+                letter, s, n_sec, t1_id, pblocks, counter, t3_done, t3_seq
+            )
             t3_done += len(tables)
-            for (tstart, tend), tds in groups.items():
-                t3_seq += 1
-                tcontent = text[tstart:tend]
-                children.append(
-                    Chunk(
-                        chunk_id=f"{year}-S{n_sec}-T3-{t3_seq:03d}",
-                        content=tcontent,
-                        metadata=_meta(
-                            letter,
-                            content=tcontent,
-                            token_count=counter.count(tstart, tend),
-                            section_title=s.title,
-                            section_hierarchy=["Tables", s.title],
-                            chunk_tier=3,
-                            parent_chunk_id=t1_id,
-                            content_type="financial_table",
-                            has_table=True,
-                            table_data=tds,
-                            has_financial_data=True,
-                            retrieval_priority="high",
-                            abstraction_level="low",
-                            source_span=SourceSpan(start_char=tstart, end_char_exclusive=tend),
-                        ),
-                    )
-                )
+            t3_seq += len(children)
             if tier2:
-                for gstart, gend, gnote in _tier2_groups(pblocks, tok_of, counter):
-                    if gstart == start and gend == end:
-                        continue
-                    t2_seq += 1
-                    c2 = text[gstart:gend]
-                    children.append(
-                        Chunk(
-                            chunk_id=f"{year}-S{n_sec}-T2-{t2_seq:03d}",
-                            content=c2,
-                            metadata=_meta(
-                                letter,
-                                content=c2,
-                                token_count=counter.count(gstart, gend),
-                                section_title=s.title,
-                                section_hierarchy=hierarchy,
-                                chunk_tier=2,
-                                parent_chunk_id=t1_id,
-                                content_type="narrative",
-                                boundary_note=gnote,
-                                source_span=SourceSpan(start_char=gstart, end_char_exclusive=gend),
-                            ),
-                        )
-                    )
+                t2 = _tier2_chunks(
+                    letter, s, n_sec, t1_id, pblocks, hierarchy, tok_of, counter, t2_seq
+                )
+                t2_seq += len(t2)
+                children += t2
             out.append(
                 Chunk(
                     chunk_id=t1_id,
@@ -564,6 +513,106 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
             out.extend(children)
     out.sort(key=lambda c: (c.metadata.source_span.start_char, c.metadata.chunk_tier, c.chunk_id))
     return out
+
+
+def _table_chunks(
+    letter: CleanedLetter,
+    s: _Section,
+    n_sec: int,
+    t1_id: str,
+    pblocks: list[Block],
+    counter: _SpanCounter,
+    t3_done: int,
+    t3_seq: int,
+) -> tuple[list[TableData], list[Chunk]]:
+    """The tables of one Tier-1 chunk (``pblocks``) and its Tier-3 chunks.  ``t3_done`` tables
+    and ``t3_seq`` Tier-3 chunks of the section came before (they number the new ones)."""
+    text = letter.text
+    children: list[Chunk] = []
+    tables: list[TableData] = []
+    # tables sharing one context span (a run of adjacent tables) share one Tier-3 chunk
+    groups: dict[tuple[int, int], list[TableData]] = {}
+    for bi, b in enumerate(pblocks):
+        if b.kind != "table":
+            continue
+        span = _table_context(pblocks, bi)
+        columns, rows = parse_table(text[b.meta["line_start"] : b.end], b.title, b.meta.get("rows"))
+        name = (
+            b.title
+            or _lead_in_name(pblocks, bi, text)
+            or (f"{s.title} – table " if s.titled else "Table ") + str(len(tables) + t3_done + 1)
+        )
+        td = TableData(table_name=name, summary="", columns=columns, rows=rows, row_count=len(rows))
+        tables.append(td)
+        groups.setdefault(span, []).append(td)
+    for (tstart, tend), tds in groups.items():
+        t3_seq += 1
+        tcontent = text[tstart:tend]
+        children.append(
+            Chunk(
+                chunk_id=f"{letter.year}-S{n_sec}-T3-{t3_seq:03d}",
+                content=tcontent,
+                metadata=_meta(
+                    letter,
+                    content=tcontent,
+                    token_count=counter.count(tstart, tend),
+                    section_title=s.title,
+                    section_hierarchy=["Tables", s.title],
+                    chunk_tier=3,
+                    parent_chunk_id=t1_id,
+                    content_type="financial_table",
+                    has_table=True,
+                    table_data=tds,
+                    has_financial_data=True,
+                    retrieval_priority="high",
+                    abstraction_level="low",
+                    source_span=SourceSpan(start_char=tstart, end_char_exclusive=tend),
+                ),
+            )
+        )
+    return tables, children
+
+
+def _tier2_chunks(
+    letter: CleanedLetter,
+    s: _Section,
+    n_sec: int,
+    t1_id: str,
+    pblocks: list[Block],
+    hierarchy: list[str],
+    tok_of: _LazyCounts,
+    counter: _SpanCounter,
+    t2_seq: int,
+) -> list[Chunk]:
+    """The Tier-2 chunks of one Tier-1 chunk (``pblocks``), numbered after the section's
+    ``t2_seq`` earlier ones; none that would repeat the Tier-1 chunk."""
+    text = letter.text
+    start, end = pblocks[0].start, pblocks[-1].end
+    children: list[Chunk] = []
+    for gstart, gend, gnote in _tier2_groups(pblocks, tok_of, counter):
+        if gstart == start and gend == end:
+            continue
+        t2_seq += 1
+        c2 = text[gstart:gend]
+        children.append(
+            Chunk(
+                chunk_id=f"{letter.year}-S{n_sec}-T2-{t2_seq:03d}",
+                content=c2,
+                metadata=_meta(
+                    letter,
+                    content=c2,
+                    token_count=counter.count(gstart, gend),
+                    section_title=s.title,
+                    section_hierarchy=hierarchy,
+                    chunk_tier=2,
+                    parent_chunk_id=t1_id,
+                    content_type="narrative",
+                    boundary_note=gnote,
+                    source_span=SourceSpan(start_char=gstart, end_char_exclusive=gend),
+                ),
+            )
+        )
+    return children
 
 
 # a lead-in sentence that says what the table below shows: "We show below X", "Below we list

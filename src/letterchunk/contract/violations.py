@@ -1,0 +1,155 @@
+"""What a check reports: :class:`Violation`, the :class:`ValidationReport` of a run over files,
+and the :class:`LetterContext` a letter is checked against (resolved once per letter into a
+:class:`CheckContext`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol
+
+from letterchunk.contract.predicates import concept_key
+from letterchunk.contract.rules import FATAL_CODES, RULES, RuleKind, Severity, rule_kind
+from letterchunk.contract.schema import Chunk
+from letterchunk.contract.vocabulary import load_concepts
+
+__all__ = [
+    "Stage",
+    "STAGES",
+    "EvidenceRecord",
+    "Violation",
+    "LetterContext",
+    "ValidationReport",
+    "CheckContext",
+    "Add",
+    "check_stage",
+    "violation",
+    "placed",
+]
+
+Stage = Literal["segmented", "enriched"]
+
+STAGES: tuple[str, ...] = ("segmented", "enriched")
+
+#: One line of the evidence sidecar: ``{"chunk_id", "content_type_evidence",
+#: "principle_evidence"}`` (see :func:`letterchunk.contract.files.read_evidence`).
+EvidenceRecord = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule.  ``field`` is a dotted path (``metadata.table_data.0.row_count``)."""
+
+    code: str
+    severity: Severity
+    message: str
+    chunk_id: str | None = None
+    field: str | None = None
+    file: str | None = None
+    line: int | None = None
+
+    @property
+    def kind(self) -> RuleKind:
+        """The rule's kind (:func:`letterchunk.contract.rules.rule_kind`)."""
+        return rule_kind(self.code)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "kind": self.kind}
+
+    def __str__(self) -> str:
+        where = f"{self.file or '-'}:{self.line if self.line is not None else '-'}"
+        return (
+            f"{where} {self.chunk_id or '-'} {self.field or '-'} "
+            f"{self.severity} {self.code} {self.message}"
+        )
+
+
+@dataclass
+class LetterContext:
+    """What the letter-level rules need besides the chunks (all optional).
+
+    ``section_titles`` empty -> derived from the Tier-1 chunks; ``vocabulary`` None -> the
+    shipped vocabulary; ``evidence`` is ``chunk_id -> evidence record`` (see
+    :func:`letterchunk.contract.files.read_evidence`); None means no evidence was recorded.
+    """
+
+    cleaned_text: str | None = None
+    section_titles: list[str] = field(default_factory=list)
+    vocabulary: frozenset[str] | None = None
+    evidence: dict[str, EvidenceRecord] | None = None
+
+
+@dataclass
+class ValidationReport:
+    """Result of :func:`letterchunk.contract.validate.validate_paths`: files read, chunks
+    parsed, violations in file order."""
+
+    files: list[str] = field(default_factory=list)
+    chunks: int = 0
+    violations: list[Violation] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Violation]:
+        return [v for v in self.violations if v.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Violation]:
+        return [v for v in self.violations if v.severity == "warning"]
+
+    @property
+    def fatal(self) -> list[Violation]:
+        return [v for v in self.violations if v.code in FATAL_CODES]
+
+
+class CheckContext:
+    """LetterContext resolved once per letter (vocabulary loaded, titles as a set)."""
+
+    def __init__(self, context: LetterContext | None, chunks: Sequence[Chunk] = ()) -> None:
+        context = context or LetterContext()
+        self.cleaned = context.cleaned_text
+        vocab = context.vocabulary
+        if vocab is None:
+            vocab = load_concepts()
+        self.vocab = vocab
+        self.vocab_folded = {concept_key(c): c for c in vocab}
+        titles = list(context.section_titles)
+        if not titles:
+            titles = [c.metadata.section_title for c in chunks if c.metadata.chunk_tier == 1]
+        self.titles = set(titles)
+        self.evidence = context.evidence
+        # a letter that is one Tier-1 chunk has no neighbour to merge a short chunk with
+        self.single_t1 = sum(c.metadata.chunk_tier == 1 for c in chunks) == 1
+
+
+class Add(Protocol):
+    """Records one violation of the chunk being checked: ``add(code, message, field)``."""
+
+    def __call__(self, code: str, message: str, fld: str | None = None, /) -> None: ...
+
+
+def check_stage(stage: str) -> None:
+    if stage not in STAGES:
+        raise ValueError(f"stage must be one of {STAGES}, not {stage!r}")
+
+
+def violation(
+    code: str,
+    message: str,
+    *,
+    chunk_id: str | None = None,
+    field: str | None = None,
+    file: str | None = None,
+    line: int | None = None,
+) -> Violation:
+    """A violation of rule ``code`` with the rule's severity."""
+    return Violation(code, RULES[code].severity, message, chunk_id, field, file, line)
+
+
+def placed(v: Violation, *, file: str | None, line: int | None) -> Violation:
+    """``v`` with ``file`` and ``line`` filled in where it has none."""
+    return dataclasses.replace(
+        v,
+        file=v.file if v.file is not None else file,
+        line=v.line if v.line is not None else line,
+    )
