@@ -20,12 +20,14 @@ EXAMPLES = """\
 Examples:
   letterchunk export out/ --to llamaindex --out nodes.jsonl
   letterchunk export out/ --to langchain --out docs.jsonl --embed content
-  letterchunk export out/ --to jsonl-flat | head -1
+  letterchunk export out/ --to jsonl-flat > chunks.jsonl
+"""
 
-Loading (pip install 'letterchunk[export]' brings both libraries):
+LOADING = """\
+In Python (the export extra brings both libraries):
   from letterchunk.retrieval.export import load_llamaindex, load_langchain
-  nodes = load_llamaindex("nodes.jsonl")     # or TextNode.model_validate_json(line)
-  docs = load_langchain("docs.jsonl")        # or Document(**json.loads(line))
+  nodes = load_llamaindex("nodes.jsonl")   # each line: TextNode.model_validate_json(line)
+  docs = load_langchain("docs.jsonl")      # each line: Document(**json.loads(line))
 """
 
 
@@ -33,7 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "export",
         help="write chunks as LangChain documents, LlamaIndex nodes or flat JSONL",
-        description=__doc__.split("\n\n", 1)[1].replace("``", "") if __doc__ else None,
+        description=(__doc__.split("\n\n", 1)[1].replace("``", "") + "\n" + LOADING)
+        if __doc__
+        else None,
         epilog=EXAMPLES,
         formatter_class=HelpFormatter,
     )

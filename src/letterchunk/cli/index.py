@@ -18,8 +18,11 @@ from letterchunk.cli import HelpFormatter
 
 EXAMPLES = """\
 Examples:
-  letterchunk index out/ --db letters.sqlite --no-dense     # BM25 only, no model
-  letterchunk index out/ --db letters.sqlite                # + MiniLM vectors (search extra)
+  # BM25 only: no model
+  letterchunk index out/ --db letters.sqlite --no-dense
+  # with all-MiniLM-L6-v2 vectors (the search extra and its weights)
+  letterchunk index out/ --db letters.sqlite
+  # with vectors from an OpenAI-compatible server (Ollama here)
   letterchunk index out/ --db letters.sqlite \\
       --embed-url http://localhost:11434/v1 --embed-model nomic-embed-text
   letterchunk search "GEICO float" --db letters.sqlite --year 1996

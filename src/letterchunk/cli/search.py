@@ -17,6 +17,7 @@ import textwrap
 
 from letterchunk.cli import HelpFormatter
 from letterchunk.cli.index import add_embed_options
+from letterchunk.errors import ConfigError
 
 EXAMPLES = """\
 Examples:
@@ -55,7 +56,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from letterchunk.errors import ConfigError
     from letterchunk.retrieval.embed import open_embedder  # deferred: start-up time
     from letterchunk.retrieval.search import Filters, search  # deferred: start-up time
 

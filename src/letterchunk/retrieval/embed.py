@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from letterchunk.errors import BackendError, ConfigError
 from letterchunk.install import pip_install
+from letterchunk.text.tokens import encoding
 
 if TYPE_CHECKING:
     import numpy as np
@@ -64,7 +65,14 @@ def windows(embedder: Embedder, text: str) -> list[Window]:
     step = max(1, size - OVERLAP_TOKENS)
     out = []
     for first in range(0, len(starts), step):
-        last = first + size
+        last = min(first + size, len(starts))
+        # a slice can tokenise into more pieces than it spanned in the whole text (a window
+        # that starts inside a word); shorten it until the model sees it whole
+        while last > first + 1:
+            end = starts[last] if last < len(starts) else len(text)
+            if len(embedder.token_starts(text[starts[first] : end])) <= size:
+                break
+            last -= 1
         out.append(Window(starts[first], starts[last] if last < len(starts) else len(text)))
         if last >= len(starts):
             break
@@ -242,8 +250,6 @@ class EndpointEmbedder:
         self.base_url = base_url
 
     def token_starts(self, text: str) -> list[int]:
-        from letterchunk.text.tokens import encoding  # deferred: tiktoken only for this route
-
         enc = encoding()
         _, offsets = enc.decode_with_offsets(enc.encode_ordinary(text))
         return list(offsets)
