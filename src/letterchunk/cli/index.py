@@ -71,13 +71,21 @@ def run(args: argparse.Namespace) -> int:
             window=args.embed_window,
         )
 
+    tty = sys.stderr.isatty()
+    shown = [0]
+
     def progress(done: int, total: int) -> None:
-        if not args.quiet:
+        if args.quiet:
+            return
+        if tty:  # one live line on a terminal; elsewhere a plain line each tenth of the work
             print(f"\rembedded {done}/{total} pieces", end="", file=sys.stderr, flush=True)
+        elif done == total or done - shown[0] >= max(1, total // 10):
+            shown[0] = done
+            print(f"embedded {done}/{total} pieces", file=sys.stderr, flush=True)
 
     stats = build_index(args.dir, args.db, embedder, progress=progress)
     if not args.quiet:
-        if stats.units_embedded:
+        if stats.units_embedded and tty:
             print(file=sys.stderr)
         vectors = (
             f"{stats.units_embedded} piece(s) embedded, {stats.units_reused} reused "
