@@ -31,6 +31,9 @@ REQUIRED = {
     "report": ["out/"],
     "budget": [],
     "analyze": ["out/"],
+    "export": ["out/", "--to", "langchain"],
+    "index": ["out/", "--db", "letters.sqlite"],
+    "search": ["float", "--db", "letters.sqlite"],
 }
 
 

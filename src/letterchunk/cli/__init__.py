@@ -38,6 +38,7 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_HALTED, EXIT_BUDGET, EXIT_INTERRUPTED = 
 
 # One module per command, in the order `letterchunk --help` lists them.
 COMMANDS = ["segment", "validate", "run", "enrich", "repair", "report", "budget", "analyze"]
+COMMANDS += ["export", "index", "search"]  # retrieval: letterchunk.retrieval
 
 EPILOG = """exit codes:
   0   success

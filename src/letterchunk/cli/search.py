@@ -1,0 +1,92 @@
+"""``letterchunk search "QUERY" --db FILE [filters] [-k 5] [--bm25 | --dense] [--json]``.
+
+Ranks the chunks of an index built by `letterchunk index`: BM25 and dense similarity fused by
+reciprocal rank (or one of them alone), after the filters.  A Tier-3 (table) or Tier-2 hit comes
+with its Tier-1 parent's context.  Each hit shows its chunk id, year, section, score and exact
+source span (source_file[start:end]).  --json prints one JSON object per hit and line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import textwrap
+
+from letterchunk.cli import HelpFormatter
+from letterchunk.cli.index import add_embed_options
+from letterchunk.errors import ConfigError
+
+EXAMPLES = """\
+Examples:
+  letterchunk search "float at no cost" --db letters.sqlite -k 3
+  letterchunk search "GEICO float" --db letters.sqlite --year 1996 --company GEICO --json
+  letterchunk search "equity holdings table" --db letters.sqlite --tier 3 --bm25
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "search",
+        help="hybrid search of an index, with metadata filters and tier expansion",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+        epilog=EXAMPLES,
+        formatter_class=HelpFormatter,
+    )
+    p.add_argument("query", metavar="QUERY")
+    p.add_argument("--db", required=True, metavar="FILE", help="index built by `letterchunk index`")
+    p.add_argument("-k", type=int, default=5, metavar="N", help="hits to return (default 5)")
+    f = p.add_argument_group("filters")
+    f.add_argument("--year", type=int, metavar="Y", help="letter_year")
+    f.add_argument("--company", metavar="C", help="a company named in the chunk (substring)")
+    f.add_argument("--concept", metavar="K", help="a buffett_concepts value (substring)")
+    f.add_argument(
+        "--content-type",
+        choices=["narrative", "financial_table", "mistake_confession", "principle_statement"],
+    )
+    f.add_argument("--tier", type=int, choices=[1, 2, 3], help="chunk_tier")
+    m = p.add_mutually_exclusive_group()
+    m.add_argument("--bm25", action="store_const", const="bm25", dest="mode", help="BM25 only")
+    m.add_argument("--dense", action="store_const", const="dense", dest="mode", help="vectors only")
+    p.add_argument("--json", action="store_true", help="one JSON object per hit and line")
+    add_embed_options(p)
+    p.set_defaults(func=run, mode="hybrid")
+
+
+def run(args: argparse.Namespace) -> int:
+    from letterchunk.retrieval.embed import open_embedder  # deferred: start-up time
+    from letterchunk.retrieval.search import Filters, search  # deferred: start-up time
+
+    if args.k < 1:
+        raise ConfigError("-k must be >= 1")
+    filters = Filters(args.year, args.company, args.concept, args.content_type, args.tier)
+
+    def embedder(name: str):  # noqa: ANN202 - the Embedder the index names
+        return open_embedder(
+            name,
+            url=args.embed_url,
+            api_key=os.environ.get("LETTERCHUNK_EMBED_API_KEY", "none"),
+            window=args.embed_window,
+        )
+
+    hits = search(args.db, args.query, k=args.k, filters=filters, mode=args.mode, embedder=embedder)
+    for n, hit in enumerate(hits, 1):
+        if args.json:
+            record = dataclasses.asdict(hit)
+            record.pop("metadata")
+            print(json.dumps(record, ensure_ascii=False))
+            continue
+        print(
+            f"{n}. {hit.chunk_id}  {hit.letter_year}  {hit.section_title}  "
+            f"score {hit.score:.4f}  {hit.source_file}[{hit.start_char}:{hit.end_char}]"
+        )
+        print(textwrap.indent(textwrap.shorten(hit.summary or hit.content, 300), "   "))
+        if hit.parent:
+            p = hit.parent
+            span = f"{p.source_file}[{p.start_char}:{p.end_char}]"
+            print(f"   parent {p.chunk_id} ({p.section_title}) {span}")
+    if not hits and not args.quiet:
+        print("letterchunk: no hit; loosen the filters or check the query", file=sys.stderr)
+    return 0

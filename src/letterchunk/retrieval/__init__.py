@@ -1,0 +1,7 @@
+"""Retrieval for RAG users: export chunks to LangChain / LlamaIndex, a SQLite hybrid index, search.
+
+``chunks`` reads an output folder into typed :class:`~letterchunk.retrieval.chunks.Record`\\ s with
+flat, filterable metadata; ``export`` writes them for the RAG libraries; ``embed`` turns text into
+vectors offline (MiniLM run with numpy) or through an OpenAI-compatible endpoint; ``index`` writes
+one SQLite file (FTS5 BM25 + dense vectors); ``search`` ranks, filters and expands tiers.
+"""

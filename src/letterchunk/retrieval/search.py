@@ -1,0 +1,223 @@
+"""``letterchunk search``: BM25 and dense ranking fused by reciprocal rank, filters, tier expansion.
+
+Each retriever ranks the chunks that pass the filters; hybrid mode fuses the two rankings with
+reciprocal-rank fusion (score = sum of 1 / (60 + rank)), which needs no score calibration between
+BM25 and cosine.  A chunk's dense score is its best unit (summary or content window).
+
+Tier expansion (seed 000 §4.1): a Tier-3 (table) or Tier-2 (paragraph) hit comes with its Tier-1
+parent's context, so an answer about a figure or a quote can cite the surrounding text.  Every hit
+carries its exact source span: ``source_file[start_char:end_char] == content``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from letterchunk.errors import ConfigError
+from letterchunk.retrieval.embed import Embedder, load_numpy
+from letterchunk.retrieval.store import connect
+
+__all__ = ["Context", "Filters", "Hit", "Mode", "RRF_K", "fts_query", "search"]
+
+Mode = Literal["hybrid", "bm25", "dense"]
+RRF_K = 60
+POOL = 50  # candidates each retriever contributes before fusion
+
+
+@dataclass(frozen=True)
+class Filters:
+    year: int | None = None
+    company: str | None = None  # case-insensitive substring of any entities.companies value
+    concept: str | None = None  # case-insensitive substring of any buffett_concepts value
+    content_type: str | None = None
+    tier: int | None = None
+
+    def sql(self) -> tuple[str, list[Any]]:
+        """A WHERE condition on table alias ``c`` (chunks) and its parameters."""
+        terms: list[str] = ["1"]
+        params: list[Any] = []
+        if self.year is not None:
+            terms.append("c.letter_year = ?")
+            params.append(self.year)
+        for column, value in (("companies", self.company), ("concepts", self.concept)):
+            if value:
+                terms.append(
+                    f"EXISTS (SELECT 1 FROM json_each(c.{column}) "
+                    "WHERE instr(lower(value), lower(?)) > 0)"
+                )
+                params.append(value)
+        if self.content_type:
+            terms.append("c.content_type = ?")
+            params.append(self.content_type)
+        if self.tier is not None:
+            terms.append("c.chunk_tier = ?")
+            params.append(self.tier)
+        return " AND ".join(terms), params
+
+
+@dataclass(frozen=True)
+class Context:
+    """A parent chunk returned beside a Tier-2/Tier-3 hit."""
+
+    chunk_id: str
+    section_title: str
+    source_file: str
+    start_char: int
+    end_char: int
+    content: str
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk_id: str
+    letter_year: int
+    section_title: str
+    chunk_tier: int
+    content_type: str
+    score: float
+    source_file: str
+    start_char: int
+    end_char: int
+    summary: str
+    content: str
+    bm25_rank: int | None = None
+    dense_rank: int | None = None
+    parent: Context | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def fts_query(text: str) -> str:
+    """An FTS5 query matching any word of ``text``: each word quoted (no FTS5 syntax leaks)."""
+    words = re.findall(r"\w+", text.lower())
+    return " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
+
+
+def _bm25(conn: Any, query: str, where: str, params: list[Any]) -> list[int]:
+    match = fts_query(query)
+    if not match:
+        return []
+    rows = conn.execute(
+        "SELECT c.rowid FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+        f"WHERE chunks_fts MATCH ? AND {where} ORDER BY bm25(chunks_fts) LIMIT ?",
+        [match, *params, POOL],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def _dense(conn: Any, vector: Any, where: str, params: list[Any], has_vec: bool) -> list[int]:
+    """Chunk rowids by their best unit's cosine similarity to ``vector`` (exact, filtered)."""
+    np = load_numpy()
+    blob = np.asarray(vector, dtype="<f4").tobytes()
+    join = f"FROM units u JOIN chunks c ON c.checksum = u.checksum WHERE {where}"
+    if has_vec:  # sqlite-vec scores in SQL; the same blobs as the numpy path below
+        rows = conn.execute(
+            f"SELECT c.rowid, min(vec_distance_cosine(u.embedding, ?)) AS d {join} "
+            "GROUP BY c.rowid ORDER BY d LIMIT ?",
+            [blob, *params, POOL],
+        ).fetchall()
+        return [r[0] for r in rows]
+    rows = conn.execute(f"SELECT c.rowid, u.embedding {join}", params).fetchall()
+    if not rows:
+        return []
+    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
+    sims = matrix @ np.asarray(vector, dtype=np.float32)
+    best: dict[int, float] = {}
+    for (rowid, _), sim in zip(rows, sims.tolist(), strict=True):
+        best[rowid] = max(sim, best.get(rowid, -2.0))
+    return sorted(best, key=lambda r: -best[r])[:POOL]
+
+
+def _fuse(rankings: list[list[int]]) -> list[tuple[int, float]]:
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, rowid in enumerate(ranking, 1):
+            scores[rowid] = scores.get(rowid, 0.0) + 1.0 / (RRF_K + rank)
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+_COLUMNS = (
+    "rowid, chunk_id, letter_year, section_title, chunk_tier, content_type, source_file, "
+    "start_char, end_char, summary, content, parent_chunk_id, metadata"
+)
+
+
+def _parent(conn: Any, chunk_id: str) -> Context | None:
+    row = conn.execute(
+        "SELECT chunk_id, section_title, source_file, start_char, end_char, content "
+        "FROM chunks WHERE chunk_id = ?",
+        (chunk_id,),
+    ).fetchone()
+    return Context(*row) if row else None
+
+
+def _hit(conn: Any, rowid: int, score: float, ranks: dict[str, list[int]]) -> Hit:
+    row = conn.execute(f"SELECT {_COLUMNS} FROM chunks WHERE rowid = ?", (rowid,)).fetchone()
+    (_, chunk_id, year, title, tier, ctype, source, start, end, summary, content, parent, md) = row
+
+    def rank(name: str) -> int | None:
+        ranking = ranks.get(name, [])
+        return ranking.index(rowid) + 1 if rowid in ranking else None
+
+    return Hit(
+        chunk_id=chunk_id,
+        letter_year=year,
+        section_title=title,
+        chunk_tier=tier,
+        content_type=ctype,
+        score=round(score, 6),
+        source_file=source,
+        start_char=start,
+        end_char=end,
+        summary=summary,
+        content=content,
+        bm25_rank=rank("bm25"),
+        dense_rank=rank("dense"),
+        parent=_parent(conn, parent) if parent and tier in (2, 3) else None,
+        metadata=json.loads(md),
+    )
+
+
+def search(
+    db: str | Path,
+    query: str,
+    *,
+    k: int = 5,
+    filters: Filters | None = None,
+    mode: Mode = "hybrid",
+    embedder: Callable[[str], Embedder] | None = None,
+) -> list[Hit]:
+    """The ``k`` best chunks of the index ``db`` for ``query``.
+
+    ``embedder`` builds the query embedder from the name stored in the index (dense and hybrid
+    modes only); an index built with ``--no-dense`` searches in ``bm25`` mode.
+    """
+    if not Path(db).is_file():
+        raise ConfigError(f"{db}: no such index; build it with `letterchunk index DIR --db {db}`")
+    where, params = (filters or Filters()).sql()
+    conn, has_vec = connect(db)
+    try:
+        ranks: dict[str, list[int]] = {}
+        if mode in ("hybrid", "bm25"):
+            ranks["bm25"] = _bm25(conn, query, where, params)
+        if mode in ("hybrid", "dense"):
+            name = dict(conn.execute("SELECT key, value FROM meta").fetchall()).get("embedder")
+            if not name or not conn.execute("SELECT 1 FROM units LIMIT 1").fetchone():
+                if mode == "dense":
+                    raise ConfigError(
+                        f"{db} has no vectors (indexed with --no-dense); index again without "
+                        "--no-dense, or search with --bm25"
+                    )
+            elif embedder is None:
+                raise ConfigError(f"{db} holds {name} vectors; pass an embedder for them")
+            else:
+                [vector] = embedder(name).embed([query])
+                ranks["dense"] = _dense(conn, vector, where, params, has_vec)
+        fused = _fuse(list(ranks.values()))[:k]
+        return [_hit(conn, rowid, score, ranks) for rowid, score in fused]
+    finally:
+        conn.close()

