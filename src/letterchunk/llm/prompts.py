@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from letterchunk.errors import ConfigError
+from letterchunk.resources import resource_path
 
 __all__ = ["render", "prompt_hash", "prompts_dir", "template_names"]
 
@@ -29,7 +30,6 @@ _ANCHOR = "enrich_system"
 
 def prompts_dir() -> Path:
     """The folder that holds the prompt templates."""
-    from letterchunk.resources import resource_path
 
     # resource_path locates files; the enrichment system prompt anchors the folder
     return resource_path("prompts", f"{_ANCHOR}{_SUFFIX}").parent
