@@ -84,6 +84,7 @@ __all__ = [
     "LetterJob",
     "enrich_one",
     "enrich_letter",
+    "enrich_letter_until_failure",
     "run_paths",
     "enrich_dir",
     "write_letter",
@@ -390,8 +391,29 @@ def enrich_letter(
     their evidence records; those chunks are taken as they are and not asked again.
     Results are placed by index, so the output order never depends on completion order.
     On RepairExhausted (halt) or any other error (Ctrl-C included), pending chunks are
-    cancelled, the letter as far as it got is put on the exception (``exc.partial``) and it
-    propagates.
+    cancelled and the error propagates; :func:`enrich_letter_until_failure` also returns the
+    letter as far as it got.
+    """
+    outcome, failure = enrich_letter_until_failure(
+        year, cleaned_text, chunks, client, options, hooks, kept=kept
+    )
+    if failure is not None:
+        raise failure
+    return outcome
+
+
+def enrich_letter_until_failure(
+    year: int,
+    cleaned_text: str,
+    chunks: Sequence[Chunk],
+    client: CompletionClient,
+    options: RunOptions = RunOptions(),
+    hooks: Hooks | None = None,
+    *,
+    kept: dict[str, dict | None] | None = None,
+) -> tuple[LetterOutcome, BaseException | None]:
+    """:func:`enrich_letter`, returning the error that stopped the letter (or None) beside the
+    letter as far as it got: finished chunks enriched, the others as segmented.
     """
     hooks = hooks or Hooks()
     kept = kept or {}
@@ -407,10 +429,7 @@ def enrich_letter(
 
     failure = _run_pool(work, todo, options.workers, name=f"enrich-{year}")
     result = _letter_outcome(job, chunks, results, kept)
-    if failure is not None:
-        failure.partial = result  # type: ignore[attr-defined]
-        raise failure
-    return result
+    return result, failure
 
 
 def _enrich_counted(
@@ -620,19 +639,19 @@ def _run_one(
             out_dir, year, run_id=options.run_id, source=options.source_label
         )
         hooks = dataclasses.replace(hooks, chunk_done=report.chunk_hook(hooks.chunk_done))
-    try:
-        outcome = enrich_letter(year, text, chunks, client, options, hooks, kept=kept)
-    except BaseException as exc:
+    outcome, failure = enrich_letter_until_failure(
+        year, text, chunks, client, options, hooks, kept=kept
+    )
+    if failure is not None:
         # halt, budget cap, backend gone, Ctrl-C: keep what this run enriched (every other
         # chunk as segmented) unless it enriched nothing, then leave the files as they are
-        partial = getattr(exc, "partial", None)
-        if isinstance(partial, LetterOutcome) and any(o.ok for o in partial.outcomes):
-            write_letter(out_dir, year, text if write_cleaned else None, partial)
-        if report is not None and partial is not None:
-            partial.paths.append(report.path)  # the halting chunk's records came via chunk_done
-        if isinstance(partial, LetterOutcome) and hooks.letter_done:
-            hooks.letter_done(partial)
-        raise
+        if any(o.ok for o in outcome.outcomes):
+            write_letter(out_dir, year, text if write_cleaned else None, outcome)
+        if report is not None:
+            outcome.paths.append(report.path)  # the halting chunk's records came via chunk_done
+        if hooks.letter_done:
+            hooks.letter_done(outcome)
+        raise failure
     write_letter(out_dir, year, text if write_cleaned else None, outcome)
     if report is not None:
         report.flush()  # creates the file even for a letter without chunks
