@@ -44,6 +44,7 @@ import httpx
 from letterchunk.errors import BackendError, ConfigError
 from letterchunk.install import pip_install
 from letterchunk.io import create_temp_beside
+from letterchunk.llm.client import env_number
 
 __all__ = [
     "MODEL_ID",
@@ -448,22 +449,10 @@ class _PortTaken(Exception):
 def server_from_env(env: Mapping[str, str], **kw: Any) -> EmbeddedServer:
     """An :class:`EmbeddedServer` (not started) configured by ``LETTERCHUNK_CTX_SIZE``,
     ``LETTERCHUNK_THREADS`` and ``LETTERCHUNK_SERVER_TIMEOUT_S``; ``kw`` wins."""
-
-    def number(name: str, kind: type) -> Any:
-        raw = env.get(name)
-        if not raw:
-            return None
-        try:
-            return kind(raw)
-        except ValueError:
-            raise ConfigError(
-                f"{name}={raw!r} is not a valid {kind.__name__}; fix or unset it"
-            ) from None
-
     settings = {
-        "ctx_size": number("LETTERCHUNK_CTX_SIZE", int),
-        "threads": number("LETTERCHUNK_THREADS", int),
-        "startup_timeout_s": number("LETTERCHUNK_SERVER_TIMEOUT_S", float),
+        "ctx_size": env_number("LETTERCHUNK_CTX_SIZE", int, env),
+        "threads": env_number("LETTERCHUNK_THREADS", int, env),
+        "startup_timeout_s": env_number("LETTERCHUNK_SERVER_TIMEOUT_S", float, env),
     }
     settings.update(kw)
     return EmbeddedServer(**{k: v for k, v in settings.items() if v is not None})

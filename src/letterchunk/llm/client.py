@@ -126,7 +126,8 @@ class Usage:
         }
 
 
-def _env_number(name: str, kind: type, env: dict[str, str]) -> Any:
+def env_number(name: str, kind: type, env: Mapping[str, str]) -> Any:
+    """``kind(env[name])``, None when unset or empty; ConfigError naming the variable if invalid."""
     raw = env.get(name)
     if raw is None or raw == "":
         return None
@@ -223,10 +224,10 @@ class LLMSettings:
         if mode is None:
             mode = "TOOLS" if hosted else "JSON_SCHEMA"
         from_env_numbers = {
-            "max_tokens": _env_number("LETTERCHUNK_MAX_TOKENS", int, env),
-            "seed": _env_number("LETTERCHUNK_SEED", int, env),
-            "timeout_s": _env_number("LETTERCHUNK_TIMEOUT_S", float, env),
-            "transport_retries": _env_number("LETTERCHUNK_TRANSPORT_RETRIES", int, env),
+            "max_tokens": env_number("LETTERCHUNK_MAX_TOKENS", int, env),
+            "seed": env_number("LETTERCHUNK_SEED", int, env),
+            "timeout_s": env_number("LETTERCHUNK_TIMEOUT_S", float, env),
+            "transport_retries": env_number("LETTERCHUNK_TRANSPORT_RETRIES", int, env),
         }
         extra = {k: v for k, v in from_env_numbers.items() if v is not None}
         extra.update(overrides)

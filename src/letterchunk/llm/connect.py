@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from letterchunk.llm import backend
 from letterchunk.llm.cache import DEFAULT_CACHE_DIR, ResponseCache
-from letterchunk.llm.client import Limiter, LLMClient, LLMSettings, _env_number
+from letterchunk.llm.client import Limiter, LLMClient, LLMSettings, env_number
 from letterchunk.llm.prompts import prompt_hash
 
 __all__ = [
@@ -72,9 +72,9 @@ def transport_settings(
     this backend (the embedded model on a CPU gets a longer timeout)."""
     env = dict(os.environ if env is None else env)
     if timeout_s is None:
-        timeout_s = _env_number(ENV_TIMEOUT, float, env)
+        timeout_s = env_number(ENV_TIMEOUT, float, env)
     if transport_retries is None:
-        transport_retries = _env_number(ENV_RETRIES, int, env)
+        transport_retries = env_number(ENV_RETRIES, int, env)
     return {
         "timeout_s": timeout_s
         if timeout_s is not None
@@ -95,7 +95,7 @@ def context_tokens(value: int | None = None, env: Mapping[str, str] | None = Non
     embedded server's (``LETTERCHUNK_CTX_SIZE`` or its default), else an API's."""
     env = dict(os.environ if env is None else env)
     if value is None:
-        value = _env_number(ENV_CONTEXT, int, env)
+        value = env_number(ENV_CONTEXT, int, env)
     if value is None:
         if backend_configured(env):
             return HOSTED_CONTEXT
