@@ -388,24 +388,53 @@ def _signature_line(raw: str) -> str | None:
 def _find_tables(lines: list[Line], detached: set[int]) -> tuple[list[tuple[int, int]], list[bool]]:
     """Line ranges of tables, and ``is_table_row`` of every line; ``detached`` receives the line
     indices of captions that stand one blank line above the column headers (such a caption
-    opens a section)."""
-    n = len(lines)
-    # is_table_row, asked only of lines that can be rows (a value at the end, a gap, a leader)
-    row = [
+    opens a section).
+
+    Tables are found in two passes: runs of rows first (:func:`_row_spans`), then each run
+    grows up over its column headers and caption and down over its footnotes, never into the
+    table before it.
+    """
+    row = _row_flags(lines)
+    rule = _rule_flags(lines)
+    strong = [r or u for r, u in zip(row, rule, strict=True)]
+    out: list[tuple[int, int]] = []
+    prev_end = -1
+    for first, last in _row_spans(lines, row, rule, strong):
+        top = _extend_up(lines, first, prev_end, detached)
+        bottom = _extend_down(lines, strong, last)
+        out.append((top, bottom))
+        prev_end = bottom
+    return out, row
+
+
+def _row_flags(lines: list[Line]) -> list[bool]:
+    """``is_table_row`` of every line, asked only of lines that can be rows (a value at the
+    end, a gap, a leader): the full test is the costly one."""
+    return [
         len(t) >= 4
         and (t[-1] in _ROW_END or "  " in t or "\t" in t or ".." in t or ". ." in t or "…" in t)
         and is_table_row(ln.raw)
         for ln in lines
         for t in (ln.text,)
     ]
-    # rule lines, and dot-leader lines with nothing else (a row whose leader wrapped)
-    rule = [
+
+
+def _rule_flags(lines: list[Line]) -> list[bool]:
+    """Rule lines, and dot-leader lines with nothing else (a row whose leader wrapped)."""
+    return [
         (t[:1] in ("-", "=", "_") and _is_rule(ln.raw))
         or (t[:1] in (".", "…") and _LEADER_ONLY.match(t) is not None)
         for ln in lines
         for t in (ln.text,)
     ]
-    strong = [r or u for r, u in zip(row, rule, strict=True)]
+
+
+def _row_spans(
+    lines: list[Line], row: list[bool], rule: list[bool], strong: list[bool]
+) -> list[tuple[int, int]]:
+    """(first, last) line of each run of rows: rows (or rules, ``strong``) joined over short
+    gaps, kept when it holds two rows or one row with a rule."""
+    n = len(lines)
     spans: list[tuple[int, int]] = []
     i = 0
     while i < n:
@@ -416,105 +445,141 @@ def _find_tables(lines: list[Line], detached: set[int]) -> tuple[list[tuple[int,
         nrows = 1
         j = i + 1
         while j < n:
-            # look ahead over a gap of blanks (<=2) and soft lines (<=3)
-            k, blanks, soft = j, 0, 0
-            while k < n and not strong[k]:
-                if lines[k].blank:
-                    blanks += 1
-                elif _is_separator(lines[k]):
-                    break
-                elif _prose_like(lines[k].raw):
-                    # a long row label wrapped onto its own line, directly above a row
-                    wrapped = k + 1 < n and strong[k + 1] and not _ends_sentence(lines[k].text)
-                    if not wrapped:
-                        break
-                    soft += 1
-                else:
-                    soft += 1
-                if blanks > 2 or soft > 3:
-                    break
-                k += 1
-            if k < n and strong[k] and blanks <= 2 and soft <= 3:
-                if (
-                    blanks
-                    and soft
-                    and (
-                        not _cells_align(lines, j, k)
-                        or any(_header_like_cells(lines[x].raw) for x in range(j, k))
-                        or _heading_row(lines[k].text)
-                    )
-                ):
-                    break  # a blank line, then a new caption / column headings: a new table
-                last = k
-                nrows += row[k]
-                j = k + 1
-            else:
+            k, blanks, soft = _gap_end(lines, strong, j)
+            if not (k < n and strong[k] and blanks <= 2 and soft <= 3):
                 break
-        # footnote / wrapped trailing lines directly after (no blank): "Total" lines etc.
+            if blanks and soft and _new_table_after_gap(lines, j, k):
+                break
+            last = k
+            nrows += row[k]
+            j = k + 1
         if nrows >= 2 or (nrows >= 1 and any(rule[first : last + 1])):
             spans.append((first, last))
         i = last + 1
-    # upward extension (column headers, caption) and downward (footnotes)
-    out: list[tuple[int, int]] = []
-    prev_end = -1
-    for first, last in spans:
-        top = first
-        k = first - 1
-        blanks = 0
-        while k > prev_end:
-            raw = lines[k].raw
-            if lines[k].blank:
-                blanks += 1
-                if blanks > 1:
-                    break
-                k -= 1
-                continue
-            unended = not _ends_sentence(lines[k].text)
-            headerish_row = (
-                (_header_like_cells(raw, 60) and unended)
-                or _is_rule(raw)
-                or (lines[k].indent >= 8 and len(lines[k].text) <= 60 and unended)
-                or (lines[k].indent >= 20 and unended)
-                or _PAREN_LINE.fullmatch(raw) is not None
-            )
-            if headerish_row and not _prose_like(raw) and _signature_line(raw) is None:
-                top = k
-                blanks = 0
-                k -= 1
-                continue
-            took_headers = top < first
-            alone = k == 0 or lines[k - 1].blank
-            if _caption_like(raw) and (
-                blanks == 0
-                or (took_headers and alone and (_headerish(raw) or len(lines[k].text) <= 60))
-            ):
-                top = k
-                if blanks and _headerish(raw):
-                    detached.add(k)  # a title-like caption above the headings opens a section
+    return spans
+
+
+def _gap_end(lines: list[Line], strong: list[bool], j: int) -> tuple[int, int, int]:
+    """(index where the gap from ``j`` ends, blank lines in it, soft lines in it).
+
+    The look-ahead crosses at most 2 blanks and 3 soft lines; it stops early at a separator
+    and at prose, except a long row label wrapped onto its own line directly above a row.
+    """
+    n = len(lines)
+    k, blanks, soft = j, 0, 0
+    while k < n and not strong[k]:
+        if lines[k].blank:
+            blanks += 1
+        elif _is_separator(lines[k]):
             break
-        bottom = last
-        k = last + 1
-        while k < n:
-            kk = k
-            if kk < n and lines[kk].blank:
-                kk += 1
-            if kk < n and _FOOTNOTE.match(lines[kk].raw) and not _is_separator(lines[kk]):
-                foot_indent = lines[kk].indent
-                while kk + 1 < n and not lines[kk + 1].blank and not strong[kk + 1]:
-                    nxt = lines[kk + 1]
-                    if _is_separator(nxt) or _is_salutation(nxt):
-                        break
-                    ended = _ends_sentence(lines[kk].text)
-                    if ended and (abs(nxt.indent - foot_indent) >= 2 or _headerish(nxt.raw)):
-                        break  # the footnote ended and a paragraph (or header) starts
-                    kk += 1
-                bottom = kk
-                k = kk + 1
-                continue
+        elif _prose_like(lines[k].raw):
+            wrapped = k + 1 < n and strong[k + 1] and not _ends_sentence(lines[k].text)
+            if not wrapped:
+                break
+            soft += 1
+        else:
+            soft += 1
+        if blanks > 2 or soft > 3:
             break
-        out.append((top, bottom))
-        prev_end = bottom
-    return out, row
+        k += 1
+    return k, blanks, soft
+
+
+def _new_table_after_gap(lines: list[Line], j: int, k: int) -> bool:
+    """Whether the soft lines ``j..k-1`` after a blank line start a new table: one of them is
+    long and not cells (a caption, not a wrapped label), one looks like column headings, or
+    line ``k`` is a row of years."""
+    return (
+        not _cells_align(lines, j, k)
+        or any(_header_like_cells(lines[x].raw) for x in range(j, k))
+        or _heading_row(lines[k].text)
+    )
+
+
+def _extend_up(lines: list[Line], first: int, prev_end: int, detached: set[int]) -> int:
+    """The top line of the table whose rows start at ``first``: column headers (short, unended
+    or indented lines, rules) directly above, then a caption above those.
+
+    At most one blank line is crossed at a time; nothing above ``prev_end`` (the previous
+    table's last line) is taken.  A title-like caption that stands one blank line above the
+    headers goes into ``detached``: it opens a section.
+    """
+    top = first
+    k = first - 1
+    blanks = 0
+    while k > prev_end:
+        raw = lines[k].raw
+        if lines[k].blank:
+            blanks += 1
+            if blanks > 1:
+                break
+            k -= 1
+            continue
+        if _header_line_above(lines[k]):
+            top = k
+            blanks = 0
+            k -= 1
+            continue
+        took_headers = top < first
+        alone = k == 0 or lines[k - 1].blank
+        if _caption_like(raw) and (
+            blanks == 0
+            or (took_headers and alone and (_headerish(raw) or len(lines[k].text) <= 60))
+        ):
+            top = k
+            if blanks and _headerish(raw):
+                detached.add(k)
+        break
+    return top
+
+
+def _header_line_above(ln: Line) -> bool:
+    """A line above a table's rows that belongs to its column headers: header-like cells, a
+    rule, an indented short line or a parenthesised note, and neither prose nor a signature."""
+    raw = ln.raw
+    unended = not _ends_sentence(ln.text)
+    headerish_row = (
+        (_header_like_cells(raw, 60) and unended)
+        or _is_rule(raw)
+        or (ln.indent >= 8 and len(ln.text) <= 60 and unended)
+        or (ln.indent >= 20 and unended)
+        or _PAREN_LINE.fullmatch(raw) is not None
+    )
+    return headerish_row and not _prose_like(raw) and _signature_line(raw) is None
+
+
+def _extend_down(lines: list[Line], strong: list[bool], last: int) -> int:
+    """The bottom line of the table whose rows end at ``last``: each footnote that follows
+    (after at most one blank line) with its continuation lines."""
+    n = len(lines)
+    bottom = last
+    k = last + 1
+    while k < n:
+        kk = k
+        if kk < n and lines[kk].blank:
+            kk += 1
+        if not (kk < n and _FOOTNOTE.match(lines[kk].raw) and not _is_separator(lines[kk])):
+            break
+        bottom = _footnote_end(lines, strong, kk)
+        k = bottom + 1
+    return bottom
+
+
+def _footnote_end(lines: list[Line], strong: list[bool], kk: int) -> int:
+    """The last line of the footnote starting at ``kk``: lines follow until a blank, a row, a
+    separator or salutation, or a finished sentence followed by a differently indented line or
+    a header (a paragraph starts)."""
+    n = len(lines)
+    foot_indent = lines[kk].indent
+    while kk + 1 < n and not lines[kk + 1].blank and not strong[kk + 1]:
+        nxt = lines[kk + 1]
+        if _is_separator(nxt) or _is_salutation(nxt):
+            break
+        ended = _ends_sentence(lines[kk].text)
+        if ended and (abs(nxt.indent - foot_indent) >= 2 or _headerish(nxt.raw)):
+            break
+        kk += 1
+    return kk
 
 
 def _heading_row(s: str) -> bool:
