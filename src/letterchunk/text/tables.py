@@ -5,7 +5,7 @@ Rules:
 * Rule lines (``----``, ``====``), blank lines and footnotes (``Note``, ``*``, ``(1)`` at the
   start, after the last data row) are not rows.
 * A *data row* is a line with a dot leader or with numeric cells (see
-  :func:`~letterchunk.text.blocks.is_table_row`).  Its label is the text before the leader / the
+  :func:`~letterchunk.text.lines.is_table_row`).  Its label is the text before the leader / the
   first wide gap; its values are the remaining cells.  A text-only line directly before a data row
   whose label is empty or indented deeper is a wrapped label: the two are joined.
 * Value columns are found by clustering the right edges of value cells over all data rows
@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
-from letterchunk.text.blocks import _LEADER, _is_rule, is_table_row, numeric_cell
+from letterchunk.text.lines import _LEADER, _is_rule, is_table_row, numeric_cell
 
 __all__ = ["parse_table"]
 
