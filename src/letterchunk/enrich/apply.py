@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -11,6 +12,7 @@ from letterchunk.contract.schema import (
     Chunk,
     CrossReferences,
     Entities,
+    Metadata,
     Principle,
     TableData,
     TemporalReferences,
@@ -34,6 +36,29 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
     """
     answer = dict(e)
     meta = chunk.metadata
+    # each step adds the fields it owns; the order of the steps is the order the fields are set
+    update: dict[str, object] = {}
+    update.update(_plain_fields(answer))
+    update.update(_entity_fields(answer))
+    if "content_type" in answer and meta.chunk_tier != 3:
+        update["content_type"] = answer["content_type"]
+    update.update(_reference_fields(answer, meta))
+    update.update(_title_fields(answer, meta))
+    update.update(_table_fields(answer, meta))
+    new_meta = meta.model_copy(update=update)
+    # re-validate so an answer can never smuggle a wrong type into a canonical chunk
+    return Chunk.model_validate(
+        {
+            "chunk_id": chunk.chunk_id,
+            "content": chunk.content,
+            "metadata": new_meta.model_dump(mode="python"),
+        },
+    )
+
+
+def _plain_fields(answer: dict[str, Any]) -> dict[str, object]:
+    """The answer's scalar and list fields, copied as they are except that a summary loses an
+    unfinished last sentence and the tag lists lose repeats (a grammar cannot forbid them)."""
     update: dict[str, object] = {}
     for name in (
         "contextual_summary",
@@ -48,9 +73,15 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
             update[name] = list(value) if isinstance(value, list) else value
     if "contextual_summary" in answer:
         update["contextual_summary"] = complete_sentences(str(answer["contextual_summary"]))
-    for name in ("themes", "buffett_concepts"):  # a grammar cannot forbid repeated items
+    for name in ("themes", "buffett_concepts"):
         if name in answer:
             update[name] = _unique(answer[name])
+    return update
+
+
+def _entity_fields(answer: dict[str, Any]) -> dict[str, object]:
+    """Entities (each list without repeats) and principles, rebuilt as the canonical models."""
+    update: dict[str, object] = {}
     if "entities" in answer:
         ent = answer["entities"]
         update["entities"] = Entities(
@@ -62,8 +93,13 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
         update["principles"] = [
             Principle(statement=p.statement, category=p.category) for p in answer["principles"]
         ]
-    if "content_type" in answer and meta.chunk_tier != 3:
-        update["content_type"] = answer["content_type"]
+    return update
+
+
+def _reference_fields(answer: dict[str, Any], meta: Metadata) -> dict[str, object]:
+    """Temporal and cross references: the answered parts replace the chunk's, the rest (the
+    primary year above all, which the segmenter sets) stay as they were."""
+    update: dict[str, object] = {}
     if "comparison_years" in answer or "future_outlook" in answer:
         tr = meta.temporal_references
         update["temporal_references"] = TemporalReferences(
@@ -81,6 +117,13 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
             ),
             related_years=_unique(int(y) for y in answer.get("related_years", cr.related_years)),
         )
+    return update
+
+
+def _title_fields(answer: dict[str, Any], meta: Metadata) -> dict[str, object]:
+    """A section title only for a chunk the segmenter left untitled, and the hierarchy's
+    untitled entries renamed with it; an empty answer changes nothing."""
+    update: dict[str, object] = {}
     if "section_title" in answer and meta.section_title == UNTITLED:
         title = str(answer["section_title"]).strip()
         if title:
@@ -88,9 +131,17 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
             update["section_hierarchy"] = [
                 title if h == UNTITLED else h for h in meta.section_hierarchy
             ]
-    if "tables" in answer and meta.chunk_tier == 3:
-        tables = answer["tables"]
-        update["table_data"] = [
+    return update
+
+
+def _table_fields(answer: dict[str, Any], meta: Metadata) -> dict[str, object]:
+    """For a table chunk, each table's name and summary from the answer; its columns and rows
+    stay the parser's (tables the answer did not cover are kept unchanged)."""
+    if "tables" not in answer or meta.chunk_tier != 3:
+        return {}
+    tables = answer["tables"]
+    return {
+        "table_data": [
             TableData(
                 table_name=t.table_name.strip() or old.table_name,
                 summary=t.summary.strip(),
@@ -99,16 +150,9 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
                 row_count=old.row_count,
             )
             for old, t in zip(meta.table_data, tables, strict=False)
-        ] + [old for old in meta.table_data[len(tables) :]]
-    new_meta = meta.model_copy(update=update)
-    # re-validate so an answer can never smuggle a wrong type into a canonical chunk
-    return Chunk.model_validate(
-        {
-            "chunk_id": chunk.chunk_id,
-            "content": chunk.content,
-            "metadata": new_meta.model_dump(mode="python"),
-        },
-    )
+        ]
+        + [old for old in meta.table_data[len(tables) :]]
+    }
 
 
 _ENDS_SENTENCE = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")

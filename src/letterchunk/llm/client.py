@@ -542,86 +542,21 @@ class LLMClient:
         prompt_hash: str | None = None,
     ) -> Completion:
         """Ask once for ``response_model``; see the module docstring for what can happen."""
-        # deferred: openai takes ~0.5 s to import; only a model call pays it
-        import instructor
-
-        s = self.settings
         started = time.monotonic()
         call = _Call(chunk_id=chunk_id)
-        key: str | None = None
-        if self.cache is not None:
-            key = self.cache.key(
-                model=s.model,
-                messages=messages,
-                prompt_hash=self.prompt_hash if prompt_hash is None else prompt_hash,
-                schema=response_model.model_json_schema(),
-                params=s.generation_params,
-                mode=s.mode,
-            )
-            hit = self.cache.lookup(key, chunk_id=chunk_id)  # offline miss raises CacheMiss
-            if hit is not None:
-                call.cached = _rebuild_completion(hit, s.mode)
-
-        create = instructor.patch(
-            create=lambda **kw: self._send(call, **kw), mode=instructor.Mode[s.mode]
-        )
-        value: BaseModel | None = None
-        error: str | None = None
-        try:
-            value = create(
-                response_model=response_model,
-                messages=[dict(m) for m in messages],  # instructor may edit messages in place
-                max_retries=0,  # never re-ask inside instructor: repair.py owns re-asks
-                model=s.model,
-                **s.generation_params,
-            )
-        except LetterchunkError:
-            raise
-        except instructor.core.exceptions.IncompleteOutputException:
-            error = "truncated"
-        except Exception as exc:  # instructor wraps everything in InstructorRetryException
-            cause = exc.__cause__
-            if isinstance(cause, LetterchunkError):
-                raise cause from cause.__cause__
-            if call.response is None:
-                raise BackendError(
-                    f"{chunk_id}: the LLM call failed before any answer: {_short(exc)}"
-                ) from exc
-            error = _describe_parse_error(exc)
-
+        key = self._look_up(call, messages, response_model, prompt_hash)
+        value, error = self._ask(call, messages, response_model)
         if value is not None and type(value) is not response_model:
             value = _plain(value, response_model)
         response = call.response
         raw_text, finish_reason, refusal = _answer_parts(response)
-        if refusal is not None:
-            value, error = None, f"refusal: the model declined to answer ({_short(refusal, 200)})"
-        elif finish_reason == "length":
-            value = None
-            error = (
-                f"truncated: the answer hit max_tokens={s.max_tokens} (finish_reason=length) "
-                "before the JSON was complete"
-            )
-        elif error == "truncated":  # instructor saw truncation our parts did not show
-            error = "truncated: the answer was incomplete (finish_reason=length)"
+        value, error = self._judge(value, error, finish_reason, refusal)
 
         source: Literal["cache", "live"] = "cache" if call.cached is not None else "live"
         usage = Usage()
         if source == "live":
             usage = _usage_of(response, request_messages=messages, raw_text=raw_text)
-            if self.cache is not None and key is not None:
-                self.cache.store(
-                    key,
-                    CachedAnswer(
-                        raw_text=raw_text,
-                        finish_reason=finish_reason,
-                        refusal=refusal,
-                        prompt_tokens=usage.prompt_tokens,
-                        completion_tokens=usage.completion_tokens,
-                        model=str(getattr(response, "model", s.model) or s.model),
-                    ),
-                )
-            with self._lock:
-                self.usage = self.usage + usage
+            self._remember(key, response, raw_text, finish_reason, refusal, usage)
         if error is not None:
             log.info("%s: unusable answer (%s)", chunk_id, error.split(":", 1)[0])
         return Completion(
@@ -635,6 +570,118 @@ class LLMClient:
             http_attempts=call.http_attempts,
             cache_key=key,
         )
+
+    # -- the steps of one call
+    def _look_up(
+        self,
+        call: _Call,
+        messages: list[dict],
+        response_model: type[BaseModel],
+        prompt_hash: str | None,
+    ) -> str | None:
+        """The cache key of this request (None without a cache); a cached answer is put on
+        ``call`` so that ``_send`` serves it instead of HTTP.  Offline, a miss raises CacheMiss."""
+        if self.cache is None:
+            return None
+        s = self.settings
+        key = self.cache.key(
+            model=s.model,
+            messages=messages,
+            prompt_hash=self.prompt_hash if prompt_hash is None else prompt_hash,
+            schema=response_model.model_json_schema(),
+            params=s.generation_params,
+            mode=s.mode,
+        )
+        hit = self.cache.lookup(key, chunk_id=call.chunk_id)  # offline miss raises CacheMiss
+        if hit is not None:
+            call.cached = _rebuild_completion(hit, s.mode)
+        return key
+
+    def _ask(
+        self, call: _Call, messages: list[dict], response_model: type[BaseModel]
+    ) -> tuple[BaseModel | None, str | None]:
+        """(parsed value, error) from one instructor call through ``_send``.
+
+        The package's own errors (budget, backend, cache) propagate, also when instructor
+        wrapped them; a failure before any answer arrived is a BackendError; an answer that did
+        not parse is returned as an error description, for the repair loop to re-ask.
+        """
+        # deferred: instructor imports openai, which takes ~0.5 s; only a model call pays it
+        import instructor
+
+        s = self.settings
+        create = instructor.patch(
+            create=lambda **kw: self._send(call, **kw), mode=instructor.Mode[s.mode]
+        )
+        try:
+            value = create(
+                response_model=response_model,
+                messages=[dict(m) for m in messages],  # instructor may edit messages in place
+                max_retries=0,  # never re-ask inside instructor: repair.py owns re-asks
+                model=s.model,
+                **s.generation_params,
+            )
+        except LetterchunkError:
+            raise
+        except instructor.core.exceptions.IncompleteOutputException:
+            return None, "truncated"
+        except Exception as exc:  # instructor wraps everything in InstructorRetryException
+            cause = exc.__cause__
+            if isinstance(cause, LetterchunkError):
+                raise cause from cause.__cause__
+            if call.response is None:
+                raise BackendError(
+                    f"{call.chunk_id}: the LLM call failed before any answer: {_short(exc)}"
+                ) from exc
+            return None, _describe_parse_error(exc)
+        return value, None
+
+    def _judge(
+        self,
+        value: BaseModel | None,
+        error: str | None,
+        finish_reason: str | None,
+        refusal: str | None,
+    ) -> tuple[BaseModel | None, str | None]:
+        """(value, error) once the answer's own signals are read: a refusal or an answer cut at
+        max_tokens is unusable even when what arrived happened to parse."""
+        if refusal is not None:
+            return None, f"refusal: the model declined to answer ({_short(refusal, 200)})"
+        if finish_reason == "length":
+            return None, (
+                f"truncated: the answer hit max_tokens={self.settings.max_tokens} "
+                "(finish_reason=length) before the JSON was complete"
+            )
+        if error == "truncated":  # instructor saw truncation our parts did not show
+            return value, "truncated: the answer was incomplete (finish_reason=length)"
+        return value, error
+
+    def _remember(
+        self,
+        key: str | None,
+        response: Any,
+        raw_text: str,
+        finish_reason: str | None,
+        refusal: str | None,
+        usage: Usage,
+    ) -> None:
+        """Store a live answer in the cache (when there is one) and add its usage to the
+        client's total; cached answers cost nothing and are not stored again."""
+        s = self.settings
+        if self.cache is not None and key is not None:
+            self.cache.store(
+                key,
+                CachedAnswer(
+                    raw_text=raw_text,
+                    finish_reason=finish_reason,
+                    refusal=refusal,
+                    prompt_tokens=usage.prompt_tokens,
+                    completion_tokens=usage.completion_tokens,
+                    model=str(getattr(response, "model", s.model) or s.model),
+                ),
+            )
+        with self._lock:
+            self.usage = self.usage + usage
 
 
 # --------------------------------------------------------------------------- helpers

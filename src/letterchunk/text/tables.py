@@ -5,7 +5,7 @@ Rules:
 * Rule lines (``----``, ``====``), blank lines and footnotes (``Note``, ``*``, ``(1)`` at the
   start, after the last data row) are not rows.
 * A *data row* is a line with a dot leader or with numeric cells (see
-  :func:`~letterchunk.text.blocks.is_table_row`).  Its label is the text before the leader / the
+  :func:`~letterchunk.text.lines.is_table_row`).  Its label is the text before the leader / the
   first wide gap; its values are the remaining cells.  A text-only line directly before a data row
   whose label is empty or indented deeper is a wrapped label: the two are joined.
 * Value columns are found by clustering the right edges of value cells over all data rows
@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
-from letterchunk.text.blocks import _LEADER, _is_rule, is_table_row, numeric_cell
+from letterchunk.text.lines import _LEADER, _is_rule, is_table_row, numeric_cell
 
 __all__ = ["parse_table"]
 
@@ -153,12 +153,39 @@ def _parse(
     cells: dict[int, _Row] | None = None,
 ) -> tuple[list[str], list[list[str]], list[int]]:
     """``(columns, rows, the line index each row ends on)``; ``cells``: ``_split_row`` of the
-    data rows when the caller has them."""
+    data rows when the caller has them.
+
+    The steps follow the module docstring: data rows (wrapped labels joined), value columns,
+    values placed in them, names from the header lines, then leading rows of years taken as
+    headings.
+    """
     data_idx = [i for i, r in enumerate(is_row) if r]
     if not data_idx:
         text_columns, text_rows = _text_table(lines, caption)
         return text_columns, text_rows, []
     first_data, last_data = data_idx[0], data_idx[-1]
+    parsed, ends = _data_rows(lines, is_row, cells, first_data, last_data)
+    _join_bare_leaders(parsed, ends)
+    edges = _value_columns(parsed)
+    rows, lefts = _place_values(parsed, edges)
+    names, label_name = _header_names(lines[:first_data], caption, parsed, edges, lefts)
+    names, label_name = _take_year_headings(rows, ends, names, label_name)
+    columns = [label_name or "Item"] + [nm or f"Column {k + 1}" for k, nm in enumerate(names)]
+    return columns, rows, ends
+
+
+def _data_rows(
+    lines: list[str],
+    is_row: list[bool],
+    cells: dict[int, _Row] | None,
+    first_data: int,
+    last_data: int,
+) -> tuple[list[_Row], list[int]]:
+    """The rows between the first and the last data row, and the line each ends on.
+
+    Blank and rule lines end a row, footnotes are skipped; a text line that is not a data row
+    but has a label is held and joined to the next line (a label wrapped over two lines).
+    """
     parsed: list[_Row] = []
     ends: list[int] = []  # line index of each parsed row's last line
     pending: _Row | None = None
@@ -190,7 +217,12 @@ def _parse(
     if pending:
         parsed.append(pending)
         ends.append(last_data)
-    # a label with a bare leader ("Revenues . . . . .") and its values alone on the next line
+    return parsed, ends
+
+
+def _join_bare_leaders(parsed: list[_Row], ends: list[int]) -> None:
+    """Join, in place, a label with a bare leader ("Revenues . . . . .") to its values alone
+    on the next line."""
     k = 1
     while k < len(parsed):
         (plabel, pvals), (label, vals) = parsed[k - 1], parsed[k]
@@ -199,6 +231,10 @@ def _parse(
             ends[k - 1 : k + 1] = [ends[k]]
         else:
             k += 1
+
+
+def _value_columns(parsed: list[_Row]) -> list[int]:
+    """The right edge of each value column, left to right."""
     counts = [len(vals) for _, vals in parsed if vals]
     widest = max(counts, default=0)
     if len(counts) >= 3 and counts.count(widest) * 5 >= len(counts) * 3:
@@ -208,24 +244,35 @@ def _parse(
         edges = [sorted(v[k][1] for v in full)[len(full) // 2] for k in range(widest)]
         for k in range(1, widest):
             edges[k] = max(edges[k], edges[k - 1] + 1)
-    else:
-        edges = _cluster([e for _, vals in parsed for _, e, _ in vals])
+        return edges
+    return _cluster([e for _, vals in parsed for _, e, _ in vals])
+
+
+def _column_of(edges: list[int], e: int) -> int:
+    """The column whose right edge is nearest to ``e`` (the left one on a tie)."""
     ncols = len(edges)
+    k = bisect_left(edges, e)
+    if k == ncols:
+        return ncols - 1
+    if k > 0 and e - edges[k - 1] < edges[k] - e:
+        return k - 1
+    return k
 
-    def col_of(e: int) -> int:
-        k = bisect_left(edges, e)
-        if k == ncols:
-            return ncols - 1
-        if k > 0 and e - edges[k - 1] < edges[k] - e:
-            return k - 1
-        return k
 
+def _place_values(parsed: list[_Row], edges: list[int]) -> tuple[list[list[str]], list[int]]:
+    """``(rows, the left edge of each column)``: each row is its label and one cell per column.
+
+    A row with one value per column takes them left to right, however the line was set; in
+    other rows each value goes to the column whose right edge is nearest (values that land in
+    one column are joined).  The left edges, needed to place header text, are the leftmost
+    start of any value placed in the column.
+    """
+    ncols = len(edges)
     rows: list[list[str]] = []
     lefts = list(edges)
     for label, vals in parsed:
         row_cells = [""] * ncols
         if ncols and len(vals) == ncols:
-            # one value per column: left to right, however the line was set
             row_cells = [t for _, _, t in vals]
             for k, (s, _, _) in enumerate(vals):
                 lefts[k] = min(lefts[k], s)
@@ -233,23 +280,35 @@ def _parse(
             for s, e, t in vals:
                 if not ncols:
                     break
-                k = col_of(e)
+                k = _column_of(edges, e)
                 row_cells[k] = f"{row_cells[k]} {t}" if row_cells[k] else t
                 lefts[k] = min(lefts[k], s)
         rows.append([label[2] if label else ""] + row_cells)
-    # column names from header lines above the first data row
+    return rows, lefts
+
+
+def _header_names(
+    head: list[str], caption: str, parsed: list[_Row], edges: list[int], lefts: list[int]
+) -> tuple[list[str], str]:
+    """``(a name per value column, the label column's name)`` from the header lines ``head``
+    above the first data row (rules, blanks and the caption skipped).
+
+    A fragment over the labels (overlapping them more than any column) names the label column;
+    one that spans the middles of several columns names each of them; any other names the
+    column :func:`_header_column` picks.  Fragments are joined top-down.
+    """
+    ncols = len(edges)
     names = [""] * ncols
     label_name = ""
+    if ncols == 0:
+        return names, label_name
     label_cells = [lab for lab, _ in parsed if lab]
     label_hi = max((lab[1] for lab in label_cells), default=-1)
-    for i in range(0, first_data):
-        ln = lines[i]
+    label_lo = min((lab[0] for lab in label_cells), default=10**6)
+    for ln in head:
         if not ln.strip() or _is_rule(ln) or (caption and ln.strip() == caption):
             continue
         for s, e, t in _segments(ln):
-            if ncols == 0:
-                break
-            label_lo = min((lab[0] for lab in label_cells), default=10**6)
             if (
                 label_cells
                 and s < label_hi
@@ -268,21 +327,40 @@ def _parse(
                 for k in spanned:
                     names[k] = f"{names[k]} {t}".strip()
                 continue
-            best, best_ov = None, -1
-            for k in range(ncols):
-                lo = lefts[k] - 2
-                hi = edges[k] + 1
-                ov = min(e, hi) - max(s, lo)
-                if ov > best_ov:
-                    best, best_ov = k, ov
-            if best is None:
-                continue
-            if best_ov <= 0:
-                best = min(range(ncols), key=lambda c: abs((lefts[c] + edges[c]) / 2 - (s + e) / 2))
-            names[best] = f"{names[best]} {t}".strip()
-    # leading rows of years/dates only are column headings ("2016  2015"); a label on such a
-    # row names the label column ("Insurance Operations  2013  2012")
-    # (one row is kept: a table that is nothing but headings still has a row)
+            best = _header_column(s, e, edges, lefts)
+            if best is not None:
+                names[best] = f"{names[best]} {t}".strip()
+    return names, label_name
+
+
+def _header_column(s: int, e: int, edges: list[int], lefts: list[int]) -> int | None:
+    """The column a header fragment spanning ``s..e`` names, or None to drop it.
+
+    A column spans from 2 left of its left edge to 1 right of its right edge.  The column the
+    fragment overlaps most names it; when the best it does is touch one (overlap 0), the
+    column whose middle is nearest to the fragment's; when it is clear of every column (all
+    overlaps negative), none.
+    """
+    ncols = len(edges)
+    best, best_ov = None, -1
+    for k in range(ncols):
+        ov = min(e, edges[k] + 1) - max(s, lefts[k] - 2)
+        if ov > best_ov:
+            best, best_ov = k, ov
+    if best is None:
+        return None
+    if best_ov <= 0:
+        best = min(range(ncols), key=lambda c: abs((lefts[c] + edges[c]) / 2 - (s + e) / 2))
+    return best
+
+
+def _take_year_headings(
+    rows: list[list[str]], ends: list[int], names: list[str], label_name: str
+) -> tuple[list[str], str]:
+    """Leading rows of years/dates only ("2016  2015") are column headings: removed (in place)
+    from ``rows`` and ``ends`` and added to the column names; a label on such a row names the
+    label column ("Insurance Operations  2013  2012").  One row is always kept: a table that
+    is nothing but headings still has a row."""
     while (
         len(rows) > 1
         and sum(bool(c) for c in rows[0][1:]) >= 2
@@ -294,8 +372,7 @@ def _parse(
             head = ["", head[0], *head[2:]]  # the first year sat left of its column
         names = [f"{nm} {h}".strip() for nm, h in zip(names, head[1:], strict=False)]
         label_name = label_name or head[0]
-    columns = [label_name or "Item"] + [nm or f"Column {k + 1}" for k, nm in enumerate(names)]
-    return columns, rows, ends
+    return names, label_name
 
 
 def _side_by_side(cells: dict[int, _Row]) -> int | None:
