@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from letterchunk.text.clean import load_letter
+from letterchunk.text.segment import segment_letter
+
 pytest.importorskip("vcr")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -254,3 +257,16 @@ def test_concept_labels_use_only_the_vocabulary():
         assert set(label["concepts"]) <= vocabulary, label["chunk_id"]
         assert all(reason.strip() for reason in label["concepts"].values())
         assert label["concepts"] or label["why_none"].strip()
+
+
+def test_concept_labels_match_the_segmented_chunks():
+    labels = eq.load_concept_labels()
+    years = sorted({int(chunk_id[:4]) for chunk_id in labels})
+    assert set(years) <= set(eq.gold_years())  # labels only on gold letters
+    contents = {
+        c.chunk_id: eq.norm(c.content)
+        for year in years
+        for c in segment_letter(load_letter(eq.LETTERS / f"{year}.txt"))
+    }
+    for chunk_id, label in labels.items():
+        assert contents.get(chunk_id, "").startswith(eq.norm(label["opening"])), chunk_id
