@@ -15,6 +15,8 @@ import os
 import sys
 
 from letterchunk.cli import HelpFormatter
+from letterchunk.retrieval.embed import open_embedder
+from letterchunk.retrieval.index import build_index
 
 EXAMPLES = """\
 Examples:
@@ -58,8 +60,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from letterchunk.retrieval.embed import open_embedder  # deferred: start-up time
-    from letterchunk.retrieval.index import build_index  # deferred: start-up time
 
     embedder = None
     if not args.no_dense:

@@ -18,6 +18,8 @@ import textwrap
 from letterchunk.cli import HelpFormatter
 from letterchunk.cli.index import add_embed_options
 from letterchunk.errors import ConfigError
+from letterchunk.retrieval.embed import open_embedder
+from letterchunk.retrieval.search import Filters, search
 
 EXAMPLES = """\
 Examples:
@@ -56,8 +58,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from letterchunk.retrieval.embed import open_embedder  # deferred: start-up time
-    from letterchunk.retrieval.search import Filters, search  # deferred: start-up time
 
     if args.k < 1:
         raise ConfigError("-k must be >= 1")
