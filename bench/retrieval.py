@@ -291,7 +291,7 @@ def evaluate(
     texts: dict[str, str],
     year_filter: bool,
 ) -> tuple[dict[tuple[str, str, str], Score], dict[str, list[float]]]:
-    """Scores by (mode, chunker, counting) for every question subset, and query seconds."""
+    """Scores by (mode, chunker and counting, question subset), and seconds per search."""
     scores: dict[tuple[str, str, str], Score] = defaultdict(Score)
     latency: dict[str, list[float]] = defaultdict(list)
     for mode in modes:
@@ -320,6 +320,10 @@ def evaluate(
     return scores, latency
 
 
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b else "n/a"
+
+
 def report(
     scores: dict[tuple[str, str, str], Score],
     modes: list[Mode],
@@ -328,45 +332,46 @@ def report(
 ) -> None:
     n_enriched = sum(q.year in ENRICHED for q in questions)
     print(
-        f"\n{'retriever':<9} {'chunker':<22} {'recall@5':>8} {'MRR':>6} {'ctx tok':>8}"
-        f"   | enriched letters ({n_enriched} q): {'recall@5':>8} {'MRR':>6}"
+        f"\n{'retriever':<9} {'chunker':<24} {'recall@5':>8} {'MRR':>6} {'ctx tok@5':>9}"
+        f"   enriched letters only ({n_enriched} q): {'recall@5':>8} {'MRR':>6}"
     )
     for mode in modes:
         for name in names:
-            s = scores[(mode, name, "all")]
-            e = scores[(mode, name, "enriched")]
+            s, e = scores[(mode, name, "all")], scores[(mode, name, "enriched")]
             print(
-                f"{mode:<9} {name:<22} {mean(s.recall):>8.3f} {mean(s.rr):>6.3f} "
-                f"{mean(s.tokens):>8.0f}   | {'':>28}{mean(e.recall):>8.3f} {mean(e.rr):>6.3f}"
+                f"{mode:<9} {name:<24} {mean(s.recall):>8.3f} {mean(s.rr):>6.3f} "
+                f"{mean(s.tokens):>9.0f}   {'':>30}{mean(e.recall):>8.3f} {mean(e.rr):>6.3f}"
             )
         print()
     kinds = sorted({q.kind for q in questions})
-    print(
-        "recall@5 by kind ("
-        + ", ".join(f"{k}: {sum(q.kind == k for q in questions)} q" for k in kinds)
-        + ")"
-    )
+    counts = ", ".join(f"{k} {sum(q.kind == k for q in questions)}" for k in kinds)
+    print(f"recall@5 by kind (questions: {counts})")
     for mode in modes:
         for name in names:
-            row = " ".join(f"{k}={mean(scores[(mode, name, k)].recall):.2f}" for k in kinds)
-            print(f"  {mode:<9} {name:<22} {row}")
-    print("\nratios ours / best peer (same retriever; best peer = highest recall@5, then MRR)")
+            row = "  ".join(f"{k} {mean(scores[(mode, name, k)].recall):.2f}" for k in kinds)
+            print(f"  {mode:<9} {name:<24} {row}")
+    print("\nratios ours / best peer (same retriever; best peer: highest recall@5, then MRR)")
     for mode in modes:
-        best = max(
-            PEERS,
-            key=lambda p: (
-                mean(scores[(mode, p, "all")].recall),
-                mean(scores[(mode, p, "all")].rr),
-            ),
-        )
-        b = scores[(mode, best, "all")]
+        peers = {p: scores[(mode, p, "all")] for p in PEERS}
+        best = max(peers, key=lambda p: (mean(peers[p].recall), mean(peers[p].rr)))
+        b = peers[best]
         for ours in (OURS, OURS_BARE):
             o = scores[(mode, ours, "all")]
             print(
-                f"  {mode:<9} {ours:<14} vs {best:<9}  recall@5 {mean(o.recall) / max(mean(b.recall), 1e-9):.2f}"
-                f"  MRR {mean(o.rr) / max(mean(b.rr), 1e-9):.2f}"
-                f"  ctx tokens {mean(o.tokens) / max(mean(b.tokens), 1e-9):.2f}"
+                f"  {mode:<9} {ours:<14} vs {best:<9}  recall@5 "
+                f"{ratio(mean(o.recall), mean(b.recall))}  MRR {ratio(mean(o.rr), mean(b.rr))}  "
+                f"ctx tokens {ratio(mean(o.tokens), mean(b.tokens))}"
             )
+    if "hybrid" in modes:
+        o = scores[("hybrid", OURS, "all")]
+        peers = {p: scores[("hybrid", p, "all")] for p in PEERS}
+        best = max(peers, key=lambda p: mean(peers[p].recall))
+        print(
+            "\nacceptance (hybrid, ours with summaries): "
+            f"recall@5 >= 0.90: {mean(o.recall) >= 0.90}; "
+            f"above every peer: {all(mean(o.recall) > mean(p.recall) for p in peers.values())}; "
+            f"ctx tokens <= best peer ({best}): {mean(o.tokens) <= mean(peers[best].tokens)}"
+        )
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
