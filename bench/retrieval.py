@@ -25,7 +25,9 @@ A hit answers a question when the evidence (whitespace-normalised) lies inside t
 returns.  For ``ours`` that text is the hit's content plus, for a Tier-3 (table) hit, its
 Tier-1 parent, which ``search`` returns beside it (tier expansion); the ``hits only`` rows count
 the hit's own content.  Context tokens: o200k tokens of everything the k hits return (parents
-included), overlapping spans of one letter counted once.
+included), overlapping spans of one letter counted once.  Because chunk sizes differ, recall is
+also given at equal context: ``recall@4000tok`` takes the hits in rank order while what they
+return fits 4,000 tokens (five peer chunks) and asks whether those answer.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ QUESTIONS = Path(__file__).with_name("retrieval_questions.jsonl")
 ENRICHED = (1977, 1996)  # the letters with recorded cassettes
 PEER_TOKENS = 800
 K = 5
+BUDGET = 4000  # context tokens: five peer chunks of 800; the equal-context comparison
+DEPTH = 20  # hits fetched per search; the first K give the @5 figures
 OURS, OURS_BARE = "ours", "ours -summary"
 PEERS = ("chonkie", "semchunk", "langchain")
 
@@ -223,11 +227,13 @@ class Score:
     recall: list[float] = field(default_factory=list)
     rr: list[float] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
+    budget: list[float] = field(default_factory=list)  # answered within BUDGET tokens
 
-    def add(self, rank: int | None, tokens: int) -> None:
+    def add(self, rank: int | None, tokens: int, in_budget: bool) -> None:
         self.recall.append(1.0 if rank else 0.0)
         self.rr.append(1.0 / rank if rank else 0.0)
         self.tokens.append(tokens)
+        self.budget.append(1.0 if in_budget else 0.0)
 
 
 def mean(values: Sequence[float]) -> float:
@@ -258,6 +264,16 @@ def context_tokens(pieces: list[tuple[str, int, int, str]], texts: dict[str, str
                 merged.append([start, end])
         total += sum(count_tokens(texts[source][s:e]) for s, e in merged)
     return total
+
+
+def within_budget(hits: list[Hit], evidence: str, expand: bool, texts: dict[str, str]) -> bool:
+    """Whether the hits, taken in rank order while their context fits BUDGET, answer."""
+    for n in range(1, len(hits) + 1):
+        if context_tokens([p for h in hits[:n] for p in returned(h, expand)], texts) > BUDGET:
+            return False
+        if rank_of(hits[n - 1 : n], evidence, expand):
+            return True
+    return False
 
 
 def rank_of(hits: list[Hit], evidence: str, expand: bool) -> int | None:
@@ -298,15 +314,16 @@ def evaluate(
         for name, db in dbs.items():
             for q in questions:
                 started = time.perf_counter()
-                hits = search(
+                deep = search(
                     db,
                     q.question,
-                    k=K,
+                    k=DEPTH,
                     mode=mode,
                     filters=Filters(year=q.year) if year_filter else None,
                     embedder=(lambda _name: embedder) if embedder else None,
                 )
                 latency[mode].append(time.perf_counter() - started)
+                hits = deep[:K]
                 evidence = squash(q.evidence)
                 countings = [("", True)] + (
                     [(" hits only", False)] if name.startswith(OURS) else []
@@ -314,9 +331,10 @@ def evaluate(
                 for suffix, expand in countings:
                     pieces = [p for h in hits for p in returned(h, expand)]
                     rank, tokens = rank_of(hits, evidence, expand), context_tokens(pieces, texts)
+                    fits = within_budget(deep, evidence, expand, texts)
                     subsets = ["all", q.kind] + (["enriched"] if q.year in ENRICHED else [])
                     for subset in subsets:
-                        scores[(mode, name + suffix, subset)].add(rank, tokens)
+                        scores[(mode, name + suffix, subset)].add(rank, tokens, fits)
     return scores, latency
 
 
@@ -333,14 +351,16 @@ def report(
     n_enriched = sum(q.year in ENRICHED for q in questions)
     print(
         f"\n{'retriever':<9} {'chunker':<24} {'recall@5':>8} {'MRR':>6} {'ctx tok@5':>9}"
-        f"   enriched letters only ({n_enriched} q): {'recall@5':>8} {'MRR':>6}"
+        f" {f'recall@{BUDGET}tok':>14}   enriched letters only ({n_enriched} q): "
+        f"{'recall@5':>8} {'MRR':>6}"
     )
     for mode in modes:
         for name in names:
             s, e = scores[(mode, name, "all")], scores[(mode, name, "enriched")]
             print(
                 f"{mode:<9} {name:<24} {mean(s.recall):>8.3f} {mean(s.rr):>6.3f} "
-                f"{mean(s.tokens):>9.0f}   {'':>30}{mean(e.recall):>8.3f} {mean(e.rr):>6.3f}"
+                f"{mean(s.tokens):>9.0f} {mean(s.budget):>14.3f}   {'':>30}"
+                f"{mean(e.recall):>8.3f} {mean(e.rr):>6.3f}"
             )
         print()
     kinds = sorted({q.kind for q in questions})
