@@ -1,0 +1,456 @@
+"""Retrieval quality of letterchunk's chunks vs peer chunkers: recall@5, MRR and context tokens.
+
+    python bench/retrieval.py                 # BM25, dense (MiniLM) and hybrid
+    python bench/retrieval.py --no-dense      # BM25 only: no embedding model is loaded
+    python bench/retrieval.py --year-filter   # each question filtered to its letter's year
+
+The questions (``bench/retrieval_questions.jsonl``) were written by reading eight letters; each
+has a kind (fact, principle, mistake, table) and a verbatim evidence passage that answers it.
+Every chunker cuts the SAME cleaned text of those eight letters:
+
+* ``ours``: letterchunk's output.  1977 and 1996 are enriched by replaying ``cassettes/`` (their
+  chunks carry an LLM contextual summary); the six other letters are segment-only (no summary).
+  ``ours -summary`` is the same chunks with the summary removed.
+* ``chonkie`` (RecursiveChunker), ``semchunk``, ``langchain`` (RecursiveCharacterTextSplitter,
+  the length function ``from_tiktoken_encoder`` builds): 800 o200k tokens, no overlap.
+
+Each chunker's chunks are written as canonical chunk files (peer chunks as Tier-1 chunks with
+exact source spans, no title, no summary) and indexed by ``letterchunk.retrieval.index`` into
+its own SQLite file, then searched by ``letterchunk.retrieval.search``: the retriever is the
+same code for every chunker.  Indexes live in the cache folder (``--cache``, default
+``~/.cache/letterchunk/bench-retrieval``); the index keys vectors by chunk checksum, so a second
+run embeds nothing.
+
+A hit answers a question when the evidence (whitespace-normalised) lies inside the text the hit
+returns.  For ``ours`` that text is the hit's content plus, for a Tier-3 (table) hit, its
+Tier-1 parent, which ``search`` returns beside it (tier expansion); the ``hits only`` rows count
+the hit's own content.  Context tokens: o200k tokens of everything the k hits return (parents
+included), overlapping spans of one letter counted once.  Because chunk sizes differ, recall is
+also given at equal context: ``recall@4000tok`` takes the hits in rank order while what they
+return fits 4,000 tokens (five peer chunks) and asks whether those answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import chonkie
+import numpy as np
+import semchunk
+import vcr
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+from letterchunk.contract.schema import Chunk, Metadata, SourceSpan, TemporalReferences, dump_chunk
+from letterchunk.llm.client import LLMClient, LLMSettings
+from letterchunk.llm.prompts import prompt_hash
+from letterchunk.retrieval.chunks import read_chunks
+from letterchunk.retrieval.embed import Embedder, MiniLM
+from letterchunk.retrieval.index import build_index
+from letterchunk.retrieval.search import Filters, Hit, Mode, search
+from letterchunk.runner.pipeline import RunOptions, run_paths
+from letterchunk.text.clean import CleanedLetter, load_letter
+from letterchunk.text.segment import segment_letter
+from letterchunk.text.tokens import count_tokens, encoding
+
+ROOT = Path(__file__).resolve().parents[1]
+LETTERS = ROOT / "corpus" / "letters"
+QUESTIONS = Path(__file__).with_name("retrieval_questions.jsonl")
+ENRICHED = (1977, 1996)  # the letters with recorded cassettes
+PEER_TOKENS = 800
+K = 5
+BUDGET = 4000  # context tokens: five peer chunks of 800; the equal-context comparison
+DEPTH = 20  # hits fetched per search; the first K give the @5 figures
+OURS, OURS_BARE = "ours", "ours -summary"
+PEERS = ("chonkie", "semchunk", "langchain")
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    year: int
+    kind: str
+    question: str
+    evidence: str
+
+
+def squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def load_questions(path: Path = QUESTIONS) -> list[Question]:
+    return [Question(**json.loads(line)) for line in path.read_text("utf-8").splitlines() if line]
+
+
+# --- chunkers: each writes DIR/YYYY.jsonl of canonical chunks for the letters ----------------
+
+
+def write_ours(letters: list[CleanedLetter], out: Path) -> None:
+    """Enrich the cassette letters by replay; segment the others (no model, no network)."""
+    recorder = vcr.VCR(
+        record_mode="none",
+        match_on=["method", "scheme", "host", "path", "body"],
+        filter_headers=["authorization"],
+        decode_compressed_response=True,
+    )
+    for letter in letters:
+        if letter.year not in ENRICHED:
+            chunks = segment_letter(letter)
+            (out / f"{letter.year}.jsonl").write_text(
+                "".join(dump_chunk(c) + "\n" for c in chunks), "utf-8"
+            )
+            continue
+        settings = LLMSettings.from_env(
+            env={},
+            base_url="http://127.0.0.1:8080/v1",  # never contacted: vcrpy answers
+            api_key="sk-replay-dummy",
+            model="qwen2.5-coder-1.5b-instruct-q4_k_m",
+            mode="JSON_SCHEMA",
+            transport_retries=0,
+        )
+        with (
+            recorder.use_cassette(str(ROOT / "cassettes" / f"{letter.year}.yaml")),
+            LLMClient(settings, cache=None, prompt_hash=prompt_hash()) as client,
+        ):
+            run_paths(
+                [LETTERS / f"{letter.year}.txt"],
+                out,
+                client,
+                RunOptions(workers=1, on_failure="skip", source_label="cassette", report=False),
+            )
+
+
+def write_without_summary(src: Path, out: Path) -> None:
+    by_year: dict[int, list[str]] = defaultdict(list)
+    for c in read_chunks(src):
+        bare = c.model_copy(
+            update={"metadata": c.metadata.model_copy(update={"contextual_summary": ""})}
+        )
+        by_year[c.metadata.letter_year].append(dump_chunk(bare) + "\n")
+    for year, lines in by_year.items():
+        (out / f"{year}.jsonl").write_text("".join(lines), "utf-8")
+
+
+Spans = list[tuple[int, int]]
+
+
+def chonkie_spans(text: str) -> Spans:
+    chunker = chonkie.RecursiveChunker(tokenizer=encoding(), chunk_size=PEER_TOKENS)
+    return [(c.start_index, c.end_index) for c in chunker.chunk(text)]
+
+
+def semchunk_spans(text: str) -> Spans:
+    chunker = semchunk.chunkerify(encoding(), chunk_size=PEER_TOKENS)
+    _, offsets = chunker(text, offsets=True)
+    return list(offsets)
+
+
+def langchain_spans(text: str) -> Spans:
+    # from_tiktoken_encoder(encoding_name="o200k_base") builds exactly this length function, but
+    # through tiktoken.get_encoding, which downloads the BPE file; letterchunk ships it instead
+    enc = encoding()
+    splitter = RecursiveCharacterTextSplitter(
+        chunk_size=PEER_TOKENS,
+        chunk_overlap=0,
+        length_function=lambda s: len(enc.encode(s, disallowed_special=())),
+        add_start_index=True,
+    )
+    return [
+        (d.metadata["start_index"], d.metadata["start_index"] + len(d.page_content))
+        for d in splitter.create_documents([text])
+    ]
+
+
+SPLITTERS: dict[str, Callable[[str], Spans]] = {
+    "chonkie": chonkie_spans,
+    "semchunk": semchunk_spans,
+    "langchain": langchain_spans,
+}
+
+
+def write_peer(name: str, letters: list[CleanedLetter], out: Path) -> None:
+    """The peer's chunks as Tier-1 canonical chunks: exact spans, no title, no summary."""
+    for letter in letters:
+        first = segment_letter(letter)[0].metadata  # the letter's date and cleaned file name
+        lines = []
+        for n, (start, end) in enumerate(SPLITTERS[name](letter.text), 1):
+            content = letter.text[start:end]
+            md = Metadata(
+                letter_year=letter.year,
+                letter_date=first.letter_date,
+                source_file=first.source_file,
+                section_title="",
+                section_hierarchy=[],
+                chunk_tier=1,
+                content_type="narrative",
+                temporal_references=TemporalReferences(primary_year=letter.year),
+                token_count=count_tokens(content),
+                char_count=len(content),
+                source_span=SourceSpan(start_char=start, end_char_exclusive=end),
+            )
+            chunk = Chunk(chunk_id=f"{letter.year}-S{n}-T1-001", content=content, metadata=md)
+            lines.append(dump_chunk(chunk) + "\n")
+        (out / f"{letter.year}.jsonl").write_text("".join(lines), "utf-8")
+
+
+# --- scoring ----------------------------------------------------------------------------------
+
+
+class CachedQueries:
+    """The index's embedder, remembering query vectors (every question is asked many times)."""
+
+    def __init__(self, model: Embedder) -> None:
+        self.model = model
+        self.name, self.window = model.name, model.window
+        self.memo: dict[str, np.ndarray] = {}
+
+    def token_starts(self, text: str) -> list[int]:
+        return self.model.token_starts(text)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in texts if t not in self.memo]
+        if missing:
+            self.memo.update(zip(missing, self.model.embed(missing), strict=True))
+        return np.stack([self.memo[t] for t in texts])
+
+
+@dataclass
+class Score:
+    recall: list[float] = field(default_factory=list)
+    rr: list[float] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    budget: list[float] = field(default_factory=list)  # answered within BUDGET tokens
+
+    def add(self, rank: int | None, tokens: int, in_budget: bool) -> None:
+        self.recall.append(1.0 if rank else 0.0)
+        self.rr.append(1.0 / rank if rank else 0.0)
+        self.tokens.append(tokens)
+        self.budget.append(1.0 if in_budget else 0.0)
+
+
+def mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def returned(hit: Hit, expand: bool) -> list[tuple[str, int, int, str]]:
+    """(source file, start, end, text) of what the hit gives a reader."""
+    pieces = [(hit.source_file, hit.start_char, hit.end_char, hit.content)]
+    if expand and hit.parent:
+        p = hit.parent
+        pieces.append((p.source_file, p.start_char, p.end_char, p.content))
+    return pieces
+
+
+def context_tokens(pieces: list[tuple[str, int, int, str]], texts: dict[str, str]) -> int:
+    """o200k tokens of the union of the pieces' spans (an overlap is counted once)."""
+    total = 0
+    by_file: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for source, start, end, _ in pieces:
+        by_file[source].append((start, end))
+    for source, spans in by_file.items():
+        merged: list[list[int]] = []
+        for start, end in sorted(spans):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        total += sum(count_tokens(texts[source][s:e]) for s, e in merged)
+    return total
+
+
+def within_budget(hits: list[Hit], evidence: str, expand: bool, texts: dict[str, str]) -> bool:
+    """Whether the hits, taken in rank order while their context fits BUDGET, answer."""
+    for n in range(1, len(hits) + 1):
+        if context_tokens([p for h in hits[:n] for p in returned(h, expand)], texts) > BUDGET:
+            return False
+        if rank_of(hits[n - 1 : n], evidence, expand):
+            return True
+    return False
+
+
+def rank_of(hits: list[Hit], evidence: str, expand: bool) -> int | None:
+    for rank, hit in enumerate(hits, 1):
+        if any(evidence in squash(text) for *_, text in returned(hit, expand)):
+            return rank
+    return None
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+def build(
+    variants: dict[str, Path], cache: Path, model: Embedder | None
+) -> dict[str, tuple[Path, float, int, int]]:
+    """Index each chunker's folder into cache/NAME.sqlite: (db, seconds, embedded, reused)."""
+    out = {}
+    for name, folder in variants.items():
+        db = cache / f"{name.replace(' ', '')}.sqlite"
+        started = time.perf_counter()
+        stats = build_index(folder, db, model)
+        out[name] = (db, time.perf_counter() - started, stats.units_embedded, stats.units_reused)
+    return out
+
+
+def evaluate(
+    questions: list[Question],
+    dbs: dict[str, Path],
+    modes: list[Mode],
+    embedder: CachedQueries | None,
+    texts: dict[str, str],
+    year_filter: bool,
+) -> tuple[dict[tuple[str, str, str], Score], dict[str, list[float]]]:
+    """Scores by (mode, chunker and counting, question subset), and seconds per search."""
+    scores: dict[tuple[str, str, str], Score] = defaultdict(Score)
+    latency: dict[str, list[float]] = defaultdict(list)
+    for mode in modes:
+        for name, db in dbs.items():
+            for q in questions:
+                started = time.perf_counter()
+                deep = search(
+                    db,
+                    q.question,
+                    k=DEPTH,
+                    mode=mode,
+                    filters=Filters(year=q.year) if year_filter else None,
+                    embedder=(lambda _name: embedder) if embedder else None,
+                )
+                latency[mode].append(time.perf_counter() - started)
+                hits = deep[:K]
+                evidence = squash(q.evidence)
+                countings = [("", True)] + (
+                    [(" hits only", False)] if name.startswith(OURS) else []
+                )
+                for suffix, expand in countings:
+                    pieces = [p for h in hits for p in returned(h, expand)]
+                    rank, tokens = rank_of(hits, evidence, expand), context_tokens(pieces, texts)
+                    fits = within_budget(deep, evidence, expand, texts)
+                    subsets = ["all", q.kind] + (["enriched"] if q.year in ENRICHED else [])
+                    for subset in subsets:
+                        scores[(mode, name + suffix, subset)].add(rank, tokens, fits)
+    return scores, latency
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b else "n/a"
+
+
+def report(
+    scores: dict[tuple[str, str, str], Score],
+    modes: list[Mode],
+    names: list[str],
+    questions: list[Question],
+) -> None:
+    n_enriched = sum(q.year in ENRICHED for q in questions)
+    print(
+        f"\n{'retriever':<9} {'chunker':<24} {'recall@5':>8} {'MRR':>6} {'ctx tok@5':>9}"
+        f" {f'recall@{BUDGET}tok':>14}   enriched letters only ({n_enriched} q): "
+        f"{'recall@5':>8} {'MRR':>6}"
+    )
+    for mode in modes:
+        for name in names:
+            s, e = scores[(mode, name, "all")], scores[(mode, name, "enriched")]
+            print(
+                f"{mode:<9} {name:<24} {mean(s.recall):>8.3f} {mean(s.rr):>6.3f} "
+                f"{mean(s.tokens):>9.0f} {mean(s.budget):>14.3f}   {'':>30}"
+                f"{mean(e.recall):>8.3f} {mean(e.rr):>6.3f}"
+            )
+        print()
+    kinds = sorted({q.kind for q in questions})
+    counts = ", ".join(f"{k} {sum(q.kind == k for q in questions)}" for k in kinds)
+    print(f"recall@5 by kind (questions: {counts})")
+    for mode in modes:
+        for name in names:
+            row = "  ".join(f"{k} {mean(scores[(mode, name, k)].recall):.2f}" for k in kinds)
+            print(f"  {mode:<9} {name:<24} {row}")
+    print("\nratios ours / best peer (same retriever; best peer: highest recall@5, then MRR)")
+    for mode in modes:
+        peers = {p: scores[(mode, p, "all")] for p in PEERS}
+        best = max(peers, key=lambda p: (mean(peers[p].recall), mean(peers[p].rr)))
+        b = peers[best]
+        for ours in (OURS, OURS_BARE):
+            o = scores[(mode, ours, "all")]
+            print(
+                f"  {mode:<9} {ours:<14} vs {best:<9}  recall@5 "
+                f"{ratio(mean(o.recall), mean(b.recall))}  MRR {ratio(mean(o.rr), mean(b.rr))}  "
+                f"ctx tokens {ratio(mean(o.tokens), mean(b.tokens))}"
+            )
+    if "hybrid" in modes:
+        o = scores[("hybrid", OURS, "all")]
+        peers = {p: scores[("hybrid", p, "all")] for p in PEERS}
+        best = max(peers, key=lambda p: mean(peers[p].recall))
+        print(
+            "\nacceptance (hybrid, ours with summaries): "
+            f"recall@5 >= 0.90: {mean(o.recall) >= 0.90}; "
+            f"above every peer: {all(mean(o.recall) > mean(p.recall) for p in peers.values())}; "
+            f"ctx tokens <= best peer ({best}): {mean(o.tokens) <= mean(peers[best].tokens)}"
+        )
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--no-dense", action="store_true", help="BM25 only; loads no embedding model")
+    p.add_argument("--year-filter", action="store_true", help="filter each search to its year")
+    default_cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    p.add_argument(
+        "--cache",
+        type=Path,
+        default=default_cache / "letterchunk" / "bench-retrieval",
+        help="folder for the SQLite indexes (vectors reused by chunk checksum)",
+    )
+    return p.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    questions = load_questions()
+    years = sorted({q.year for q in questions})
+    letters = [load_letter(LETTERS / f"{y}.txt") for y in years]
+    model = None if args.no_dense else MiniLM()
+    args.cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        folders = {name: Path(tmp) / name.replace(" ", "") for name in (OURS, OURS_BARE, *PEERS)}
+        for folder in folders.values():
+            folder.mkdir()
+        started = time.perf_counter()
+        write_ours(letters, folders[OURS])
+        write_without_summary(folders[OURS], folders[OURS_BARE])
+        for peer in PEERS:
+            write_peer(peer, letters, folders[peer])
+        chunk_s = time.perf_counter() - started
+        counts = {n: sum(1 for _ in read_chunks(f)) for n, f in folders.items()}
+        built = build(folders, args.cache, model)
+    print(
+        f"{len(questions)} questions on {len(years)} letters ({', '.join(map(str, years))}); "
+        f"summaries only on {', '.join(map(str, ENRICHED))}; k={K}; "
+        f"{'year filter' if args.year_filter else 'no filter'}; chunking {chunk_s:.1f} s"
+    )
+    for name, (db, seconds, embedded, reused) in built.items():
+        print(
+            f"  {name:<14} {counts[name]:>4} chunks  index {seconds:6.1f} s  "
+            f"units embedded {embedded:>4}, reused {reused:>4}  ({db})"
+        )
+    texts = {f"{ltr.year}_cleaned.txt": ltr.text for ltr in letters}
+    modes: list[Mode] = ["bm25"] if args.no_dense else ["bm25", "dense", "hybrid"]
+    embedder = CachedQueries(model) if model else None
+    scores, latency = evaluate(
+        questions, {n: b[0] for n, b in built.items()}, modes, embedder, texts, args.year_filter
+    )
+    names = [OURS, OURS + " hits only", OURS_BARE, OURS_BARE + " hits only", *PEERS]
+    report(scores, modes, names, questions)
+    print(
+        "\nquery latency (mean per search, query embedding cached after first use): "
+        + ", ".join(f"{m} {1000 * mean(latency[m]):.1f} ms" for m in modes)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
