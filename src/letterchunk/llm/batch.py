@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -323,7 +323,3 @@ class BatchAPI:
             if file_id:
                 out += parse_results(self.download(file_id), model=model)
         return out
-
-
-def lines_of(requests: Iterable[BatchRequest]) -> list[str]:
-    return [r.line() for r in requests]

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from letterchunk.enrich import build_messages, response_model_for
-from letterchunk.errors import ConfigError, InputError
+from letterchunk.errors import CacheMiss, ConfigError, InputError
 from letterchunk.io import atomic_write_lines, atomic_write_text
 from letterchunk.layout import BATCH_FILE, batch_input, find_letters
 from letterchunk.llm.batch import (
@@ -205,7 +205,7 @@ def _cached(client: LLMClient, key: str, chunk_id: str) -> bool:
         return False
     try:
         return cache.lookup(key, chunk_id=chunk_id) is not None
-    except LookupError:  # pragma: no cover - lookup raises CacheMiss only offline
+    except CacheMiss:  # --cache offline: a miss is simply not cached here
         return False
 
 
