@@ -3,8 +3,15 @@
 It listens on ``127.0.0.1`` (a free port), speaks just enough of the OpenAI HTTP API for the
 ``openai`` client and instructor (``POST /v1/chat/completions``, ``GET /v1/models``,
 ``GET /health``), and answers each chat request from a queue of scripted replies, then from a
-default responder.  It records every request and the usage it served, so tests can assert on
-what was sent and on token counts without trusting the client under test.
+default responder.  It also speaks the Batch API letterchunk uses (``POST /v1/files``,
+``GET /v1/files/{id}/content``, ``POST /v1/batches``, ``GET /v1/batches[/{id}]``): each line of a
+batch is answered from the same queue and responder when the batch is first read after
+``batch_outcome`` says it is done — ``"completed"``, ``"in_progress"`` (nothing yet),
+``"failed"`` (a batch-level error, no results) or ``"expired"`` (only the first
+``expire_after`` lines answered, the rest ``batch_expired`` in the error file); a scripted
+``status`` reply becomes that request's error line.  It records every request and the usage it
+served, so tests can assert on what was sent and on token counts without trusting the client
+under test.
 
 ::
 
@@ -45,6 +52,8 @@ default; shorten it for fast tests) answers 429 with ``Retry-After`` when a requ
 from __future__ import annotations
 
 import contextlib
+import email.parser
+import email.policy
 import json
 import socket
 import struct
@@ -264,6 +273,12 @@ class FakeOpenAI:
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        # Batch API
+        self.files: dict[str, dict] = {}  # id -> {"filename", "purpose", "data"}
+        self.batches: dict[str, dict] = {}  # id -> the batch object as served
+        self.batch_outcome = "completed"  # completed | in_progress | failed | expired
+        self.expire_after = 0  # with "expired": lines answered before the window closed
+        self.batch_lines: list[dict] = []  # request bodies a batch answered, in order
 
     # -- lifecycle
     def start(self) -> FakeOpenAI:
@@ -333,6 +348,145 @@ class FakeOpenAI:
                 sum(u.prompt_tokens for u in self.served),
                 sum(u.completion_tokens for u in self.served),
             )
+
+    # -- Batch API (called by the handler)
+    def completion(self, reply: Reply, body: dict) -> tuple[int, dict]:
+        """(status, JSON body) of one chat answer; usage recorded in ``served``."""
+        if reply.kind in ("hang", "reset"):
+            return 500, {"error": {"message": f"fake: {reply.kind} inside a batch"}}
+        if reply.kind == "status":
+            try:
+                return reply.status_code, json.loads(reply.body or b"{}")
+            except json.JSONDecodeError:
+                return reply.status_code, {"error": {"message": reply.body.decode()}}
+        p_tok = reply.prompt_tokens if reply.prompt_tokens is not None else prompt_tokens_of(body)
+        text = reply.content if reply.kind == "answer" else reply.refusal_text or ""
+        c_tok = (
+            reply.completion_tokens if reply.completion_tokens is not None else count_tokens(text)
+        )
+        message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
+        if reply.kind == "refusal":
+            message["refusal"] = reply.refusal_text
+        elif body.get("tools"):
+            name = body["tools"][0].get("function", {}).get("name", "tool")
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{uuid.uuid4().hex[:12]}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": reply.content},
+                }
+            ]
+        else:
+            message["content"] = reply.content
+        finish = reply.finish_reason
+        if message.get("tool_calls") and finish == "stop":
+            finish = "tool_calls"
+        with self._lock:
+            self.served.append(ServedUsage(p_tok, c_tok))
+        return 200, {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or self.model,
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+            ],
+            "usage": {
+                "prompt_tokens": p_tok,
+                "completion_tokens": c_tok,
+                "total_tokens": p_tok + c_tok,
+            },
+        }
+
+    def _file(self, filename: str, purpose: str, data: bytes) -> dict:
+        file_id = f"file-{uuid.uuid4().hex[:20]}"
+        with self._lock:
+            self.files[file_id] = {"filename": filename, "purpose": purpose, "data": data}
+        return self._file_object(file_id)
+
+    def _file_object(self, file_id: str) -> dict:
+        f = self.files[file_id]
+        return {
+            "id": file_id,
+            "object": "file",
+            "bytes": len(f["data"]),
+            "created_at": int(time.time()),
+            "filename": f["filename"],
+            "purpose": f["purpose"],
+            "status": "processed",
+        }
+
+    def _create_batch(self, body: dict) -> tuple[int, dict]:
+        input_id = body.get("input_file_id")
+        if input_id not in self.files:
+            return 404, {"error": {"message": f"no file {input_id}"}}
+        batch_id = f"batch_{uuid.uuid4().hex[:20]}"
+        lines = self.files[input_id]["data"].decode().splitlines()
+        batch = {
+            "id": batch_id,
+            "object": "batch",
+            "endpoint": body.get("endpoint"),
+            "input_file_id": input_id,
+            "completion_window": body.get("completion_window"),
+            "status": "validating",
+            "created_at": int(time.time()),
+            "metadata": body.get("metadata"),
+            "output_file_id": None,
+            "error_file_id": None,
+            "errors": None,
+            "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+        }
+        with self._lock:
+            self.batches[batch_id] = batch
+        return 200, batch
+
+    def _read_batch(self, batch_id: str) -> dict | None:
+        """The batch, moved on to ``batch_outcome`` unless it already finished."""
+        batch = self.batches.get(batch_id)
+        if batch is None or batch["status"] in ("completed", "failed", "expired", "cancelled"):
+            return batch
+        outcome = self.batch_outcome
+        if outcome == "in_progress":
+            batch["status"] = "in_progress"
+        elif outcome == "failed":
+            batch["status"] = "failed"
+            batch["errors"] = {
+                "object": "list",
+                "data": [{"code": "invalid_request", "message": "fake: scripted batch failure"}],
+            }
+        else:
+            self._run_batch(batch, limit=self.expire_after if outcome == "expired" else None)
+            batch["status"] = outcome
+        return batch
+
+    def _run_batch(self, batch: dict, *, limit: int | None) -> None:
+        out, errors = [], []
+        lines = self.files[batch["input_file_id"]]["data"].decode().splitlines()
+        for n, raw in enumerate(line for line in lines if line.strip()):
+            request = json.loads(raw)
+            record: dict[str, Any] = {"id": f"batch_req_{n}", "custom_id": request["custom_id"]}
+            if limit is not None and n >= limit:
+                record.update(
+                    response=None,
+                    error={"code": "batch_expired", "message": "not run before the window closed"},
+                )
+                errors.append(record)
+                continue
+            with self._lock:
+                self.batch_lines.append(request["body"])
+            code, body = self.completion(self._next_reply(request["body"]), request["body"])
+            record.update(response={"status_code": code, "request_id": "req", "body": body})
+            record["error"] = None
+            (out if code == 200 else errors).append(record)
+        for key, records in (("output_file_id", out), ("error_file_id", errors)):
+            if records:
+                data = "".join(json.dumps(r) + "\n" for r in records).encode()
+                batch[key] = self._file(f"{batch['id']}_{key}.jsonl", "batch_output", data)["id"]
+        batch["request_counts"] = {
+            "total": len(lines),
+            "completed": len(out),
+            "failed": len(errors),
+        }
 
     # -- internals used by the handler
     def _next_reply(self, body: dict) -> Reply:
@@ -454,8 +608,35 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                         "data": [{"id": server.model, "object": "model", "owned_by": "fake"}],
                     },
                 )
+            elif path.startswith("/v1/files/") and path.endswith("/content"):
+                f = server.files.get(path.split("/")[3])
+                if f is None:
+                    self._send_json(404, {"error": {"message": f"no file {self.path}"}})
+                else:
+                    self._send(200, f["data"], {"Content-Type": "application/octet-stream"})
+            elif path.startswith("/v1/batches/"):
+                batch = server._read_batch(path.split("/")[3])
+                if batch is None:
+                    self._send_json(404, {"error": {"message": f"no batch {self.path}"}})
+                else:
+                    self._send_json(200, batch)
+            elif path.split("?")[0] == "/v1/batches":
+                data = [server._read_batch(b) for b in list(server.batches)][::-1]
+                self._send_json(200, {"object": "list", "data": data, "has_more": False})
             else:
                 self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+
+        def _upload(self, raw: bytes) -> None:
+            message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+                f"Content-Type: {self.headers.get('Content-Type')}\r\n\r\n".encode() + raw
+            )
+            fields: dict[str, Any] = {}
+            for part in message.iter_parts():
+                name = part.get_param("name", header="content-disposition")
+                fields[str(name)] = (part.get_filename(), part.get_payload(decode=True))
+            filename, data = fields.get("file", (None, b""))
+            purpose = (fields.get("purpose", (None, b""))[1] or b"").decode()
+            self._send_json(200, server._file(filename or "upload.jsonl", purpose, data))
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
@@ -465,6 +646,12 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             except json.JSONDecodeError:
                 body = None
             self._record(body)
+            if self.path.rstrip("/") == "/v1/files":
+                self._upload(raw)
+                return
+            if self.path.rstrip("/") == "/v1/batches" and isinstance(body, dict):
+                self._send_json(*server._create_batch(body))
+                return
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._send_json(404, {"error": {"message": f"no route {self.path}"}})
                 return
@@ -518,51 +705,9 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self._send_completion(reply, body)
 
         def _send_completion(self, reply: Reply, body: dict) -> None:
-            p_tok = (
-                reply.prompt_tokens if reply.prompt_tokens is not None else prompt_tokens_of(body)
-            )
-            text = reply.content if reply.kind == "answer" else reply.refusal_text or ""
-            c_tok = (
-                reply.completion_tokens
-                if reply.completion_tokens is not None
-                else count_tokens(text)
-            )
-            message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
-            if reply.kind == "refusal":
-                message["refusal"] = reply.refusal_text
-            elif body.get("tools"):
-                name = body["tools"][0].get("function", {}).get("name", "tool")
-                message["tool_calls"] = [
-                    {
-                        "id": f"call_{uuid.uuid4().hex[:12]}",
-                        "type": "function",
-                        "function": {"name": name, "arguments": reply.content},
-                    }
-                ]
-            else:
-                message["content"] = reply.content
-            finish = reply.finish_reason
-            if message.get("tool_calls") and finish == "stop":
-                finish = "tool_calls"
-            with server._lock:
-                server.served.append(ServedUsage(p_tok, c_tok))
-            server._charge(self._slot, p_tok + c_tok)
-            self._send_json(
-                200,
-                {
-                    "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": body.get("model") or server.model,
-                    "choices": [
-                        {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
-                    ],
-                    "usage": {
-                        "prompt_tokens": p_tok,
-                        "completion_tokens": c_tok,
-                        "total_tokens": p_tok + c_tok,
-                    },
-                },
-            )
+            code, completion = server.completion(reply, body)
+            usage = completion.get("usage") or {}
+            server._charge(self._slot, int(usage.get("total_tokens") or 0))
+            self._send_json(code, completion)
 
     return Handler

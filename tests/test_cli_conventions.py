@@ -26,6 +26,7 @@ REQUIRED = {
     "segment": ["letters/", "--out", "out/"],
     "validate": [],
     "run": ["letters/", "--out", "out/"],
+    "batch": ["status", "out/"],
     "enrich": ["out/"],
     "repair": ["out/1977.jsonl"],
     "report": ["out/"],

@@ -27,7 +27,10 @@ class Clock:
 
 def test_shipped_price_table_has_hosted_and_local_models():
     table = load_prices()
-    assert table["gpt-4o-mini"] == ModelPrice("gpt-4o-mini", 0.15, 0.60)
+    assert table["gpt-4o-mini"] == ModelPrice("gpt-4o-mini", 0.15, 0.60, 0.075, 0.30)
+    # the Batch API's rate is half the standard one for every hosted model listed
+    for price in table.values():
+        assert price.batch_cost(10**6, 10**6) in (None, price.cost(10**6, 10**6) / 2)
     assert table["qwen2.5-coder-1.5b-instruct"].cost(10**6, 10**6) == 0.0
 
 

@@ -8,7 +8,9 @@ An output folder ``DIR`` holds, per letter ``YYYY``::
     YYYY.report.jsonl       the repair report: one record per LLM attempt, appended per run
 
 and once per folder ``run.json`` (the run ledger), ``report.html`` (the HTML report) and
-``.letterchunk.lock`` (held while a process writes the folder).  Any ``X.jsonl`` chunk file has
+``.letterchunk.lock`` (held while a process writes the folder); a run through the Batch API
+adds ``batch.json`` (its state: letters, requests, batch ids) and ``batch/requests-NNN.jsonl``
+(the input files it uploaded).  Any ``X.jsonl`` chunk file has
 its ``X.evidence.jsonl`` and ``X.report.jsonl`` beside it; the ``YYYY`` names are what the
 pipeline writes and ``enrich`` / ``analyze`` pick up.
 
@@ -31,6 +33,8 @@ from pathlib import Path
 from letterchunk.errors import ConfigError, InputError
 
 __all__ = [
+    "BATCH_FILE",
+    "BATCH_FOLDER",
     "CHUNKS_SUFFIX",
     "CLEANED_SUFFIX",
     "EVIDENCE_SUFFIX",
@@ -42,6 +46,7 @@ __all__ = [
     "REPORT_SUFFIX",
     "RUN_FILE",
     "LetterFiles",
+    "batch_input",
     "chunk_stem",
     "cleaned_name",
     "evidence_path",
@@ -58,6 +63,8 @@ REPORT_SUFFIX = ".report.jsonl"  # X.report.jsonl beside X.jsonl
 RUN_FILE = "run.json"
 HTML_NAME = "report.html"
 LOCK_NAME = ".letterchunk.lock"
+BATCH_FILE = "batch.json"  # the state of a run through the Batch API
+BATCH_FOLDER = "batch"  # its input files (a sub-folder: they are not chunk files)
 LETTER_CHUNKS = re.compile(r"^(\d{4})\.jsonl$")  # a letter's chunk file; group 1 the year
 LETTER_REPORT = re.compile(r"^(\d{4})\.report\.jsonl$")  # a letter's repair report
 
@@ -65,6 +72,11 @@ LETTER_REPORT = re.compile(r"^(\d{4})\.report\.jsonl$")  # a letter's repair rep
 def cleaned_name(year: int | str) -> str:
     """``YYYY_cleaned.txt``: the cleaned letter, named in every chunk's ``source_file``."""
     return f"{year}{CLEANED_SUFFIX}"
+
+
+def batch_input(number: int) -> str:
+    """``batch/requests-NNN.jsonl``: batch input file ``number``, relative to the folder."""
+    return f"{BATCH_FOLDER}/requests-{number:03d}{CHUNKS_SUFFIX}"
 
 
 def is_chunk_file(path: str | Path) -> bool:

@@ -40,7 +40,8 @@ __all__ = [
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_HALTED, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 # One module per command, in the order `letterchunk --help` lists them.
-COMMANDS = ["segment", "validate", "run", "enrich", "repair", "report", "budget", "analyze"]
+COMMANDS = ["segment", "validate", "run", "batch", "enrich", "repair", "report", "budget"]
+COMMANDS += ["analyze"]
 COMMANDS += ["export", "index", "search"]  # retrieval: letterchunk.retrieval
 
 EPILOG = """exit codes:
@@ -49,6 +50,7 @@ EPILOG = """exit codes:
   2   unusable input or configuration (the message names the file or option)
   3   halted: a chunk stayed invalid after the last repair attempt (--on-failure halt)
   4   stopped by a budget cap (--max-tokens-total / --max-cost); rerun with a higher cap
+  75  batch collect: a batch is still running; collect again later
   130 interrupted; files already written stay valid
 """
 

@@ -203,5 +203,6 @@ def _write(ledger: Any, args: argparse.Namespace, out: Path | None) -> None:
             "max_cost": limiter.max_cost,
             **limiter.stats().to_dict(),
         }
+    ledger.batch = getattr(args, "_batch", None)  # `batch collect`: what its batches billed
     if out is not None:
         ledger.write(out)  # creates DIR if the run stopped before writing any letter

@@ -49,7 +49,7 @@ from tenacity import (
 
 from letterchunk.errors import BackendError, ConfigError, LetterchunkError
 from letterchunk.install import pip_install
-from letterchunk.llm.cache import CachedAnswer, ResponseCache
+from letterchunk.llm.cache import CachedAnswer, ResponseCache, cache_key
 from letterchunk.redact import redact
 from letterchunk.text.tokens import count_tokens
 
@@ -549,13 +549,13 @@ class LLMClient:
         if value is not None and type(value) is not response_model:
             value = _plain(value, response_model)
         response = call.response
-        raw_text, finish_reason, refusal = _answer_parts(response)
+        raw_text, finish_reason, refusal = answer_parts(response)
         value, error = self._judge(value, error, finish_reason, refusal)
 
         source: Literal["cache", "live"] = "cache" if call.cached is not None else "live"
         usage = Usage()
         if source == "live":
-            usage = _usage_of(response, request_messages=messages, raw_text=raw_text)
+            usage = usage_of(response, request_messages=messages, raw_text=raw_text)
             self._remember(key, response, raw_text, finish_reason, refusal, usage)
         if error is not None:
             log.info("%s: unusable answer (%s)", chunk_id, error.split(":", 1)[0])
@@ -583,8 +583,18 @@ class LLMClient:
         ``call`` so that ``_send`` serves it instead of HTTP.  Offline, a miss raises CacheMiss."""
         if self.cache is None:
             return None
+        key = self.answer_key(messages, response_model, prompt_hash)
+        hit = self.cache.lookup(key, chunk_id=call.chunk_id)  # offline miss raises CacheMiss
+        if hit is not None:
+            call.cached = _rebuild_completion(hit, self.settings.mode)
+        return key
+
+    def answer_key(
+        self, messages: list[dict], response_model: type[BaseModel], prompt_hash: str | None = None
+    ) -> str:
+        """The cache key of this question on these settings (a batch files its answer here)."""
         s = self.settings
-        key = self.cache.key(
+        return cache_key(
             model=s.model,
             messages=messages,
             prompt_hash=self.prompt_hash if prompt_hash is None else prompt_hash,
@@ -592,10 +602,6 @@ class LLMClient:
             params=s.generation_params,
             mode=s.mode,
         )
-        hit = self.cache.lookup(key, chunk_id=call.chunk_id)  # offline miss raises CacheMiss
-        if hit is not None:
-            call.cached = _rebuild_completion(hit, s.mode)
-        return key
 
     def _ask(
         self, call: _Call, messages: list[dict], response_model: type[BaseModel]
@@ -694,7 +700,7 @@ def _plain(value: BaseModel, response_model: type[BaseModel]) -> BaseModel:
     return response_model.model_construct(_fields_set=set(value.model_fields_set), **data)
 
 
-def _answer_parts(response: Any) -> tuple[str, str | None, str | None]:
+def answer_parts(response: Any) -> tuple[str, str | None, str | None]:
     """(raw answer text, finish_reason, refusal) of a ChatCompletion."""
     try:
         choice = response.choices[0]
@@ -709,7 +715,7 @@ def _answer_parts(response: Any) -> tuple[str, str | None, str | None]:
     return raw, choice.finish_reason, refusal
 
 
-def _usage_of(response: Any, *, request_messages: list[dict], raw_text: str) -> Usage:
+def usage_of(response: Any, *, request_messages: list[dict], raw_text: str) -> Usage:
     usage = getattr(response, "usage", None)
     if usage is not None and usage.prompt_tokens is not None:
         return Usage(int(usage.prompt_tokens), int(usage.completion_tokens or 0), 1)

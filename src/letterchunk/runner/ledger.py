@@ -13,7 +13,10 @@ Prices live in a JSON file, ``letterchunk/data/prices.json`` by default (package
 installed with the wheel like the tokenizer file; it is configuration, not a schema, which is why
 it is not under ``schemas/``).  ``LETTERCHUNK_PRICES`` or an explicit path replaces it.  A model
 missing from the table has an *unknown* cost: ``cost_usd`` is ``null`` in ``run.json`` and the
-summary says "unknown", never 0.
+summary says "unknown", never 0.  A model's entry may also give ``batch_input_per_mtok`` and
+``batch_output_per_mtok``, the Batch API's rate: tokens a run's batches billed
+(:class:`BatchSpend`, set by ``letterchunk batch collect``) are priced at it, under ``"batch"`` in
+``run.json``, beside the live figures.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from letterchunk.layout import CHUNKS_SUFFIX, RUN_FILE
 from letterchunk.redact import redact
 
 __all__ = [
+    "BatchSpend",
     "ModelPrice",
     "load_prices",
     "price_for",
@@ -50,11 +54,32 @@ class ModelPrice:
     model: str
     input_per_mtok: float
     output_per_mtok: float
+    batch_input_per_mtok: float | None = None  # the Batch API's rate; None: not in the table
+    batch_output_per_mtok: float | None = None
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (
             prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok
         ) / 1e6
+
+    def batch_cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        if self.batch_input_per_mtok is None or self.batch_output_per_mtok is None:
+            return None
+        return (
+            prompt_tokens * self.batch_input_per_mtok
+            + completion_tokens * self.batch_output_per_mtok
+        ) / 1e6
+
+
+@dataclass(frozen=True)
+class BatchSpend:
+    """What a run's batches answered and billed (``"batch"`` in ``run.json``)."""
+
+    batch_ids: list[str]
+    prompt_tokens: int
+    completion_tokens: int
+    answered_chunk_ids: list[str]  # chunks whose first answer came from a batch
+    failed: list[dict[str, str]]  # requests no batch answered: chunk_id, error (asked live)
 
 
 def _prices_path(path: str | Path | None) -> Path | Any:
@@ -101,7 +126,18 @@ def load_prices(path: str | Path | None = None) -> dict[str, ModelPrice]:
                 f"{source}: model {model!r} needs non-negative numbers "
                 "input_per_mtok and output_per_mtok"
             ) from None
-        table[model.lower()] = ModelPrice(model, float(inp), float(out))
+        batch = [entry.get(k) for k in ("batch_input_per_mtok", "batch_output_per_mtok")]
+        if not all(v is None or (type(v) in (int, float) and v >= 0) for v in batch):
+            raise ConfigError(
+                f"{source}: model {model!r}: batch_input_per_mtok and batch_output_per_mtok "
+                "must be non-negative numbers (or left out)"
+            )
+        table[model.lower()] = ModelPrice(
+            model,
+            float(inp),
+            float(out),
+            *(None if v is None else float(v) for v in batch),
+        )
     return table
 
 
@@ -166,6 +202,7 @@ class Ledger:
         self.extra: dict[str, Any] = {}  # e.g. limiter stats, written under "limits"
         self.status = "running"
         self.stop_reason: str | None = None
+        self.batch: BatchSpend | None = None  # set when the run's first answers came by batch
 
     # ------------------------------------------------------------------ recording
     def _letter(self, letter: str | int) -> LetterTotals:
@@ -320,6 +357,24 @@ class Ledger:
             "totals": out,
             "letters": letters,
             **({"limits": self.extra} if self.extra else {}),
+            **({"batch": self._batch_dict(self.batch)} if self.batch is not None else {}),
+        }
+
+    def _batch_dict(self, b: BatchSpend) -> dict[str, Any]:
+        cost = (
+            None
+            if self.price is None
+            else self.price.batch_cost(b.prompt_tokens, b.completion_tokens)
+        )
+        return {
+            "batch_ids": list(b.batch_ids),
+            "answers": len(b.answered_chunk_ids),
+            "prompt_tokens": b.prompt_tokens,
+            "completion_tokens": b.completion_tokens,
+            "total_tokens": b.prompt_tokens + b.completion_tokens,
+            "cost_usd": None if cost is None else round(cost, 6),
+            "answered_chunk_ids": list(b.answered_chunk_ids),
+            "failed_requests": [dict(f) for f in b.failed],
         }
 
     def _letter_dict(self, t: LetterTotals) -> dict[str, Any]:
@@ -399,6 +454,15 @@ class Ledger:
                 f"cost unknown: model {self.model!r} is not in the price table "
                 "(add it to prices.json)"
             )
+        if "batch" in data:
+            b = data["batch"]
+            cost = "unknown" if b["cost_usd"] is None else f"${b['cost_usd']:.4f}"
+            lines.append(
+                f"batch: {b['answers']} first answer(s) from {len(b['batch_ids'])} batch(es), "
+                f"{b['total_tokens']} tokens, {cost} at the batch rate (above: live requests only)"
+            )
+            for f in b["failed_requests"]:
+                lines.append(f"batch: {f['chunk_id']}: no batch answer ({f['error']}); asked live")
         if data["status"] != "complete":
             lines.append(f"run {data['status']}: {data['stop_reason'] or ''}".rstrip(": "))
         folder = "DIR" if out_dir is None else str(out_dir)

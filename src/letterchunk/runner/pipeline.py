@@ -307,7 +307,7 @@ def letter_job(
     return LetterJob(year=year, cleaned_text=cleaned_text, prompt=prompt, context=context)
 
 
-def _grammar_backed(client: CompletionClient) -> bool:
+def grammar_backed(client: CompletionClient) -> bool:
     """Whether the backend constrains answers by the JSON schema (instructor JSON_SCHEMA mode).
 
     Then entity names and quotes are offered as enums of the chunk's own names and sentences;
@@ -417,7 +417,7 @@ def enrich_letter_until_failure(
     """
     hooks = hooks or Hooks()
     kept = kept or {}
-    job = letter_job(year, cleaned_text, chunks, grounded_choices=_grammar_backed(client))
+    job = letter_job(year, cleaned_text, chunks, grounded_choices=grammar_backed(client))
     results: list[ChunkOutcome | None] = [None] * len(chunks)
     todo = [i for i, c in enumerate(chunks) if c.chunk_id not in kept]
 
@@ -698,7 +698,7 @@ def check_prompt_sizes(
 ) -> None:
     """Raise InputError naming the letter when a chunk's request (prompt + answer allowance,
     counted as :func:`~letterchunk.llm.client.estimate_tokens` does) exceeds ``context_tokens``."""
-    job = letter_job(year, text, chunks, grounded_choices=_grammar_backed(client))
+    job = letter_job(year, text, chunks, grounded_choices=grammar_backed(client))
     max_tokens = int(getattr(getattr(client, "settings", None), "max_tokens", 0) or 0)
     for chunk in chunks:
         need = estimate_tokens(
