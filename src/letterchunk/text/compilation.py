@@ -47,7 +47,7 @@ import datetime as _dt
 import logging
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -70,6 +70,7 @@ from letterchunk.text.clean import (
     read_letter_file,
 )
 from letterchunk.text.segment import segment_letter
+from letterchunk.text.tokens import span_counter
 
 __all__ = [
     "PROFILES",
@@ -78,6 +79,7 @@ __all__ = [
     "LetterSpan",
     "find_letter_starts",
     "load_document",
+    "load_documents",
     "running_lines",
     "segment_letters",
 ]
@@ -203,13 +205,15 @@ def _is_date_line(line: str) -> bool:
     s = line.strip()
     if not s or len(s) > 40:
         return False
-    return bool(any(rx.match(s) for rx in _FULL_LINES) or _MONTH_LINE.match(s) or _NUMERIC_DATE.fullmatch(s))
+    return bool(
+        any(rx.match(s) for rx in _FULL_LINES) or _MONTH_LINE.match(s) or _NUMERIC_DATE.fullmatch(s)
+    )
 
 
 def _is_heading_line(line: str) -> bool:
     """A short indented line, as letterheads are printed (centred)."""
     s = line.strip()
-    return bool(s) and len(s) <= 70 and _indent(line) >= 10
+    return len(s) <= 70 and _LETTER.search(s) is not None and _indent(line) >= 10
 
 
 def _is_caps(line: str) -> bool:
@@ -383,6 +387,16 @@ def _split(raw: str) -> tuple[list[str], list[LetterSpan]]:
     return lines, [LetterSpan(s, e) for s, e in zip(starts, ends, strict=True)]
 
 
+def _dated_heads(lines: list[str], spans: list[LetterSpan]) -> int:
+    """How many letters have a date line at the top (a compilation's letters do; a letter
+    dated only at its signature, such as a Berkshire letter, does not)."""
+    dated = 0
+    for span in spans:
+        head = [ln for ln in lines[span.start : span.end] if ln.strip()][:HEAD_LINES]
+        dated += any(_is_date_line(ln) for ln in head)
+    return dated
+
+
 def _first_line(text: str) -> str:
     return next((ln.strip() for ln in text.split("\n") if ln.strip()), "")
 
@@ -438,9 +452,9 @@ def load_document(path: str | Path, profile: Profile = "auto") -> list[CleanedLe
         return [load_letter(p)]
     raw = read_letter_file(p)
     lines, spans = _split(raw)
+    if profile == "auto" and _dated_heads(lines, spans) < 2:
+        return [load_letter(p)]
     if len(spans) < 2:
-        if profile == "auto":
-            return [load_letter(p)]
         log.warning(
             "%s: no letter boundary found (no letterhead, or date line and salutation, after a "
             "signed letter); read as one letter",
@@ -466,3 +480,26 @@ def segment_letters(letters: Iterable[CleanedLetter], *, tier2: bool = False) ->
             next_section[letter.year] = max(sections, default=letter.first_section - 1) + 1
         out.append(chunks)
     return out
+
+
+def load_documents(
+    paths: Iterable[Path], profile: Profile = "auto"
+) -> Iterator[tuple[Path, list[CleanedLetter] | InputError]]:
+    """:func:`load_document` over ``paths`` in order, one file ahead: while the caller segments a
+    file's letters, the tokenizer pass over the next file's first letter is already running
+    (as :func:`~letterchunk.text.segment.load_letters` does).  A file that cannot be used comes
+    as its :class:`InputError`, so the caller can report it and go on."""
+    ahead: tuple[Path, list[CleanedLetter] | InputError] | None = None
+    for path in paths:
+        letters: list[CleanedLetter] | InputError
+        try:
+            letters = load_document(path, profile)
+        except InputError as exc:
+            letters = exc
+        else:
+            span_counter(letters[0].text)
+        if ahead is not None:
+            yield ahead
+        ahead = (path, letters)
+    if ahead is not None:
+        yield ahead
