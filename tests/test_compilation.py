@@ -13,6 +13,8 @@ import pytest
 from fake_openai import FakeOpenAI, response_schema
 from letterchunk.cli import main
 from letterchunk.contract.validate import validate_path
+from letterchunk.report.analyze import analyze_dir
+from letterchunk.report.html import collect
 from letterchunk.runner.pipeline import RunOptions, run_paths
 from letterchunk.text.compilation import load_document
 from test_pipeline import client_for, grounded_answer
@@ -219,3 +221,16 @@ def test_run_on_a_compilation_writes_valid_enriched_files(tmp_path):
         for line in p.read_text(encoding="utf-8").splitlines()
     ]
     assert len(ids) == len(set(ids))
+
+
+def test_analyze_and_report_list_the_letters_found(tmp_path):
+    texts = [_letter("January 18, 1963", "The Ground Rules"), _letter("July 10, 1963", "Half")]
+    out = tmp_path / "out"
+    assert main(["segment", str(_write(tmp_path, _paged(texts))), "--out", str(out), "-q"]) == 0
+    found = analyze_dir(out)["compilation_letters"]
+    assert [(d["letter"], d["date"], d["year"]) for d in found] == [
+        ("1962-L1", "1963-01-18", 1962),
+        ("1963-L1", "1963-07-10", 1963),
+    ]
+    assert all(d["lines"] > 10 and d["chunks"] >= 1 for d in found)
+    assert collect(out)["compilation_letters"] == found
