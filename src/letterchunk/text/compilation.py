@@ -48,6 +48,7 @@ import logging
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -250,7 +251,7 @@ def _signed(lines: Sequence[str], start: int, end: int) -> bool:
     return False
 
 
-def _page_top(lines: Sequence[str], running: set[int], at: int) -> bool:
+def _page_top(lines: Sequence[str], running: AbstractSet[int], at: int) -> bool:
     """Whether line ``at`` opens a page: the non-blank line before it is a running line."""
     i = at - 1
     while i >= 0 and i not in running and not lines[i].strip():
@@ -258,7 +259,7 @@ def _page_top(lines: Sequence[str], running: set[int], at: int) -> bool:
     return i < 0 or i in running
 
 
-def find_letter_starts(lines: Sequence[str], running: set[int] = frozenset()) -> list[int]:  # type: ignore[assignment]
+def find_letter_starts(lines: Sequence[str], running: AbstractSet[int] = frozenset()) -> list[int]:
     """First lines of the letters in ``lines`` (module doc, 2.); always starts with 0.
 
     ``running``: the indexes of the running lines (never part of a letterhead)."""
