@@ -7,6 +7,12 @@ An output folder ``DIR`` holds, per letter ``YYYY``::
     YYYY.evidence.jsonl     the enrichment evidence sidecar (quotes and choices per chunk)
     YYYY.report.jsonl       the repair report: one record per LLM attempt, appended per run
 
+A letter of a compilation (one file holding many letters, such as the Buffett Partnership
+letters) is named ``YYYY-L{k}`` instead of ``YYYY``: ``YYYY`` its ``letter_year`` and ``k`` its
+place (1, 2, ...) among the compilation's letters of that year, in reading order
+(``1962-L1.jsonl``, ``1962-L1_cleaned.txt``, ``1962-L2.jsonl``, ...).  Its sections continue
+the numbering of the year's earlier letters, so chunk ids stay unique in the folder.
+
 and once per folder ``run.json`` (the run ledger), ``report.html`` (the HTML report) and
 ``.letterchunk.lock`` (held while a process writes the folder); a run through the Batch API
 adds ``batch.json`` (its state: letters, requests, batch ids) and ``batch/requests-NNN.jsonl``
@@ -46,7 +52,11 @@ __all__ = [
     "REPORT_SUFFIX",
     "RUN_FILE",
     "LetterFiles",
+    "LetterKey",
     "batch_input",
+    "compilation_stem",
+    "is_compilation_source",
+    "stem_year",
     "chunk_stem",
     "cleaned_name",
     "evidence_path",
@@ -65,11 +75,32 @@ HTML_NAME = "report.html"
 LOCK_NAME = ".letterchunk.lock"
 BATCH_FILE = "batch.json"  # the state of a run through the Batch API
 BATCH_FOLDER = "batch"  # its input files (a sub-folder: they are not chunk files)
-LETTER_CHUNKS = re.compile(r"^(\d{4})\.jsonl$")  # a letter's chunk file; group 1 the year
-LETTER_REPORT = re.compile(r"^(\d{4})\.report\.jsonl$")  # a letter's repair report
+# a letter's chunk file (YYYY.jsonl, or YYYY-Lk.jsonl for a compilation's letter); group 1 the
+# year
+LETTER_CHUNKS = re.compile(r"^(\d{4})(?:-L[1-9]\d*)?\.jsonl$")
+LETTER_REPORT = re.compile(r"^(\d{4})(?:-L[1-9]\d*)?\.report\.jsonl$")  # its repair report
+_COMPILATION_STEM = re.compile(r"^(\d{4})-L[1-9]\d*$")
+
+# what names one letter's files: its year (YYYY.txt letters) or its compilation stem (YYYY-Lk)
+LetterKey = int | str
 
 
-def cleaned_name(year: int | str) -> str:
+def compilation_stem(year: int, k: int) -> str:
+    """``YYYY-L{k}``: the ``k``-th letter (from 1) of year ``year`` in a compilation."""
+    return f"{year:04d}-L{k}"
+
+
+def stem_year(key: LetterKey) -> int:
+    """The ``letter_year`` a letter's key names (``1962`` for ``1962`` and ``1962-L2``)."""
+    return key if isinstance(key, int) else int(str(key)[:4])
+
+
+def is_compilation_source(source_file: str) -> bool:
+    """Whether ``source_file`` is a compilation letter's cleaned file (``YYYY-Lk_cleaned.txt``)."""
+    return _COMPILATION_STEM.match(source_file.removesuffix(CLEANED_SUFFIX)) is not None
+
+
+def cleaned_name(year: LetterKey) -> str:
     """``YYYY_cleaned.txt``: the cleaned letter, named in every chunk's ``source_file``."""
     return f"{year}{CLEANED_SUFFIX}"
 
@@ -112,7 +143,7 @@ class LetterFiles:
     report: Path
 
     @classmethod
-    def of(cls, out_dir: str | Path, year: int) -> LetterFiles:
+    def of(cls, out_dir: str | Path, year: LetterKey) -> LetterFiles:
         out = Path(out_dir)
         chunks = out / f"{year}{CHUNKS_SUFFIX}"
         return cls(

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from letterchunk.cli import EXIT_INVALID, EXIT_OK, HelpFormatter, _limits
 from letterchunk.cli.progress import make_reporter, summary_lines
+from letterchunk.cli.segment import add_profile_option
 from letterchunk.errors import ConfigError
 from letterchunk.install import pip_install
 from letterchunk.layout import find_letters
@@ -74,6 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--tier2", action="store_true", help="also emit Tier-2 paragraph chunks")
+    add_profile_option(p)
     add_llm_options(p)
     p.set_defaults(func=run)
 
@@ -162,6 +164,7 @@ def options_from(args: argparse.Namespace) -> RunOptions:
             raise ConfigError(f"{flag} must be {'>= 0' if low < 0 else 'positive'}, got {value}")
     return RunOptions(
         tier2=getattr(args, "tier2", False),
+        profile=getattr(args, "profile", "auto"),
         workers=args.workers,
         max_attempts=args.max_attempts,
         on_failure=args.on_failure,

@@ -17,7 +17,7 @@ from letterchunk.contract.rules import (
 from letterchunk.contract.schema import UNTITLED, Chunk
 from letterchunk.contract.semantic_checks import check_semantics
 from letterchunk.contract.violations import Add, CheckContext, Violation, violation
-from letterchunk.layout import cleaned_name
+from letterchunk.layout import cleaned_name, is_compilation_source, stem_year
 
 __all__ = ["check_chunk"]
 
@@ -107,7 +107,8 @@ def _dates(chunk: Chunk, add: Add) -> None:
 
 
 def _source_file(chunk: Chunk, add: Add) -> None:
-    """Rules source.file_name, source.file_convention."""
+    """Rules source.file_name, source.file_convention: ``YYYY_cleaned.txt``, or for a
+    compilation's letter ``YYYY-Lk_cleaned.txt`` (:mod:`letterchunk.layout`)."""
     md = chunk.metadata
     src = md.source_file
     if not src or "/" in src or "\\" in src or src in (".", ".."):
@@ -117,7 +118,9 @@ def _source_file(chunk: Chunk, add: Add) -> None:
             "beside the JSONL, e.g. 1977_cleaned.txt",
             "metadata.source_file",
         )
-    elif src != cleaned_name(md.letter_year):
+    elif src != cleaned_name(md.letter_year) and not (
+        is_compilation_source(src) and stem_year(src) == md.letter_year
+    ):
         add(
             "source.file_convention",
             f"source_file {src!r} is not {cleaned_name(md.letter_year)}",

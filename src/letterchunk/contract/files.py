@@ -35,7 +35,8 @@ from letterchunk.contract.violations import (
     Violation,
     violation,
 )
-from letterchunk.layout import evidence_path, is_chunk_file
+from letterchunk.contract.vocabulary import concepts_for
+from letterchunk.layout import CLEANED_SUFFIX, evidence_path, is_chunk_file, is_compilation_source
 
 __all__ = ["read_evidence", "collect", "check_file"]
 
@@ -257,7 +258,10 @@ def check_file(path: Path, stage: str, report: ValidationReport) -> None:
             }
         else:
             group_evidence = evidence
-        context = LetterContext(cleaned_text=cleaned, evidence=group_evidence)
+        # a compilation's letter (YYYY-Lk_cleaned.txt) has its profile's concepts too
+        stem = source.removesuffix(CLEANED_SUFFIX)
+        vocab = concepts_for(stem) if is_compilation_source(source) else None
+        context = LetterContext(cleaned_text=cleaned, evidence=group_evidence, vocabulary=vocab)
         report.violations.extend(
             check_letter(group, stage, context, glines, fname, complete=parsed.failed == 0)
         )

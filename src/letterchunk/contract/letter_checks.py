@@ -19,6 +19,7 @@ from letterchunk.contract.violations import (
     placed,
     violation,
 )
+from letterchunk.layout import is_compilation_source
 from letterchunk.text.tokens import count_tokens, span_counter
 
 __all__ = ["check_letter", "token_counts"]
@@ -332,8 +333,12 @@ def _sibling_overlap(letter: _Letter) -> None:
 
 def _section_sequence(letter: _Letter, t1: list[int]) -> None:
     """Rule id.sequence on sections: the Tier-1 chunks ``t1`` number sections S1, S2, ... in
-    reading order."""
+    reading order.  A compilation's letter (``YYYY-Lk_cleaned.txt``) goes on from the sections of
+    its year's earlier letters, so its first section may be any number."""
     last_section: int | None = None
+    if t1 and is_compilation_source(letter.chunks[t1[0]].metadata.source_file):
+        first = parse_id(letter.chunks[t1[0]].chunk_id)
+        last_section = first[1] - 1 if first is not None else None
     for i in t1:
         p = parse_id(letter.chunks[i].chunk_id)
         if p is None:

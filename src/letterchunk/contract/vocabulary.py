@@ -7,6 +7,12 @@ same across years and can be reviewed as data.  The validator rejects a concept 
 The same file may map concepts to textual cues (``{"cues": {"float economics": ["float"], ...}}``):
 :func:`load_cues` reads them, and the enrichment offers the model only the concepts whose cues
 occur in a chunk.
+
+A compilation's letters (``YYYY-Lk``, see :mod:`letterchunk.layout`) add the concepts of
+``schemas/partnership_concepts.json`` (the Buffett Partnership letters' own mental models:
+generals, workouts, controls, the Dow as yardstick, the ground rules): :func:`concepts_for` and
+:func:`cues_for` give a letter's vocabulary by its key, so a Berkshire letter's requests and
+checks stay exactly those of ``buffett_concepts.json``.
 """
 
 from __future__ import annotations
@@ -16,11 +22,38 @@ from functools import lru_cache
 from pathlib import Path
 
 from letterchunk.errors import ConfigError
+from letterchunk.layout import LetterKey, cleaned_name, is_compilation_source
 from letterchunk.resources import resource_path
 
-__all__ = ["load_concepts", "load_cues", "CONCEPTS_FILE"]
+__all__ = [
+    "load_concepts",
+    "load_cues",
+    "concepts_for",
+    "cues_for",
+    "CONCEPTS_FILE",
+    "COMPILATION_CONCEPTS_FILE",
+]
 
 CONCEPTS_FILE = "buffett_concepts.json"
+COMPILATION_CONCEPTS_FILE = "partnership_concepts.json"
+
+
+def _compilation(key: LetterKey) -> bool:
+    return isinstance(key, str) and is_compilation_source(cleaned_name(key))
+
+
+def concepts_for(key: LetterKey) -> frozenset[str]:
+    """The vocabulary of the letter ``key`` (a year, or a compilation stem ``YYYY-Lk``)."""
+    if not _compilation(key):
+        return load_concepts()
+    return load_concepts() | load_concepts(resource_path("schemas", COMPILATION_CONCEPTS_FILE))
+
+
+def cues_for(key: LetterKey) -> dict[str, tuple[str, ...]]:
+    """The cues of the letter ``key``'s vocabulary (:func:`concepts_for`)."""
+    if not _compilation(key):
+        return load_cues()
+    return load_cues() | load_cues(resource_path("schemas", COMPILATION_CONCEPTS_FILE))
 
 
 def load_concepts(path: str | Path | None = None) -> frozenset[str]:

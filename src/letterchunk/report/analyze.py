@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import statistics
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -40,7 +39,7 @@ from pydantic import ValidationError
 from letterchunk.contract.schema import Chunk
 from letterchunk.errors import InputError
 from letterchunk.io import read_json_objects
-from letterchunk.layout import RUN_FILE
+from letterchunk.layout import LETTER_CHUNKS, LETTER_REPORT, RUN_FILE, chunk_stem
 from letterchunk.report.records import runs_by_chunk
 
 __all__ = [
@@ -52,8 +51,8 @@ __all__ = [
     "TARGET_MAX_TOKENS",
 ]
 
-_CHUNK_FILE = re.compile(r"^(\d{4})\.jsonl$")
-_REPORT_FILE = re.compile(r"^(\d{4})\.report\.jsonl$")
+_CHUNK_FILE = LETTER_CHUNKS  # YYYY.jsonl, or YYYY-Lk.jsonl for a compilation's letter
+_REPORT_FILE = LETTER_REPORT
 MIN_TOKENS = {1: 250, 2: 120}  # seed 000 §2.4 anti-orphan minimums
 TARGET_MAX_TOKENS = {1: 2000, 2: 500}  # seed 000 §2.1/§2.2 size targets
 TOP_FIELDS = ("companies", "people", "metrics", "buffett_concepts", "themes")
@@ -99,8 +98,9 @@ def _read_records(path: Path, skipped: list[dict]) -> list[dict]:
     return records
 
 
-def analyze_chunks(by_year: dict[int, list[Chunk]], *, top: int = 10) -> dict[str, Any]:
-    """Statistics of chunks grouped by letter year (no files involved)."""
+def analyze_chunks(by_year: dict[Any, list[Chunk]], *, top: int = 10) -> dict[str, Any]:
+    """Statistics of chunks grouped by letter (its year, or a compilation's stem ``YYYY-Lk``;
+    no files involved)."""
     tiers: Counter = Counter()
     types: Counter = Counter()
     tokens_all: list[int] = []
@@ -111,7 +111,7 @@ def analyze_chunks(by_year: dict[int, list[Chunk]], *, top: int = 10) -> dict[st
     letters: dict[str, Any] = {}
     mistakes: dict[str, int] = {}
     enriched = 0
-    for year in sorted(by_year):
+    for year in sorted(by_year, key=str):
         chunks = by_year[year]
         l_tiers: Counter = Counter()
         l_types: Counter = Counter()
@@ -202,11 +202,12 @@ def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
             folder, "not a folder; pass the --out folder of `letterchunk run` or `segment`"
         )
     skipped: list[dict] = []
-    by_year: dict[int, list[Chunk]] = {}
+    by_year: dict[int | str, list[Chunk]] = {}
     reports: dict[str, list[dict]] = {}
     for path in sorted(folder.iterdir()):
         if m := _CHUNK_FILE.match(path.name):
-            by_year[int(m.group(1))] = _read_chunks(path, skipped)
+            stem = chunk_stem(path)
+            by_year[int(m.group(1)) if stem.isdigit() else stem] = _read_chunks(path, skipped)
         elif _REPORT_FILE.match(path.name):
             reports[path.name] = _read_records(path, skipped)
     if not by_year:
@@ -217,6 +218,7 @@ def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
         )
     out = analyze_chunks(by_year, top=top)
     out["folder"] = str(folder)
+    out["compilation_letters"] = _compilation_letters(folder, by_year)
     out["repairs"] = _repairs(reports)
     run_file = folder / RUN_FILE
     out["run"] = None
@@ -231,6 +233,29 @@ def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
         except (json.JSONDecodeError, AttributeError, TypeError):
             skipped.append({"file": RUN_FILE, "line": None, "reason": "not a run ledger"})
     out["skipped"] = skipped
+    return out
+
+
+def _compilation_letters(folder: Path, by_year: dict[int | str, list[Chunk]]) -> list[dict]:
+    """The letters cut from compilations (``YYYY-Lk``): date, year, lines, chunks."""
+    out = []
+    for stem, chunks in sorted(by_year.items(), key=lambda kv: str(kv[0])):
+        if isinstance(stem, int) or not chunks:
+            continue
+        cleaned = folder / chunks[0].metadata.source_file
+        lines = None
+        if cleaned.is_file():
+            lines = cleaned.read_text(encoding="utf-8").count("\n")
+        md = chunks[0].metadata
+        out.append(
+            {
+                "letter": stem,
+                "date": md.letter_date,
+                "year": md.letter_year,
+                "lines": lines,
+                "chunks": len(chunks),
+            }
+        )
     return out
 
 
@@ -252,7 +277,8 @@ def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
 
 def render_text(a: dict[str, Any]) -> str:
     """The human report: one small table per section."""
-    lines = _letters_text(a) + _tokens_text(a) + _enrichment_text(a) + _repairs_text(a)
+    lines = _letters_text(a) + _compilation_text(a) + _tokens_text(a) + _enrichment_text(a)
+    lines += _repairs_text(a)
     lines += _run_text(a)
     return "\n".join(lines) + "\n"
 
@@ -287,6 +313,16 @@ def _letters_text(a: dict[str, Any]) -> list[str]:
         ]
     )
     return lines + _table(["letter", "chunks", *(f"T{t}" for t in tiers), *types, "tokens"], rows)
+
+
+def _compilation_text(a: dict[str, Any]) -> list[str]:
+    """The letters found in compilations, when there are any."""
+    found = a.get("compilation_letters") or []
+    if not found:
+        return []
+    rows = [[d["letter"], d["date"], d["year"], d["lines"], d["chunks"]] for d in found]
+    head = ["", f"letters found in compilations ({len(found)}):"]
+    return head + _table(["letter", "date", "year", "lines", "chunks"], rows)
 
 
 def _tokens_text(a: dict[str, Any]) -> list[str]:

@@ -29,7 +29,15 @@ from typing import Any, Literal
 from letterchunk.contract.rules import RULES
 from letterchunk.contract.validate import validate_path
 from letterchunk.io import atomic_write_text
-from letterchunk.layout import CLEANED_SUFFIX, EVIDENCE_SUFFIX, HTML_NAME, REPORT_SUFFIX, chunk_stem
+from letterchunk.layout import (
+    CLEANED_SUFFIX,
+    EVIDENCE_SUFFIX,
+    HTML_NAME,
+    REPORT_SUFFIX,
+    chunk_stem,
+    cleaned_name,
+    is_compilation_source,
+)
 from letterchunk.report.records import (
     ChunkRun,
     load_records,
@@ -152,6 +160,7 @@ def collect(out_dir: str | Path) -> dict:
     folder = Path(out_dir)
     chunks: list[dict] = []
     files: list[dict] = []
+    found: list[dict] = []  # the letters cut from compilations
     for stem in _stems(folder):
         chunk_file = folder / f"{stem}.jsonl"
         written_list = [c for c in read_jsonl(chunk_file) if c.get("chunk_id")]
@@ -164,6 +173,17 @@ def collect(out_dir: str | Path) -> dict:
             source if isinstance(source, str) and "/" not in source else f"{stem}{CLEANED_SUFFIX}"
         )
         cleaned = cleaned_path.read_text(encoding="utf-8") if cleaned_path.is_file() else None
+        if written_list and is_compilation_source(cleaned_name(stem)):
+            md = written_list[0].get("metadata") or {}
+            found.append(
+                {
+                    "letter": stem,
+                    "date": md.get("letter_date"),
+                    "year": md.get("letter_year"),
+                    "lines": cleaned.count("\n") if cleaned is not None else None,
+                    "chunks": len(written_list),
+                }
+            )
         runs = runs_by_chunk(load_records(folder / f"{stem}{REPORT_SUFFIX}"))
         checks: dict[str, list[dict]] = {}
         stage = None
@@ -192,7 +212,13 @@ def collect(out_dir: str | Path) -> dict:
                     stage,
                 )
             )
-    return {"dir": folder.name, "rules": _rules(), "files": files, "chunks": chunks}
+    return {
+        "dir": folder.name,
+        "rules": _rules(),
+        "files": files,
+        "chunks": chunks,
+        "compilation_letters": found,
+    }
 
 
 def _mapping(value: Any) -> dict:
@@ -306,6 +332,8 @@ def _chunk_view(
         quotes["principle"] = _strings(evidence.get("principle_evidence"))
     year = md.get("letter_year") or last.get("letter_year")
     letter = str(year or (chunk_id[:4] if chunk_id[:4].isdigit() else stem))
+    if is_compilation_source(cleaned_name(stem)):
+        letter = stem  # a compilation's letters of one year are told apart
     if last:
         outcome = last.get("outcome")
     else:  # no report records: what the file itself holds

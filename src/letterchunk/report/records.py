@@ -282,7 +282,12 @@ class RepairReport:
 
     @classmethod
     def for_letter(
-        cls, out_dir: str | Path, year: int, *, run_id: str | None = None, source: str | None = None
+        cls,
+        out_dir: str | Path,
+        year: int | str,
+        *,
+        run_id: str | None = None,
+        source: str | None = None,
     ) -> RepairReport:
         return cls(Path(out_dir) / f"{year}{REPORT_SUFFIX}", run_id=run_id, source=source)
 

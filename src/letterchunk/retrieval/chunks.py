@@ -15,7 +15,6 @@ same way.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from pydantic import ValidationError
 from letterchunk.contract.schema import Chunk
 from letterchunk.errors import InputError
 from letterchunk.io import read_json_objects
+from letterchunk.layout import LETTER_CHUNKS
 
 __all__ = [
     "FlatValue",
@@ -43,7 +43,7 @@ ListMode = Literal["join", "keep"]
 LIST_SEPARATOR = "; "
 
 # YYYY.jsonl holds a letter's chunks; YYYY.evidence.jsonl and YYYY.report.jsonl are sidecars
-_CHUNK_FILE = re.compile(r"^\d{4}\.jsonl$")
+_CHUNK_FILE = LETTER_CHUNKS  # YYYY.jsonl, or YYYY-Lk.jsonl for a compilation letter
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ from letterchunk.contract.validate import (
     validate_chunk,
     validate_letter,
 )
-from letterchunk.contract.vocabulary import load_concepts
+from letterchunk.contract.vocabulary import concepts_for, cues_for
 from letterchunk.enrich import (
     PromptContext,
     apply_enrichment,
@@ -69,12 +69,12 @@ from letterchunk.enrich import (
 )
 from letterchunk.errors import InputError
 from letterchunk.io import atomic_write_lines, atomic_write_text
-from letterchunk.layout import LETTER_CHUNKS, LetterFiles, cleaned_name, find_letters
+from letterchunk.layout import LETTER_CHUNKS, LetterFiles, LetterKey, find_letters, stem_year
 from letterchunk.llm.client import Completion, CompletionClient, LLMSettings, Usage, estimate_tokens
 from letterchunk.repair.reask import OnFailure, repair_enriched
 from letterchunk.report.records import AttemptRecord, RepairReport, new_run_id
-from letterchunk.text.clean import load_letter
-from letterchunk.text.segment import section_titles, segment_letter
+from letterchunk.text.compilation import Profile, load_document, segment_letters
+from letterchunk.text.segment import section_titles
 
 __all__ = [
     "RunOptions",
@@ -104,6 +104,7 @@ class RunOptions:
     source_label: str | None = None  # e.g. "cassette": what served answers the client calls live
     run_id: str = field(default_factory=new_run_id)  # tags this run's report records
     context_tokens: int | None = None  # the model's context: bigger requests are refused unsent
+    profile: Profile = "auto"  # what a letter file holds (text.compilation)
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -133,7 +134,7 @@ class ChunkOutcome:
 
 @dataclass
 class LetterOutcome:
-    year: int
+    year: LetterKey  # the letter's year, or its compilation stem YYYY-Lk (layout)
     chunks: list[Chunk]  # valid enriched chunks (this run's and kept ones), in output order
     outcomes: list[ChunkOutcome]  # one per chunk enriched in this run, in output order
     violations: list[Any]  # letter-level (validate_letter) violations of the written chunks
@@ -174,7 +175,7 @@ class Hooks:
 class LetterJob:
     """Everything the per-chunk work needs about its letter (shared, read-only)."""
 
-    year: int
+    year: LetterKey
     cleaned_text: str
     prompt: PromptContext
     context: Any  # validate.LetterContext without evidence
@@ -296,11 +297,14 @@ def _repair(
 
 
 def letter_job(
-    year: int, cleaned_text: str, chunks: Sequence[Chunk], *, grounded_choices: bool = True
+    year: LetterKey, cleaned_text: str, chunks: Sequence[Chunk], *, grounded_choices: bool = True
 ) -> LetterJob:
+    """``year``: the letter's key (a compilation's YYYY-Lk has its profile's concepts)."""
     titles = [t for t in section_titles(list(chunks)) if t != UNTITLED]
-    vocab = load_concepts()
-    prompt = PromptContext.for_letter(year, titles, vocab, grounded_choices=grounded_choices)
+    vocab = concepts_for(year)
+    prompt = PromptContext.for_letter(
+        stem_year(year), titles, vocab, grounded_choices=grounded_choices, cues=cues_for(year)
+    )
     context = LetterContext(
         cleaned_text=cleaned_text, section_titles=list(titles), vocabulary=vocab
     )
@@ -376,7 +380,7 @@ def unify_titles(original: Sequence[Chunk], enriched: Sequence[Chunk | None]) ->
 
 
 def enrich_letter(
-    year: int,
+    year: LetterKey,
     cleaned_text: str,
     chunks: Sequence[Chunk],
     client: CompletionClient,
@@ -403,7 +407,7 @@ def enrich_letter(
 
 
 def enrich_letter_until_failure(
-    year: int,
+    year: LetterKey,
     cleaned_text: str,
     chunks: Sequence[Chunk],
     client: CompletionClient,
@@ -559,7 +563,7 @@ def dump_evidence(record: dict) -> str:
 
 
 def write_letter(
-    out_dir: str | Path, year: int, cleaned_text: str | None, outcome: LetterOutcome
+    out_dir: str | Path, year: LetterKey, cleaned_text: str | None, outcome: LetterOutcome
 ) -> list[Path]:
     """Write one letter's files atomically (each file is whole or absent, never half-written).
 
@@ -623,7 +627,7 @@ def _keep_earlier(
 
 
 def _run_one(
-    year: int,
+    year: LetterKey,
     text: str,
     chunks: list[Chunk],
     out_dir: Path,
@@ -671,26 +675,28 @@ def run_paths(
     """``letterchunk run``: every letter in ``paths`` (files, folders of ``*.txt``) -> ``out_dir``,
     in the given order."""
     hooks = hooks or Hooks()
-    files = find_letters(paths)
-    letters = [load_letter(p) for p in files]
-    segmented = [segment_letter(letter, tier2=options.tier2) for letter in letters]
+    loaded = [
+        (p, letter) for p in find_letters(paths) for letter in load_document(p, options.profile)
+    ]
+    letters = [letter for _, letter in loaded]
+    segmented = segment_letters(letters, tier2=options.tier2)
     if options.context_tokens:  # before the first request: a chunk that cannot fit never goes
-        for path, letter, chunks in zip(files, letters, segmented, strict=True):
+        for (path, letter), chunks in zip(loaded, segmented, strict=True):
             check_prompt_sizes(
-                path, letter.year, letter.text, chunks, client, options.context_tokens
+                path, letter.key, letter.text, chunks, client, options.context_tokens
             )
     if hooks.letters_segmented:
         hooks.letters_segmented(len(letters), sum(len(c) for c in segmented))
     out = Path(out_dir)
     return [
-        _run_one(letter.year, letter.text, chunks, out, client, options, hooks, True)
+        _run_one(letter.key, letter.text, chunks, out, client, options, hooks, True)
         for letter, chunks in zip(letters, segmented, strict=True)
     ]
 
 
 def check_prompt_sizes(
     path: str | Path,
-    year: int,
+    year: LetterKey,
     text: str,
     chunks: Sequence[Chunk],
     client: CompletionClient,
@@ -761,7 +767,8 @@ def enrich_dir(
     jobs = []
     for path in files:
         chunks = _read_chunks(path)
-        year = int(path.name[:4])  # LETTER_CHUNKS matched: YYYY.jsonl
+        stem = path.name.removesuffix(".jsonl")  # LETTER_CHUNKS matched: YYYY or YYYY-Lk
+        year: LetterKey = int(stem) if stem.isdigit() else stem
         # resume: chunks an earlier run (finished, capped, halted or killed) already
         # enriched in place are not asked again; segment again to enrich afresh
         if all(_enriched(c) for c in chunks):
@@ -770,7 +777,9 @@ def enrich_dir(
         sidecar = LetterFiles.of(folder, year).evidence
         evidence = read_evidence(sidecar)[0] if sidecar.is_file() else {}
         kept = {c.chunk_id: evidence.get(c.chunk_id) for c in chunks if _enriched(c)}
-        source = chunks[0].metadata.source_file if chunks else cleaned_name(year)
+        source = (
+            chunks[0].metadata.source_file if chunks else LetterFiles.of(folder, year).cleaned.name
+        )
         cleaned = folder / source
         if not cleaned.is_file():
             raise InputError(

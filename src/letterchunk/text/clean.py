@@ -48,11 +48,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from letterchunk.errors import InputError
-from letterchunk.layout import cleaned_name
+from letterchunk.layout import LetterKey, cleaned_name
 
 __all__ = [
     "CleanedLetter",
     "load_letter",
+    "read_letter_file",
     "clean_text",
     "extract_year",
     "extract_date",
@@ -83,10 +84,19 @@ class CleanedLetter:
     date_note: str | None
     source_path: str
     text: str
+    # a compilation's letter (text.compilation): its file stem YYYY-Lk, and the number of its
+    # first section (it continues the year's earlier letters, so chunk ids stay unique)
+    stem: str | None = None
+    first_section: int = 1
+
+    @property
+    def key(self) -> LetterKey:
+        """What names the letter's output files: its year, or its compilation stem."""
+        return self.stem if self.stem is not None else self.year
 
     @property
     def cleaned_name(self) -> str:
-        return cleaned_name(self.year)
+        return cleaned_name(self.key)
 
 
 # --------------------------------------------------------------------------------------------
@@ -355,14 +365,9 @@ def _check_name_year(path: Path) -> None:
         )
 
 
-def load_letter(path: str | Path) -> CleanedLetter:
-    """Read, check and clean one letter file.
-
-    Raises :class:`InputError` (naming the file and what to do) when the file cannot be read,
-    is empty, is binary (NUL bytes), is not UTF-8, holds no text after cleaning, or has no
-    recognisable year.
-    """
-    p = Path(path)
+def read_letter_file(p: Path) -> str:
+    """The text of a letter file; :class:`InputError` (naming the file and what to do) when it
+    cannot be read, is empty, is binary (NUL bytes) or is not UTF-8."""
     try:
         data = p.read_bytes()
     except OSError as exc:
@@ -381,7 +386,18 @@ def load_letter(path: str | Path) -> CleanedLetter:
             f"the file is not UTF-8 (invalid byte at offset {exc.start}); convert it first, "
             f"e.g. `iconv -f cp1252 -t utf-8 {p.name} > fixed.txt`",
         ) from exc
-    text = clean_text(raw)
+    return raw
+
+
+def load_letter(path: str | Path) -> CleanedLetter:
+    """Read, check and clean one letter file.
+
+    Raises :class:`InputError` (naming the file and what to do) when the file cannot be read,
+    is empty, is binary (NUL bytes), is not UTF-8, holds no text after cleaning, or has no
+    recognisable year.
+    """
+    p = Path(path)
+    text = clean_text(read_letter_file(p))
     if not text.strip():
         raise InputError(p, "the file holds no text after cleaning; pass a letter text file")
     _check_name_year(p)

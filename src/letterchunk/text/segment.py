@@ -451,7 +451,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
     sections = _merge_short(sections, text, counter)
     year = letter.year
     out: list[Chunk] = []
-    for n_sec, s in enumerate(sections, start=1):
+    for n_sec, s in enumerate(sections, start=letter.first_section):
         if s.tokens <= T1_MAX:
             parts = [[_Unit(list(s.blocks), s.tokens)]]  # fits: one Tier-1 chunk
         else:
