@@ -15,6 +15,7 @@ from letterchunk.cli import main
 from letterchunk.contract.validate import validate_path
 from letterchunk.report.analyze import analyze_dir
 from letterchunk.report.html import collect
+from letterchunk.runner.batch import plan_requests
 from letterchunk.runner.pipeline import RunOptions, run_paths
 from letterchunk.text.compilation import load_document
 from test_pipeline import client_for, grounded_answer
@@ -221,6 +222,20 @@ def test_run_on_a_compilation_writes_valid_enriched_files(tmp_path):
         for line in p.read_text(encoding="utf-8").splitlines()
     ]
     assert len(ids) == len(set(ids))
+
+
+def test_a_batch_plans_the_requests_a_live_run_sends_for_a_compilation(tmp_path):
+    texts = [
+        _letter("January 18, 1963", "The Ground Rules"),
+        _letter("July 10, 1963", "First Half Performance"),
+    ]
+    path = _write(tmp_path, _paged(texts))
+    with FakeOpenAI(default=grounded_answer) as server, client_for(server) as client:
+        planned = plan_requests([path], client, RunOptions())
+        run_paths([path], tmp_path / "out", client, RunOptions())
+        live = [r.body for r in server.chat_requests]
+    assert len({r.chunk_id for r in planned}) == len(planned) >= 2  # both letters' chunks
+    assert [r.body for r in planned] == live
 
 
 def test_analyze_and_report_list_the_letters_found(tmp_path):

@@ -45,9 +45,8 @@ from letterchunk.llm.batch import (
     split_requests,
 )
 from letterchunk.llm.client import LLMClient
-from letterchunk.runner.pipeline import RunOptions, check_prompt_sizes, grammar_backed, letter_job
-from letterchunk.text.clean import load_letter
-from letterchunk.text.segment import segment_letter
+from letterchunk.runner.pipeline import RunOptions
+from letterchunk.runner.prepare import grammar_backed, letter_job, prepare_letters
 
 __all__ = [
     "BatchJob",
@@ -179,14 +178,15 @@ def plan_requests(
     left out."""
     requests: list[BatchRequest] = []
     seen: set[str] = set()
-    for path in letters:
-        letter = load_letter(path)
-        chunks = segment_letter(letter, tier2=options.tier2)
-        if options.context_tokens:
-            check_prompt_sizes(
-                path, letter.year, letter.text, chunks, client, options.context_tokens
-            )
-        job = letter_job(letter.year, letter.text, chunks, grounded_choices=grammar_backed(client))
+    prepared = prepare_letters(
+        letters,
+        client,
+        profile=options.profile,
+        tier2=options.tier2,
+        context_tokens=options.context_tokens,
+    )
+    for _, letter, chunks in prepared:
+        job = letter_job(letter.key, letter.text, chunks, grounded_choices=grammar_backed(client))
         for chunk in chunks:
             messages = build_messages(chunk, job.prompt)
             model = response_model_for(chunk, job.prompt)

@@ -54,14 +54,11 @@ from typing import Any
 
 from letterchunk.contract.schema import UNTITLED, Chunk, dump_chunk
 from letterchunk.contract.validate import (
-    LetterContext,
     read_evidence,
     validate_chunk,
     validate_letter,
 )
-from letterchunk.contract.vocabulary import concepts_for, cues_for
 from letterchunk.enrich import (
-    PromptContext,
     apply_enrichment,
     build_messages,
     evidence_record,
@@ -69,19 +66,18 @@ from letterchunk.enrich import (
 )
 from letterchunk.errors import InputError
 from letterchunk.io import atomic_write_lines, atomic_write_text
-from letterchunk.layout import LETTER_CHUNKS, LetterFiles, LetterKey, find_letters, stem_year
-from letterchunk.llm.client import Completion, CompletionClient, LLMSettings, Usage, estimate_tokens
+from letterchunk.layout import LETTER_CHUNKS, LetterFiles, LetterKey
+from letterchunk.llm.client import Completion, CompletionClient, LLMSettings, Usage
 from letterchunk.repair.reask import OnFailure, repair_enriched
 from letterchunk.report.records import AttemptRecord, RepairReport, new_run_id
-from letterchunk.text.compilation import Profile, load_document, segment_letters
-from letterchunk.text.segment import section_titles
+from letterchunk.runner.prepare import LetterJob, grammar_backed, letter_job, prepare_letters
+from letterchunk.text.compilation import Profile
 
 __all__ = [
     "RunOptions",
     "ChunkOutcome",
     "LetterOutcome",
     "Hooks",
-    "LetterJob",
     "enrich_one",
     "enrich_letter",
     "enrich_letter_until_failure",
@@ -169,16 +165,6 @@ class Hooks:
     # after the letter's files are written, complete or not (a halted letter included)
     letter_done: Callable[[LetterOutcome], None] | None = None
     letters_segmented: Callable[[int, int], None] | None = None  # (letters, chunks) of the run
-
-
-@dataclass(frozen=True)
-class LetterJob:
-    """Everything the per-chunk work needs about its letter (shared, read-only)."""
-
-    year: LetterKey
-    cleaned_text: str
-    prompt: PromptContext
-    context: Any  # validate.LetterContext without evidence
 
 
 # ------------------------------------------------------------------------------ per chunk
@@ -294,31 +280,6 @@ def _repair(
 
 
 # ------------------------------------------------------------------------------ per letter
-
-
-def letter_job(
-    year: LetterKey, cleaned_text: str, chunks: Sequence[Chunk], *, grounded_choices: bool = True
-) -> LetterJob:
-    """``year``: the letter's key (a compilation's YYYY-Lk has its profile's concepts)."""
-    titles = [t for t in section_titles(list(chunks)) if t != UNTITLED]
-    vocab = concepts_for(year)
-    prompt = PromptContext.for_letter(
-        stem_year(year), titles, vocab, grounded_choices=grounded_choices, cues=cues_for(year)
-    )
-    context = LetterContext(
-        cleaned_text=cleaned_text, section_titles=list(titles), vocabulary=vocab
-    )
-    return LetterJob(year=year, cleaned_text=cleaned_text, prompt=prompt, context=context)
-
-
-def grammar_backed(client: CompletionClient) -> bool:
-    """Whether the backend constrains answers by the JSON schema (instructor JSON_SCHEMA mode).
-
-    Then entity names and quotes are offered as enums of the chunk's own names and sentences;
-    with tool calling (hosted OpenAI) the enums would only repeat the chunk in the request.
-    """
-    settings = getattr(client, "settings", None)
-    return getattr(settings, "mode", "JSON_SCHEMA") == "JSON_SCHEMA"
 
 
 def _section_key(chunk_id: str) -> str:
@@ -675,53 +636,20 @@ def run_paths(
     """``letterchunk run``: every letter in ``paths`` (files, folders of ``*.txt``) -> ``out_dir``,
     in the given order."""
     hooks = hooks or Hooks()
-    loaded = [
-        (p, letter) for p in find_letters(paths) for letter in load_document(p, options.profile)
-    ]
-    letters = [letter for _, letter in loaded]
-    segmented = segment_letters(letters, tier2=options.tier2)
-    if options.context_tokens:  # before the first request: a chunk that cannot fit never goes
-        for (path, letter), chunks in zip(loaded, segmented, strict=True):
-            check_prompt_sizes(
-                path, letter.key, letter.text, chunks, client, options.context_tokens
-            )
+    prepared = prepare_letters(
+        paths,
+        client,
+        profile=options.profile,
+        tier2=options.tier2,
+        context_tokens=options.context_tokens,
+    )
     if hooks.letters_segmented:
-        hooks.letters_segmented(len(letters), sum(len(c) for c in segmented))
+        hooks.letters_segmented(len(prepared), sum(len(c) for _, _, c in prepared))
     out = Path(out_dir)
     return [
         _run_one(letter.key, letter.text, chunks, out, client, options, hooks, True)
-        for letter, chunks in zip(letters, segmented, strict=True)
+        for _, letter, chunks in prepared
     ]
-
-
-def check_prompt_sizes(
-    path: str | Path,
-    year: LetterKey,
-    text: str,
-    chunks: Sequence[Chunk],
-    client: CompletionClient,
-    context_tokens: int,
-) -> None:
-    """Raise InputError naming the letter when a chunk's request (prompt + answer allowance,
-    counted as :func:`~letterchunk.llm.client.estimate_tokens` does) exceeds ``context_tokens``."""
-    job = letter_job(year, text, chunks, grounded_choices=grammar_backed(client))
-    max_tokens = int(getattr(getattr(client, "settings", None), "max_tokens", 0) or 0)
-    for chunk in chunks:
-        need = estimate_tokens(
-            {"messages": build_messages(chunk, job.prompt), "max_tokens": max_tokens}
-        )
-        if need > context_tokens:
-            raise InputError(
-                path,
-                (
-                    f"chunk {chunk.chunk_id} ({chunk.metadata.token_count:,} tokens) needs a "
-                    f"{need:,}-token request, more than the model's "
-                    f"{context_tokens:,}-token context, "
-                    "so the letter cannot be enriched as is and nothing was sent; split the letter "
-                    "into paragraphs and sections (blank lines, headers), or pass --context-tokens "
-                    "if the model has a larger context"
-                ),
-            )
 
 
 def _read_chunks(path: Path) -> list[Chunk]:
