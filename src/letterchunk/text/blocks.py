@@ -55,12 +55,15 @@ from typing import TypedDict
 from letterchunk.text.lines import (
     _BULLET,
     _BULLET_FIRST,
+    _CLOSING_WORD,
     _END_LAST,
     _FOOTNOTE,
+    _INITIALS,
     _LEADER_ONLY,
     _LETTERS3,
     _PAREN_ANY,
     _PAREN_LINE,
+    _PLAIN_NAME,
     _ROW_END,
     _SEPARATOR,
     _SEPARATOR_FIRST,
@@ -553,20 +556,45 @@ def _mark_signatures(lines: list[Line], kind: list[str | None]) -> None:
                     continue
                 break
             s = _signature_line(lines[j].raw)
+            if s is None and _signed_after_closing(lines, last, j):
+                s = "name"  # "Cordially," then "Warren Buffett": a name without an initial
             if s is None:
                 break
             kinds.append(s)
             last = j
             j += 1
+        has = {part for k in kinds for part in k.split("+")}
         ok = 1 <= len(kinds) <= 6 and (
-            "name+title" in kinds
-            or ("name" in kinds and ("title" in kinds or "date" in kinds))
-            or ("title" in kinds and "date" in kinds)
+            ("name" in has and ("title" in has or "date" in has))
+            or ("title" in has and "date" in has)
         )
         if ok:
+            last = _initials_after(lines, kind, last)
             for x in range(i, last + 1):
                 kind[x] = "signature"
         i = last + 1
+
+
+def _signed_after_closing(lines: list[Line], last: int, j: int) -> bool:
+    """Line ``j`` is a plain name ("Warren Buffett") signed under the closing word on line
+    ``last`` ("Cordially,")."""
+    return (
+        j > last
+        and _CLOSING_WORD.match(lines[last].text) is not None
+        and _PLAIN_NAME.match(lines[j].text) is not None
+    )
+
+
+def _initials_after(lines: list[Line], kind: list[str | None], last: int) -> int:
+    """The last line of a sign-off ending at ``last``: a typist's reference initials ("WEBeh")
+    within one blank line under it belong to it."""
+    n = len(lines)
+    k = last + 1
+    if k < n and lines[k].blank:
+        k += 1
+    if k < n and kind[k] is None and _INITIALS.match(lines[k].text) is not None:
+        return k
+    return last
 
 
 def _table_caption(lines: list[Line], a: int, b: int) -> str:
