@@ -60,7 +60,9 @@ from letterchunk.text.lines import (
     _FOOTNOTE,
     _INITIALS,
     _LEADER_ONLY,
+    _LETTERS2,
     _LETTERS3,
+    _OPENING_SALUTATION,
     _PAREN_ANY,
     _PAREN_LINE,
     _PLAIN_NAME,
@@ -70,6 +72,7 @@ from letterchunk.text.lines import (
     _YEAR_CELL,
     Line,
     _cells,
+    _date_line,
     _ends_sentence,
     _header_like_cells,
     _headerish,
@@ -343,6 +346,7 @@ def detect_blocks(text: str) -> list[Block]:
         if ln.text[:1] in _SEPARATOR_FIRST and kind[i] is None and _SEPARATOR.match(ln.raw):
             kind[i] = "separator"
     _mark_signatures(lines, kind)
+    _mark_opening(lines, kind)
     blocks: list[Block] = []
     i = 0
     while i < n:
@@ -351,7 +355,7 @@ def detect_blocks(text: str) -> list[Block]:
             i += 1
             continue
         k = kind[i]
-        if k in ("table", "signature"):
+        if k in ("table", "signature", "letterhead"):
             j = i
             while j + 1 < n and kind[j + 1] == k:
                 j += 1
@@ -371,7 +375,7 @@ def detect_blocks(text: str) -> list[Block]:
             blocks.append(_mk(lines, "separator", i, i))
             i += 1
             continue
-        if _is_salutation(ln):
+        if k == "salutation" or _is_salutation(ln):
             blocks.append(_mk(lines, "salutation", i, i))
             i += 1
             continue
@@ -595,6 +599,81 @@ def _initials_after(lines: list[Line], kind: list[str | None], last: int) -> int
     if k < n and kind[k] is None and _INITIALS.match(lines[k].text) is not None:
         return k
     return last
+
+
+def _mark_opening(lines: list[Line], kind: list[str | None]) -> None:
+    """Mark a letter's opening at the top of the text: its letterhead lines (with the label and
+    date line under them) as ``letterhead``, the salutation that follows as ``salutation``.
+
+    Read group by group (groups are split by blank lines): first letterhead groups -- short
+    indented lines, the first group of any shape, later ones in capitals ("12 MAIN ST.") --
+    then a group opening with a date line (names of partners under it belong to it), then one
+    salutation line ("TO MY PARTNERS:").  It is an opening only when it holds a date line, or
+    at least two letterhead lines with one in capitals; text that starts at the margin (a
+    title, a salutation, a table caption) has none.
+    """
+    groups = _line_groups(lines)
+    head_last, sal, dated, heads, caps = -1, -1, False, 0, False
+    for first, last in groups:
+        if any(kind[x] is not None for x in range(first, last + 1)):
+            break
+        texts = [lines[x].text for x in range(first, last + 1)]
+        if not dated and _date_line(texts[0]) and all(_short_unended(t) for t in texts[1:]):
+            dated = True
+        elif not dated and all(_letterhead_line(lines[x]) for x in range(first, last + 1)):
+            if heads and not all(_caps(t) for t in texts):
+                break
+            heads += len(texts)
+            caps = caps or any(_caps(t) for t in texts)
+            dated = any(_date_line(t) for t in texts)
+        elif first == last and _OPENING_SALUTATION.match(lines[first].raw) and head_last >= 0:
+            sal = first
+            break
+        else:
+            break
+        head_last = last
+    if head_last < 0 or not (dated or (heads >= 2 and caps)):
+        return
+    for x in range(head_last + 1):
+        kind[x] = "letterhead"
+    if sal >= 0:
+        kind[sal] = "salutation"
+
+
+def _line_groups(lines: list[Line], limit: int = 8) -> list[tuple[int, int]]:
+    """(first, last) line of the first ``limit`` runs of non-blank lines."""
+    out: list[tuple[int, int]] = []
+    i, n = 0, len(lines)
+    while i < n and len(out) < limit:
+        if lines[i].blank:
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and not lines[j + 1].blank:
+            j += 1
+        out.append((i, j))
+        i = j + 1
+    return out
+
+
+def _letterhead_line(ln: Line) -> bool:
+    """A line as letterheads print them: indented (centred or set right), short, not prose."""
+    return (
+        ln.indent >= 10
+        and len(ln.text) <= 70
+        and len(ln.text.split()) <= 8
+        and (_LETTERS2.search(ln.text) is not None)
+    )
+
+
+def _caps(t: str) -> bool:
+    letters = [c for c in t if c.isalpha()]
+    return len(letters) >= 3 and sum(c.isupper() for c in letters) >= 0.8 * len(letters)
+
+
+def _short_unended(t: str) -> bool:
+    """A short line that ends no sentence: a name or title under a letter's date line."""
+    return len(t) <= 60 and len(t.split()) <= 8 and not _ends_sentence(t)
 
 
 def _table_caption(lines: list[Line], a: int, b: int) -> str:

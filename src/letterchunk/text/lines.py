@@ -61,8 +61,8 @@ _NAME_DATE = re.compile(r"^(?P<name>.+?)\s+\d{1,2}[-/]\d{1,2}[-/](?:\d{4}|\d{2})
 # a salutation of any addressee at the top of a letter ("TO MY PARTNERS:", "To My Partners for
 # 1964:", "Gentlemen:"); _SALUTATION is the narrower form that may stand anywhere in a letter
 _OPENING_SALUTATION = re.compile(
-    r"^\s*(?:to (?:my|the|all|our) [\w .,'’-]{2,60}|dear [\w .,'’-]{2,60}|(?:ladies and )?gentlemen)"
-    r"\s*[:,]\s*$",
+    r"^\s*(?:to (?:my|the|all|our) [\w .,'’-]{2,60}|dear [\w .,'’-]{2,60}"
+    r"|(?:ladies and )?gentlemen)\s*[:,]\s*$",
     re.IGNORECASE,
 )
 # a closing word that a plain signed name ("Warren Buffett") may follow
@@ -307,9 +307,7 @@ def _date_line(t: str) -> bool:
     """A line holding only a date ("January 24, 1962", "July 11th, 1968", "July, 1961",
     "1-30-61")."""
     t = t.strip().rstrip(".")
-    return bool(
-        _DATE.fullmatch(t) or _MONTH_YEAR.fullmatch(t) or _NUMERIC_DATE.fullmatch(t)
-    )
+    return bool(_DATE.fullmatch(t) or _MONTH_YEAR.fullmatch(t) or _NUMERIC_DATE.fullmatch(t))
 
 
 def _signature_line(raw: str) -> str | None:

@@ -225,7 +225,9 @@ def _sections(text: str, blocks: list[Block]) -> list[_Section]:
 
 
 def _letterhead(b: Block, text: str) -> bool:
-    return b.kind in ("paragraph", "header") and len(text[b.start : b.end].split()) <= 8
+    return b.kind == "letterhead" or (
+        b.kind in ("paragraph", "header") and len(text[b.start : b.end].split()) <= 8
+    )
 
 
 def _hierarchy(s: _Section) -> list[str]:
@@ -330,7 +332,7 @@ def _units(s: _Section, text: str, tok: dict[int, int]) -> list[_Unit]:
     for i, b in enumerate(bl[:-1]):
         nxt = bl[i + 1]
         body = text[b.start : b.end]
-        if b.kind in ("header", "separator", "salutation") or nxt.kind == "signature":
+        if b.kind in ("header", "separator", "salutation", "letterhead") or nxt.kind == "signature":
             glue_next[i] = True
         elif b.kind == "table" and nxt.kind == "paragraph":
             glue_next[i] = True  # interpretation
@@ -739,7 +741,7 @@ def _tier2_groups(
         carry: list[Block] = []
         for b in run:
             carry.append(b)
-            if b.kind not in ("header", "separator", "salutation"):
+            if b.kind not in ("header", "separator", "salutation", "letterhead"):
                 items.append(carry)
                 carry = []
         if carry:
