@@ -280,8 +280,8 @@ def _extend_down(lines: list[Line], strong: list[bool], last: int) -> int:
     """The bottom line of the table whose rows end at ``last``: each footnote that follows
     (after at most one blank line) with its continuation lines."""
     n = len(lines)
-    bottom = last
-    k = last + 1
+    bottom = _wrapped_label_end(lines, last)
+    k = bottom + 1
     while k < n:
         kk = k
         if kk < n and lines[kk].blank:
@@ -291,6 +291,30 @@ def _extend_down(lines: list[Line], strong: list[bool], last: int) -> int:
         bottom = _footnote_end(lines, strong, kk)
         k = bottom + 1
     return bottom
+
+
+def _wrapped_label_end(lines: list[Line], last: int) -> int:
+    """The last line of the table whose last row is ``last``, with the rest of that row's label
+    when it wrapped under the row ("Annual" over "Compounded" over "Rate"): at most two short
+    lines directly under a row that starts with a label, ending no sentence, with a blank line
+    or the end of the text after them."""
+    n = len(lines)
+    if not lines[last].text[:1].isalpha():
+        return last
+    k = last
+    while (
+        k + 1 < n
+        and k - last < 2
+        and not lines[k + 1].blank
+        and len(lines[k + 1].text) <= 30
+        and len(lines[k + 1].text.split()) <= 3
+        and not _ends_sentence(lines[k + 1].text)
+        and lines[k + 1].text[:1].isalpha()
+    ):
+        k += 1
+    if k > last and (k + 1 >= n or lines[k + 1].blank):
+        return k
+    return last
 
 
 def _footnote_end(lines: list[Line], strong: list[bool], kk: int) -> int:
