@@ -49,6 +49,7 @@ Kinds and the rule that finds each (general rules, never lists of known titles):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TypedDict
 
@@ -88,6 +89,10 @@ from letterchunk.text.lines import (
 )
 
 __all__ = ["Block", "Line", "split_lines", "detect_blocks", "is_table_row", "numeric_cell"]
+
+
+# an enumerated item that continues a sentence: "(1) took the inventory…", "a) sold…"
+_LOWER_ITEM = re.compile(r"^\s*\(?(?:\d{1,2}|[a-z])\)\s+[a-z]")
 
 
 class BlockMeta(TypedDict, total=False):
@@ -369,8 +374,8 @@ def detect_blocks(text: str) -> list[Block]:
     for i, ln in enumerate(lines):
         if ln.text[:1] in _SEPARATOR_FIRST and kind[i] is None and _SEPARATOR.match(ln.raw):
             kind[i] = "separator"
+    _mark_opening(lines, kind)  # first: partners' names under the date line sign nothing
     _mark_signatures(lines, kind)
-    _mark_opening(lines, kind)
     blocks: list[Block] = []
     i = 0
     while i < n:
@@ -521,6 +526,8 @@ def _is_header_at(
         k += 1
     if k < n and _is_salutation(lines[k]):
         return False  # a letterhead above "To the Shareholders...:" is not a section title
+    if k < n and lines[i].text.endswith(":") and _LOWER_ITEM.match(lines[k].raw):
+        return False  # "Harry:" over "(1) took the inventory…": a sentence's subject
     prev_ok = after_text or i == 0 or lines[i - 1].blank
     prev_ok = prev_ok or kind[i - 1] in ("separator", "table", "signature")
     if not prev_ok:
