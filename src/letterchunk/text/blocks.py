@@ -19,19 +19,32 @@ Kinds and the rule that finds each (general rules, never lists of known titles):
                belongs to the table.  A caption one blank line above the column headers is a
                *detached caption*; it also opens a section.  Downward it takes footnotes that
                follow within one blank line (``Note:``, ``Notes:``, ``Footnote``, ``*``,
-               ``(1)``, ``(a)``, ``Source:``) up to the end of their sentence/paragraph.  At
+               ``(1)``, ``(a)``, ``Source:``) up to the end of their sentence/paragraph, after
+               the rest of a row label wrapped under the last row (``Annual`` over
+               ``Compounded Rate``: at most two short unended lines, then a blank line).  At
                least two rows (or one row and a rule line) are needed.
 ``separator``  A line of asterisks only (``* * *``, ``*   *   *``, ``************``) or of
                underscores only.  Text directly after it is a new block.
 ``signature``  A run of sign-off lines (at most one blank line between them): a signed name
-               (with a middle initial or ``/s/``), a title (Chairman, President, Sincerely...),
-               a date -- with a name and a title or date, a title and a date, or a name and
-               title on one line (``Warren E. Buffett, Chairman``).
+               (with a middle initial or ``/s/``; a plain first and last name directly under
+               a closing word such as ``Cordially,``), a title (Chairman, President,
+               Sincerely...), a date -- with a name and a title or date, a title and a date,
+               or a name with a title or date on one line (``Warren E. Buffett, Chairman``,
+               ``Warren E. Buffett 1-30-61``).  A typist's initials (``WEBeh``) within one
+               blank line under the run belong to it.
+``letterhead`` A letter's opening at the top of the text: short indented letterhead lines
+               (with a label such as ``1961 Letter``), then a date line (``July, 1961``; the
+               partners' names directly under it belong to it).  The salutation of any
+               addressee that follows (``TO MY PARTNERS:``) is a ``salutation`` block.  An
+               opening needs a date line or two letterhead lines, one in capitals; a title,
+               salutation or caption at the margin opens none (see :func:`_mark_opening`).
 ``salutation`` ``To the Shareholders of ...:`` / ``Dear ...,`` on a line of its own.
 ``header``     A short line (at most 100 characters, at most 14 words) with letters, starting
                with a capital, in Title Case (80% of the major words capitalised) or ALL CAPS,
                not ending in sentence punctuation (a colon or question mark is allowed) or in a
                function word (``the``, ``and``, ``of``: a wrapped prose line), not a table row,
+               not a colon line whose enumeration continues its sentence (``Harry:`` over
+               ``(1) took the inventory…``),
                preceded by a blank line, a separator, a table, the start, or a line ending a
                sentence (a page number between them was removed); the next line may be blank
                or not.  A header line directly followed by another header line (no blank) forms
@@ -105,7 +118,8 @@ class BlockMeta(TypedDict, total=False):
 
 @dataclass
 class Block:
-    kind: str  # paragraph | header | table | list | separator | signature | salutation
+    # paragraph | header | table | list | separator | signature | salutation | letterhead
+    kind: str
     first: int  # index of first line
     last: int  # index of last line (inclusive)
     start: int  # char offset of first non-space character
@@ -640,8 +654,8 @@ def _mark_opening(lines: list[Line], kind: list[str | None]) -> None:
     indented lines, the first group of any shape, later ones in capitals ("12 MAIN ST.") --
     then a group opening with a date line (names of partners under it belong to it), then one
     salutation line ("TO MY PARTNERS:").  It is an opening only when it holds a date line, or
-    at least two letterhead lines with one in capitals; text that starts at the margin (a
-    title, a salutation, a table caption) has none.
+    at least two letterhead lines with one in capitals; a title, a salutation or a table
+    caption at the margin opens none (the Berkshire letters have none).
     """
     groups = _line_groups(lines)
     head_last, sal, dated, heads, caps = -1, -1, False, 0, False

@@ -7,10 +7,13 @@ Pipeline (deterministic; no LLM):
 2. **Sections.**  A new semantic section starts at every header, at every table with a
    detached caption, at every asterisk separator (the separator opens the new section), and at
    a salutation that follows content (front matter such as the performance table ends there;
-   a letterhead directly above the salutation moves into the body).  A header directly under
-   another header forms one section titled by the second (the first is its parent).  A
-   section's title is its header; a section opened by a separator or with no header gets
-   :data:`UNTITLED`, except one that opens with a captioned table, which takes the caption.
+   a letterhead directly above the salutation moves into the body).  A letter's opening
+   (a ``letterhead`` block: letterhead, label, date line) is never a header: it rides with
+   what follows, so a letter whose opening has no header starts with an untitled section.
+   A header directly under another header forms one section titled by the second (the first
+   is its parent).  A section's title is its header; a section opened by a separator or
+   with no header gets :data:`UNTITLED`, except one that opens with a captioned table, which
+   takes the caption.
    Hierarchy: ``["Front Matter", t]`` before the salutation, ``["Letter Body", t]``
    (``["Letter Body", parent header, t]`` for a separator part of a headed section or a
    header under a header), ``["Appendix", t]`` after the first sign-off or from a header
