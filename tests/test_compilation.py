@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ from letterchunk.report.analyze import analyze_dir
 from letterchunk.report.html import collect
 from letterchunk.runner.batch import plan_requests
 from letterchunk.runner.pipeline import RunOptions, run_paths
-from letterchunk.text.compilation import load_document
+from letterchunk.text.compilation import load_document, segment_letters
+from letterchunk.text.segment import UNTITLED, section_titles
 from test_pipeline import client_for, grounded_answer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,6 +126,78 @@ def test_partnership_segments_valid_without_running_lines(tmp_path):
     assert len(ids) == len(set(ids))  # unique across the folder
     for path in out.glob("*_cleaned.txt"):
         assert "Page " not in path.read_text(encoding="utf-8").split("\n")[0]
+
+
+# Tier-1 section titles of some letters of the shared file: the letterhead, the
+# compilation's label ("1961 Letter"), date lines, salutations, signatures and the wrapped
+# row labels of the results tables ("Annual / Compounded / Rate") title nothing
+PARTNERSHIP_TITLES = {
+    "1960-L1": [
+        "The General Stock Market in 1960",
+        "Results in 1960",
+        "Multiplicity of Partnerships / Advance Payments",
+        "Sanborn Map",
+    ],
+    "1961-L1": [UNTITLED],  # "TO MY PARTNERS:" and no header
+    "1961-L2": [
+        "Our Performance in 1961",
+        "A Word About Par",
+        "Our Method of Operation",
+        "Dempster Mill Manufacturing Company",
+        "The Question of Conservatism",
+        "The Question of Size",
+        "And a Prediction",
+        "Miscellaneous",
+    ],
+    "1962-L3": [
+        "The Ground Rules",
+        "Our Performance in 1962",
+        "Investment Companies",
+        "The Joys of Compounding",
+        "Our Method of Operation",
+        "Dempster Mill Manufacturing Company",
+        "The Question of Conservatism",
+        "The Usual Prediction",
+        "Miscellaneous",
+    ],
+    "1963-L3": [
+        "Our Performance in 1963",
+        "Investment Companies",
+        "The Joys of Compounding",
+        "Our Method of Operation",
+        "Miscellaneous",
+        "TEXAS NATIONAL PETROLEUM",
+    ],
+    "1965-L1": [
+        "First Half Performance",
+        "Investment Companies",
+        "Advance Payments and Advance Withdrawals / Miscellaneous",
+    ],
+    "1966-L1": [
+        "First Half Performance",
+        "Investment Companies",
+        "Hochschild, Kohn & Co.",
+        "Market Forecasting",
+    ],
+    "1967-L1": ["First Half Performance", "Investment Companies", "Taxes / Miscellaneous"],
+}
+
+
+@needs_shared
+def test_partnership_section_titles_are_pinned():
+    letters = load_document(PARTNERSHIP)
+    titles = {
+        x.stem: section_titles(chunks)
+        for x, chunks in zip(letters, segment_letters(letters), strict=True)
+    }
+    assert {k: titles[k] for k in PARTNERSHIP_TITLES} == PARTNERSHIP_TITLES
+    every = [t for ts in titles.values() for t in ts]
+    # no letterhead, label, date line, salutation, signature or table fragment in any title
+    bad = re.compile(
+        r"KIEWIT|\bLetter\b|Buffett|PARTNERS|(?i:to my partners)|\bRate\b|Footnotes|WEB"
+        r"|(?:January|July|October|November),? (?:\d+\w*, )?19\d\d|\d+-\d+-\d+"
+    )
+    assert [t for t in every if bad.search(t)] == []
 
 
 # ------------------------------------------------------------------------ synthetic files

@@ -19,19 +19,32 @@ Kinds and the rule that finds each (general rules, never lists of known titles):
                belongs to the table.  A caption one blank line above the column headers is a
                *detached caption*; it also opens a section.  Downward it takes footnotes that
                follow within one blank line (``Note:``, ``Notes:``, ``Footnote``, ``*``,
-               ``(1)``, ``(a)``, ``Source:``) up to the end of their sentence/paragraph.  At
+               ``(1)``, ``(a)``, ``Source:``) up to the end of their sentence/paragraph, after
+               the rest of a row label wrapped under the last row (``Annual`` over
+               ``Compounded Rate``: at most two short unended lines, then a blank line).  At
                least two rows (or one row and a rule line) are needed.
 ``separator``  A line of asterisks only (``* * *``, ``*   *   *``, ``************``) or of
                underscores only.  Text directly after it is a new block.
 ``signature``  A run of sign-off lines (at most one blank line between them): a signed name
-               (with a middle initial or ``/s/``), a title (Chairman, President, Sincerely...),
-               a date -- with a name and a title or date, a title and a date, or a name and
-               title on one line (``Warren E. Buffett, Chairman``).
+               (with a middle initial or ``/s/``; a plain first and last name directly under
+               a closing word such as ``Cordially,``), a title (Chairman, President,
+               Sincerely...), a date -- with a name and a title or date, a title and a date,
+               or a name with a title or date on one line (``Warren E. Buffett, Chairman``,
+               ``Warren E. Buffett 1-30-61``).  A typist's initials (``WEBeh``) within one
+               blank line under the run belong to it.
+``letterhead`` A letter's opening at the top of the text: short indented letterhead lines
+               (with a label such as ``1961 Letter``), then a date line (``July, 1961``; the
+               partners' names directly under it belong to it).  The salutation of any
+               addressee that follows (``TO MY PARTNERS:``) is a ``salutation`` block.  An
+               opening needs a date line or two letterhead lines, one in capitals; a title,
+               salutation or caption at the margin opens none (see :func:`_mark_opening`).
 ``salutation`` ``To the Shareholders of ...:`` / ``Dear ...,`` on a line of its own.
 ``header``     A short line (at most 100 characters, at most 14 words) with letters, starting
                with a capital, in Title Case (80% of the major words capitalised) or ALL CAPS,
                not ending in sentence punctuation (a colon or question mark is allowed) or in a
                function word (``the``, ``and``, ``of``: a wrapped prose line), not a table row,
+               not a colon line whose enumeration continues its sentence (``Harry:`` over
+               ``(1) took the inventory…``),
                preceded by a blank line, a separator, a table, the start, or a line ending a
                sentence (a page number between them was removed); the next line may be blank
                or not.  A header line directly followed by another header line (no blank) forms
@@ -49,24 +62,31 @@ Kinds and the rule that finds each (general rules, never lists of known titles):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TypedDict
 
 from letterchunk.text.lines import (
     _BULLET,
     _BULLET_FIRST,
+    _CLOSING_WORD,
     _END_LAST,
     _FOOTNOTE,
+    _INITIALS,
     _LEADER_ONLY,
+    _LETTERS2,
     _LETTERS3,
+    _OPENING_SALUTATION,
     _PAREN_ANY,
     _PAREN_LINE,
+    _PLAIN_NAME,
     _ROW_END,
     _SEPARATOR,
     _SEPARATOR_FIRST,
     _YEAR_CELL,
     Line,
     _cells,
+    _date_line,
     _ends_sentence,
     _header_like_cells,
     _headerish,
@@ -84,6 +104,10 @@ from letterchunk.text.lines import (
 __all__ = ["Block", "Line", "split_lines", "detect_blocks", "is_table_row", "numeric_cell"]
 
 
+# an enumerated item that continues a sentence: "(1) took the inventory…", "a) sold…"
+_LOWER_ITEM = re.compile(r"^\s*\(?(?:\d{1,2}|[a-z])\)\s+[a-z]")
+
+
 class BlockMeta(TypedDict, total=False):
     """What block detection records about a table block."""
 
@@ -94,7 +118,8 @@ class BlockMeta(TypedDict, total=False):
 
 @dataclass
 class Block:
-    kind: str  # paragraph | header | table | list | separator | signature | salutation
+    # paragraph | header | table | list | separator | signature | salutation | letterhead
+    kind: str
     first: int  # index of first line
     last: int  # index of last line (inclusive)
     start: int  # char offset of first non-space character
@@ -274,8 +299,8 @@ def _extend_down(lines: list[Line], strong: list[bool], last: int) -> int:
     """The bottom line of the table whose rows end at ``last``: each footnote that follows
     (after at most one blank line) with its continuation lines."""
     n = len(lines)
-    bottom = last
-    k = last + 1
+    bottom = _wrapped_label_end(lines, last)
+    k = bottom + 1
     while k < n:
         kk = k
         if kk < n and lines[kk].blank:
@@ -285,6 +310,30 @@ def _extend_down(lines: list[Line], strong: list[bool], last: int) -> int:
         bottom = _footnote_end(lines, strong, kk)
         k = bottom + 1
     return bottom
+
+
+def _wrapped_label_end(lines: list[Line], last: int) -> int:
+    """The last line of the table whose last row is ``last``, with the rest of that row's label
+    when it wrapped under the row ("Annual" over "Compounded" over "Rate"): at most two short
+    lines directly under a row that starts with a label, ending no sentence, with a blank line
+    or the end of the text after them."""
+    n = len(lines)
+    if not lines[last].text[:1].isalpha():
+        return last
+    k = last
+    while (
+        k + 1 < n
+        and k - last < 2
+        and not lines[k + 1].blank
+        and len(lines[k + 1].text) <= 30
+        and len(lines[k + 1].text.split()) <= 3
+        and not _ends_sentence(lines[k + 1].text)
+        and lines[k + 1].text[:1].isalpha()
+    ):
+        k += 1
+    if k > last and (k + 1 >= n or lines[k + 1].blank):
+        return k
+    return last
 
 
 def _footnote_end(lines: list[Line], strong: list[bool], kk: int) -> int:
@@ -339,6 +388,7 @@ def detect_blocks(text: str) -> list[Block]:
     for i, ln in enumerate(lines):
         if ln.text[:1] in _SEPARATOR_FIRST and kind[i] is None and _SEPARATOR.match(ln.raw):
             kind[i] = "separator"
+    _mark_opening(lines, kind)  # first: partners' names under the date line sign nothing
     _mark_signatures(lines, kind)
     blocks: list[Block] = []
     i = 0
@@ -348,7 +398,7 @@ def detect_blocks(text: str) -> list[Block]:
             i += 1
             continue
         k = kind[i]
-        if k in ("table", "signature"):
+        if k in ("table", "signature", "letterhead"):
             j = i
             while j + 1 < n and kind[j + 1] == k:
                 j += 1
@@ -368,7 +418,7 @@ def detect_blocks(text: str) -> list[Block]:
             blocks.append(_mk(lines, "separator", i, i))
             i += 1
             continue
-        if _is_salutation(ln):
+        if k == "salutation" or _is_salutation(ln):
             blocks.append(_mk(lines, "salutation", i, i))
             i += 1
             continue
@@ -490,6 +540,8 @@ def _is_header_at(
         k += 1
     if k < n and _is_salutation(lines[k]):
         return False  # a letterhead above "To the Shareholders...:" is not a section title
+    if k < n and lines[i].text.endswith(":") and _LOWER_ITEM.match(lines[k].raw):
+        return False  # "Harry:" over "(1) took the inventory…": a sentence's subject
     prev_ok = after_text or i == 0 or lines[i - 1].blank
     prev_ok = prev_ok or kind[i - 1] in ("separator", "table", "signature")
     if not prev_ok:
@@ -553,20 +605,120 @@ def _mark_signatures(lines: list[Line], kind: list[str | None]) -> None:
                     continue
                 break
             s = _signature_line(lines[j].raw)
+            if s is None and _signed_after_closing(lines, last, j):
+                s = "name"  # "Cordially," then "Warren Buffett": a name without an initial
             if s is None:
                 break
             kinds.append(s)
             last = j
             j += 1
+        has = {part for k in kinds for part in k.split("+")}
         ok = 1 <= len(kinds) <= 6 and (
-            "name+title" in kinds
-            or ("name" in kinds and ("title" in kinds or "date" in kinds))
-            or ("title" in kinds and "date" in kinds)
+            ("name" in has and ("title" in has or "date" in has))
+            or ("title" in has and "date" in has)
         )
         if ok:
+            last = _initials_after(lines, kind, last)
             for x in range(i, last + 1):
                 kind[x] = "signature"
         i = last + 1
+
+
+def _signed_after_closing(lines: list[Line], last: int, j: int) -> bool:
+    """Line ``j`` is a plain name ("Warren Buffett") signed under the closing word on line
+    ``last`` ("Cordially,")."""
+    return (
+        j > last
+        and _CLOSING_WORD.match(lines[last].text) is not None
+        and _PLAIN_NAME.match(lines[j].text) is not None
+    )
+
+
+def _initials_after(lines: list[Line], kind: list[str | None], last: int) -> int:
+    """The last line of a sign-off ending at ``last``: a typist's reference initials ("WEBeh")
+    within one blank line under it belong to it."""
+    n = len(lines)
+    k = last + 1
+    if k < n and lines[k].blank:
+        k += 1
+    if k < n and kind[k] is None and _INITIALS.match(lines[k].text) is not None:
+        return k
+    return last
+
+
+def _mark_opening(lines: list[Line], kind: list[str | None]) -> None:
+    """Mark a letter's opening at the top of the text: its letterhead lines (with the label and
+    date line under them) as ``letterhead``, the salutation that follows as ``salutation``.
+
+    Read group by group (groups are split by blank lines): first letterhead groups -- short
+    indented lines, the first group of any shape, later ones in capitals ("12 MAIN ST.") --
+    then a group opening with a date line (names of partners under it belong to it), then one
+    salutation line ("TO MY PARTNERS:").  It is an opening only when it holds a date line, or
+    at least two letterhead lines with one in capitals; a title, a salutation or a table
+    caption at the margin opens none (the Berkshire letters have none).
+    """
+    groups = _line_groups(lines)
+    head_last, sal, dated, heads, caps = -1, -1, False, 0, False
+    for first, last in groups:
+        if any(kind[x] is not None for x in range(first, last + 1)):
+            break
+        texts = [lines[x].text for x in range(first, last + 1)]
+        if not dated and _date_line(texts[0]) and all(_short_unended(t) for t in texts[1:]):
+            dated = True
+        elif not dated and all(_letterhead_line(lines[x]) for x in range(first, last + 1)):
+            if heads and not all(_caps(t) for t in texts):
+                break
+            heads += len(texts)
+            caps = caps or any(_caps(t) for t in texts)
+            dated = any(_date_line(t) for t in texts)
+        elif first == last and _OPENING_SALUTATION.match(lines[first].raw) and head_last >= 0:
+            sal = first
+            break
+        else:
+            break
+        head_last = last
+    if head_last < 0 or not (dated or (heads >= 2 and caps)):
+        return
+    for x in range(head_last + 1):
+        kind[x] = "letterhead"
+    if sal >= 0:
+        kind[sal] = "salutation"
+
+
+def _line_groups(lines: list[Line], limit: int = 8) -> list[tuple[int, int]]:
+    """(first, last) line of the first ``limit`` runs of non-blank lines."""
+    out: list[tuple[int, int]] = []
+    i, n = 0, len(lines)
+    while i < n and len(out) < limit:
+        if lines[i].blank:
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and not lines[j + 1].blank:
+            j += 1
+        out.append((i, j))
+        i = j + 1
+    return out
+
+
+def _letterhead_line(ln: Line) -> bool:
+    """A line as letterheads print them: indented (centred or set right), short, not prose."""
+    return (
+        ln.indent >= 10
+        and len(ln.text) <= 70
+        and len(ln.text.split()) <= 8
+        and (_LETTERS2.search(ln.text) is not None)
+    )
+
+
+def _caps(t: str) -> bool:
+    letters = [c for c in t if c.isalpha()]
+    return len(letters) >= 3 and sum(c.isupper() for c in letters) >= 0.8 * len(letters)
+
+
+def _short_unended(t: str) -> bool:
+    """A short line that ends no sentence: a name or title under a letter's date line."""
+    return len(t) <= 60 and len(t.split()) <= 8 and not _ends_sentence(t)
 
 
 def _table_caption(lines: list[Line], a: int, b: int) -> str:

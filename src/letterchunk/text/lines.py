@@ -53,6 +53,23 @@ _DATE = re.compile(
     rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH},?\s+)\d{{4}}\b",
     re.IGNORECASE,
 )
+# a date line at a letter's top: a sign-off date, a month and year ("July, 1961"), or a
+# numeric date ("1-30-61"); and a numeric date after a signed name ("Warren E. Buffett 1-30-61")
+_MONTH_YEAR = re.compile(rf"{_MONTH},?\s+\d{{4}}", re.IGNORECASE)
+_NUMERIC_DATE = re.compile(r"\d{1,2}[-/]\d{1,2}[-/](?:\d{4}|\d{2})")
+_NAME_DATE = re.compile(r"^(?P<name>.+?)\s+\d{1,2}[-/]\d{1,2}[-/](?:\d{4}|\d{2})$")
+# a salutation of any addressee at the top of a letter ("TO MY PARTNERS:", "To My Partners for
+# 1964:", "Gentlemen:"); _SALUTATION is the narrower form that may stand anywhere in a letter
+_OPENING_SALUTATION = re.compile(
+    r"^\s*(?:to (?:my|the|all|our) [\w .,'’-]{2,60}|dear [\w .,'’-]{2,60}"
+    r"|(?:ladies and )?gentlemen)\s*[:,]\s*$",
+    re.IGNORECASE,
+)
+# a closing word that a plain signed name ("Warren Buffett") may follow
+_CLOSING_WORD = re.compile(r"^(?:Sincerely|Cordially|Yours)\b")
+_PLAIN_NAME = re.compile(r"^[A-Z][a-z]+ [A-Z][a-z]+$")
+# a typist's reference initials under a signature ("WEBeh", "WEB:eh", "WEB/eh")
+_INITIALS = re.compile(r"^[A-Z]{2,4}[:/]?[a-z]{1,3}$")
 _FOOTNOTE = re.compile(
     r"^\s*(?:Notes?\s*[:.]|NOTES?\b|Footnotes?\b|\*+\s*\S|\(\d{1,2}\)\s|\([a-z]\)\s|†|Sources?:)"
 )
@@ -286,8 +303,16 @@ def _headerish(raw: str) -> bool:
     return _title_case(s)
 
 
+def _date_line(t: str) -> bool:
+    """A line holding only a date ("January 24, 1962", "July 11th, 1968", "July, 1961",
+    "1-30-61")."""
+    t = t.strip().rstrip(".")
+    return bool(_DATE.fullmatch(t) or _MONTH_YEAR.fullmatch(t) or _NUMERIC_DATE.fullmatch(t))
+
+
 def _signature_line(raw: str) -> str | None:
-    """'name' | 'title' | 'date' when the line is a sign-off line, else None."""
+    """'name' | 'title' | 'date' | 'name+title' | 'name+date' when the line is a sign-off
+    line, else None."""
     s = raw.strip()
     if not s or len(s) > 90:
         return None
@@ -304,6 +329,8 @@ def _signature_line(raw: str) -> str | None:
             kinds.add("date")
         elif _SIG_TITLE.fullmatch(p.removeprefix("/s/").strip()):
             kinds.add("title")
+        elif (m := _NAME_DATE.match(p)) is not None and _NAME.match(m.group("name")):
+            kinds.update(("name", "date"))  # "Warren E. Buffett 1-30-61"
         elif _NAME.match(p) and len(p.split()) <= 6:
             kinds.add("name")
             tail = p.split(",", 1)[1].strip() if "," in p else ""
@@ -313,6 +340,8 @@ def _signature_line(raw: str) -> str | None:
             return None
     if {"title", "name"} <= kinds:
         return "name+title"
+    if {"name", "date"} <= kinds:
+        return "name+date"
     if "title" in kinds:
         return "title"
     if "name" in kinds:

@@ -7,10 +7,13 @@ Pipeline (deterministic; no LLM):
 2. **Sections.**  A new semantic section starts at every header, at every table with a
    detached caption, at every asterisk separator (the separator opens the new section), and at
    a salutation that follows content (front matter such as the performance table ends there;
-   a letterhead directly above the salutation moves into the body).  A header directly under
-   another header forms one section titled by the second (the first is its parent).  A
-   section's title is its header; a section opened by a separator or with no header gets
-   :data:`UNTITLED`, except one that opens with a captioned table, which takes the caption.
+   a letterhead directly above the salutation moves into the body).  A letter's opening
+   (a ``letterhead`` block: letterhead, label, date line) is never a header: it rides with
+   what follows, so a letter whose opening has no header starts with an untitled section.
+   A header directly under another header forms one section titled by the second (the first
+   is its parent).  A section's title is its header; a section opened by a separator or
+   with no header gets :data:`UNTITLED`, except one that opens with a captioned table, which
+   takes the caption.
    Hierarchy: ``["Front Matter", t]`` before the salutation, ``["Letter Body", t]``
    (``["Letter Body", parent header, t]`` for a separator part of a headed section or a
    header under a header), ``["Appendix", t]`` after the first sign-off or from a header
@@ -225,7 +228,9 @@ def _sections(text: str, blocks: list[Block]) -> list[_Section]:
 
 
 def _letterhead(b: Block, text: str) -> bool:
-    return b.kind in ("paragraph", "header") and len(text[b.start : b.end].split()) <= 8
+    return b.kind == "letterhead" or (
+        b.kind in ("paragraph", "header") and len(text[b.start : b.end].split()) <= 8
+    )
 
 
 def _hierarchy(s: _Section) -> list[str]:
@@ -330,7 +335,7 @@ def _units(s: _Section, text: str, tok: dict[int, int]) -> list[_Unit]:
     for i, b in enumerate(bl[:-1]):
         nxt = bl[i + 1]
         body = text[b.start : b.end]
-        if b.kind in ("header", "separator", "salutation") or nxt.kind == "signature":
+        if b.kind in ("header", "separator", "salutation", "letterhead") or nxt.kind == "signature":
             glue_next[i] = True
         elif b.kind == "table" and nxt.kind == "paragraph":
             glue_next[i] = True  # interpretation
@@ -739,7 +744,7 @@ def _tier2_groups(
         carry: list[Block] = []
         for b in run:
             carry.append(b)
-            if b.kind not in ("header", "separator", "salutation"):
+            if b.kind not in ("header", "separator", "salutation", "letterhead"):
                 items.append(carry)
                 carry = []
         if carry:
