@@ -200,6 +200,25 @@ def test_partnership_section_titles_are_pinned():
     assert [t for t in every if bad.search(t)] == []
 
 
+@needs_shared
+def test_run_on_the_partnership_letters_writes_valid_enriched_files(tmp_path):
+    out = tmp_path / "out"
+    with FakeOpenAI(default=grounded_answer) as server, client_for(server) as client:
+        outcomes = run_paths([PARTNERSHIP], out, client, RunOptions(workers=2))
+    assert [o.year for o in outcomes] == [s for s, _ in PARTNERSHIP_LETTERS]
+    assert all(not o.pending and not o.failed for o in outcomes)
+    errors = [v for v in validate_path(out, stage="enriched") if v.severity == "error"]
+    assert errors == []
+    chunks = [
+        json.loads(line)
+        for p in out.glob("*.jsonl")
+        if p.name.count(".") == 1
+        for line in p.read_text(encoding="utf-8").splitlines()
+    ]
+    assert len(chunks) == len(server.chat_requests) > 100  # one request per chunk
+    assert all(c["metadata"]["contextual_summary"] for c in chunks)
+
+
 # ------------------------------------------------------------------------ synthetic files
 
 
