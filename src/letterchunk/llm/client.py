@@ -65,6 +65,7 @@ __all__ = [
     "HOSTED_OPENAI_URL",
     "estimate_tokens",
     "CompletionClient",
+    "grammar_backed",
 ]
 
 log = logging.getLogger(__name__)
@@ -399,6 +400,17 @@ class CompletionClient(Protocol):
         chunk_id: str,
         prompt_hash: str | None = None,
     ) -> Completion: ...
+
+
+def grammar_backed(client: object) -> bool:
+    """Whether the backend constrains answers by the JSON schema (instructor JSON_SCHEMA mode;
+    also for no client at all, as the default mode).
+
+    Then entity names and quotes are offered as enums of the chunk's own names and sentences;
+    with tool calling (hosted OpenAI) the enums would only repeat the chunk in the request.
+    """
+    settings = getattr(client, "settings", None)
+    return getattr(settings, "mode", "JSON_SCHEMA") == "JSON_SCHEMA"
 
 
 class LLMClient:

@@ -37,7 +37,7 @@ from letterchunk.enrich import (
 from letterchunk.errors import InputError, RepairExhausted
 from letterchunk.io import atomic_write_lines
 from letterchunk.layout import evidence_path, report_path
-from letterchunk.llm.client import Completion, Usage
+from letterchunk.llm.client import Completion, Usage, grammar_backed
 from letterchunk.repair.fixers import Change, mechanical_fixes
 from letterchunk.repair.normalise import normalize_record
 from letterchunk.repair.reask import (
@@ -346,13 +346,6 @@ def _errors(violations: list[Violation]) -> list[Violation]:
     return [v for v in violations if v.severity == "error"]
 
 
-def _grammar_backed(client: Completer | None) -> bool:
-    """Whether names and quotes go into the request as enums: only for a backend that
-    constrains answers by the JSON schema (as the pipeline decides)."""
-    settings = getattr(client, "settings", None)
-    return getattr(settings, "mode", "JSON_SCHEMA") == "JSON_SCHEMA"
-
-
 # --------------------------------------------------------------------------- the job
 
 
@@ -387,7 +380,7 @@ def repair_file(
     context = _letter_context(path, chunks)
     year = chunks[0].metadata.letter_year if chunks else 0
     prompt = PromptContext.for_letter(
-        year, context.section_titles, context.vocabulary, grounded_choices=_grammar_backed(client)
+        year, context.section_titles, context.vocabulary, grounded_choices=grammar_backed(client)
     )
     job = _Job(
         context, prompt, client, max_attempts, on_failure, evidence, dict(evidence), result, report

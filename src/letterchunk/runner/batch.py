@@ -44,9 +44,9 @@ from letterchunk.llm.batch import (
     request_body,
     split_requests,
 )
-from letterchunk.llm.client import LLMClient
+from letterchunk.llm.client import LLMClient, grammar_backed
 from letterchunk.runner.pipeline import RunOptions
-from letterchunk.runner.prepare import grammar_backed, letter_job, prepare_letters
+from letterchunk.runner.prepare import letter_job, prepare_letters
 
 __all__ = [
     "BatchJob",

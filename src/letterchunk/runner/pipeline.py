@@ -67,10 +67,10 @@ from letterchunk.enrich import (
 from letterchunk.errors import InputError
 from letterchunk.io import atomic_write_lines, atomic_write_text
 from letterchunk.layout import LETTER_CHUNKS, LetterFiles, LetterKey
-from letterchunk.llm.client import Completion, CompletionClient, LLMSettings, Usage
+from letterchunk.llm.client import Completion, CompletionClient, LLMSettings, Usage, grammar_backed
 from letterchunk.repair.reask import OnFailure, repair_enriched
 from letterchunk.report.records import AttemptRecord, RepairReport, new_run_id
-from letterchunk.runner.prepare import LetterJob, grammar_backed, letter_job, prepare_letters
+from letterchunk.runner.prepare import LetterJob, letter_job, prepare_letters
 from letterchunk.text.compilation import Profile
 
 __all__ = [

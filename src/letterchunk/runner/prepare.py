@@ -16,12 +16,12 @@ from letterchunk.contract.vocabulary import concepts_for, cues_for
 from letterchunk.enrich import PromptContext, build_messages
 from letterchunk.errors import InputError
 from letterchunk.layout import LetterKey, find_letters, stem_year
-from letterchunk.llm.client import CompletionClient, estimate_tokens
+from letterchunk.llm.client import CompletionClient, estimate_tokens, grammar_backed
 from letterchunk.text.clean import CleanedLetter
 from letterchunk.text.compilation import Profile, load_document, segment_letters
 from letterchunk.text.segment import section_titles
 
-__all__ = ["LetterJob", "check_prompt_sizes", "grammar_backed", "letter_job", "prepare_letters"]
+__all__ = ["LetterJob", "check_prompt_sizes", "letter_job", "prepare_letters"]
 
 
 @dataclass(frozen=True)
@@ -47,16 +47,6 @@ def letter_job(
         cleaned_text=cleaned_text, section_titles=list(titles), vocabulary=vocab
     )
     return LetterJob(year=year, cleaned_text=cleaned_text, prompt=prompt, context=context)
-
-
-def grammar_backed(client: CompletionClient) -> bool:
-    """Whether the backend constrains answers by the JSON schema (instructor JSON_SCHEMA mode).
-
-    Then entity names and quotes are offered as enums of the chunk's own names and sentences;
-    with tool calling (hosted OpenAI) the enums would only repeat the chunk in the request.
-    """
-    settings = getattr(client, "settings", None)
-    return getattr(settings, "mode", "JSON_SCHEMA") == "JSON_SCHEMA"
 
 
 def prepare_letters(
