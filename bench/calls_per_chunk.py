@@ -15,31 +15,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-import vcr
-
-from letterchunk.llm.backend import MODEL_ID
-from letterchunk.llm.connect import open_client
+from letterchunk.llm.replay import replayed_client
 from letterchunk.runner.pipeline import RunOptions, run_paths
 
 ROOT = Path(__file__).resolve().parents[1]
-# never contacted: vcrpy answers from the recording (the port is not matched)
-REPLAY_ENV = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_API_KEY": "sk-replay-dummy"}
 
 
 def replay(year: int) -> tuple:
-    recorder = vcr.VCR(
-        record_mode="none",
-        match_on=["method", "scheme", "host", "path", "body"],
-        filter_headers=["authorization"],
-    )
     with (
         tempfile.TemporaryDirectory() as out,
-        recorder.use_cassette(
-            str(ROOT / "cassettes" / f"{year}.yaml"), allow_playback_repeats=False
-        ) as cassette,
-        open_client(
-            env=REPLAY_ENV, cache="off", model=MODEL_ID, mode="JSON_SCHEMA", transport_retries=0
-        ) as client,
+        replayed_client(ROOT / "cassettes" / f"{year}.yaml") as (client, cassette),
     ):
         [letter] = run_paths(
             [ROOT / "corpus" / "letters" / f"{year}.txt"],

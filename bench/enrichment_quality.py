@@ -60,10 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import vcr
-
-from letterchunk.llm.backend import MODEL_ID
-from letterchunk.llm.connect import open_client
+from letterchunk.llm.replay import replayed_client
 from letterchunk.runner.pipeline import RunOptions, run_paths
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,8 +68,6 @@ GOLD = ROOT / "bench" / "gold"
 CASSETTES = ROOT / "cassettes"
 LETTERS = ROOT / "corpus" / "letters"
 VOCABULARY = ROOT / "schemas" / "buffett_concepts.json"
-# never contacted: vcrpy answers from the recording (the port is not matched)
-REPLAY_ENV = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_API_KEY": "sk-replay-dummy"}
 CONFESSION = "mistake_confession"
 
 _WS = re.compile(r"\s+")
@@ -262,26 +257,9 @@ def read_jsonl(path: Path) -> list[dict]:
 
 def replay(year: int, out: Path | None = None) -> Replay:
     """Segment and enrich ``year`` from ``cassettes/YYYY.yaml``; copy its files into ``out``."""
-    recorder = vcr.VCR(
-        record_mode="none",
-        match_on=["method", "scheme", "host", "path", "body"],
-        filter_headers=["authorization"],
-        decode_compressed_response=True,
-    )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        with (
-            recorder.use_cassette(
-                str(CASSETTES / f"{year}.yaml"), allow_playback_repeats=False
-            ) as cassette,
-            open_client(
-                env=REPLAY_ENV,
-                cache="off",
-                model=MODEL_ID,
-                mode="JSON_SCHEMA",
-                transport_retries=0,
-            ) as client,
-        ):
+        with replayed_client(CASSETTES / f"{year}.yaml") as (client, cassette):
             [letter] = run_paths(
                 [LETTERS / f"{year}.txt"],
                 folder,

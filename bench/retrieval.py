@@ -46,12 +46,10 @@ from pathlib import Path
 import chonkie
 import numpy as np
 import semchunk
-import vcr
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from letterchunk.contract.schema import Chunk, Metadata, SourceSpan, TemporalReferences, dump_chunk
-from letterchunk.llm.client import LLMClient, LLMSettings
-from letterchunk.llm.prompts import prompt_hash
+from letterchunk.llm.replay import replayed_client
 from letterchunk.retrieval.chunks import read_chunks
 from letterchunk.retrieval.embed import Embedder, MiniLM
 from letterchunk.retrieval.index import build_index
@@ -95,12 +93,6 @@ def load_questions(path: Path = QUESTIONS) -> list[Question]:
 
 def write_ours(letters: list[CleanedLetter], out: Path) -> None:
     """Enrich the cassette letters by replay; segment the others (no model, no network)."""
-    recorder = vcr.VCR(
-        record_mode="none",
-        match_on=["method", "scheme", "host", "path", "body"],
-        filter_headers=["authorization"],
-        decode_compressed_response=True,
-    )
     for letter in letters:
         if letter.year not in ENRICHED:
             chunks = segment_letter(letter)
@@ -108,18 +100,7 @@ def write_ours(letters: list[CleanedLetter], out: Path) -> None:
                 "".join(dump_chunk(c) + "\n" for c in chunks), "utf-8"
             )
             continue
-        settings = LLMSettings.from_env(
-            env={},
-            base_url="http://127.0.0.1:8080/v1",  # never contacted: vcrpy answers
-            api_key="sk-replay-dummy",
-            model="qwen2.5-coder-1.5b-instruct-q4_k_m",
-            mode="JSON_SCHEMA",
-            transport_retries=0,
-        )
-        with (
-            recorder.use_cassette(str(ROOT / "cassettes" / f"{letter.year}.yaml")),
-            LLMClient(settings, cache=None, prompt_hash=prompt_hash()) as client,
-        ):
+        with replayed_client(ROOT / "cassettes" / f"{letter.year}.yaml") as (client, _):
             run_paths(
                 [LETTERS / f"{letter.year}.txt"],
                 out,

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from letterchunk.llm.client import LLMClient, LLMSettings
-from letterchunk.llm.prompts import prompt_hash
+from letterchunk.llm.replay import replayed_client
 from letterchunk.runner.pipeline import RunOptions, run_paths
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,27 +17,8 @@ LETTERS = ROOT / "corpus" / "letters"
 
 def replay_letters(out: Path, years: tuple[int, ...] = (1977, 1996)) -> Path:
     """Enrich ``years`` into ``out`` from ``cassettes/<year>.yaml``; returns ``out``."""
-    import vcr  # deferred: the test extra's recorder, imported only by tests that replay
-
-    recorder = vcr.VCR(
-        record_mode="none",
-        match_on=["method", "scheme", "host", "path", "body"],
-        filter_headers=["authorization"],
-        decode_compressed_response=True,
-    )
     for year in years:
-        settings = LLMSettings.from_env(
-            env={},
-            base_url="http://127.0.0.1:8080/v1",
-            api_key="sk-replay-dummy",
-            model="qwen2.5-coder-1.5b-instruct-q4_k_m",
-            mode="JSON_SCHEMA",
-            transport_retries=0,
-        )
-        with (
-            recorder.use_cassette(str(ROOT / "cassettes" / f"{year}.yaml")),
-            LLMClient(settings, cache=None, prompt_hash=prompt_hash()) as client,
-        ):
+        with replayed_client(ROOT / "cassettes" / f"{year}.yaml") as (client, _):
             run_paths(
                 [LETTERS / f"{year}.txt"],
                 out,

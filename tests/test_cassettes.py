@@ -28,13 +28,14 @@ from pathlib import Path
 
 import pytest
 
-vcr = pytest.importorskip("vcr")
+pytest.importorskip("vcr")  # the recorder comes with the test extra
 
 from letterchunk.contract.schema import Chunk  # noqa: E402
 from letterchunk.contract.validate import normalise_ws, validate_path  # noqa: E402
 from letterchunk.contract.vocabulary import load_concepts  # noqa: E402
 from letterchunk.llm.backend import MODEL_ID  # noqa: E402
 from letterchunk.llm.connect import open_client  # noqa: E402
+from letterchunk.llm.replay import REPLAY_ENV, recorder  # noqa: E402
 from letterchunk.runner.pipeline import RunOptions, run_paths  # noqa: E402
 from letterchunk.text.clean import load_letter  # noqa: E402
 from letterchunk.text.segment import segment_letter  # noqa: E402
@@ -43,28 +44,17 @@ ROOT = Path(__file__).resolve().parents[1]
 CASSETTES = ROOT / "cassettes"
 LETTERS = [1977, 1996]  # the early letter of the seed, and a modern one with Tier-3 tables
 RECORD = os.environ.get("LETTERCHUNK_RECORD") == "1"
-REPLAY_URL = "http://127.0.0.1:8080/v1"  # never contacted: vcrpy answers (port not matched)
 # the user's model cache, read before the autouse fixture isolates HOME (recording only)
 REAL_MODEL_DIR = os.environ.get("LETTERCHUNK_MODEL_DIR") or str(
     Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "letterchunk" / "models"
 )
 
 
-def recorder(record_mode: str) -> vcr.VCR:
-    return vcr.VCR(
-        record_mode=record_mode,
-        match_on=["method", "scheme", "host", "path", "body"],
-        filter_headers=["authorization", "cookie", "set-cookie"],
-        # allow_playback_repeats=False is passed to use_cassette (a per-cassette option)
-        decode_compressed_response=True,
-    )
-
-
-def _run(year: int, out: Path, base_url: str, api_key: str, source: str | None = None):
+def _run(year: int, out: Path, env: dict[str, str], source: str | None = None):
     # on replay a request missing from the cassette must fail at once, not be retried
     retries = None if source is None else 0
     with open_client(
-        env={"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": api_key},
+        env=env,
         cache="off",
         model=MODEL_ID,
         mode="JSON_SCHEMA",
@@ -93,7 +83,8 @@ def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
             embedded_server() as base_url,
             recorder("all").use_cassette(str(path), allow_playback_repeats=False) as cassette,
         ):
-            outcome = _run(year, out, base_url, "sk-no-key-required")
+            env = {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-no-key-required"}
+            outcome = _run(year, out, env)
         print(f"\nrecorded {year}: {len(cassette)} request(s) in {time.monotonic() - started:.0f}s")
     else:
         if not path.is_file():
@@ -102,7 +93,7 @@ def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
                 "tests/test_cassettes.py"
             )
         with recorder("none").use_cassette(str(path), allow_playback_repeats=False) as cassette:
-            outcome = _run(year, out, REPLAY_URL, "sk-replay-dummy", source="cassette")
+            outcome = _run(year, out, REPLAY_ENV, source="cassette")
             assert cassette.all_played, (
                 f"{len(cassette) - cassette.play_count} recorded interaction(s) never requested: "
                 "the request sequence changed; re-record (see module docstring)"
