@@ -300,6 +300,10 @@ SCHEMA_NOT_ENFORCED: dict[str, str] = {
     "ruled out",
     "table.summary_missing": "as title.empty (minLength 1 only)",
     "table.name_missing": "as title.empty (minLength 1 only; a blank name keeps the segmenter's)",
+    "entity.person_in_companies": "the schema offers every name candidate in both entity lists; "
+    "the mechanical fixer 'entities' moves a name typed a person to people",
+    "entity.organisation_in_people": "as entity.person_in_companies: the fixer moves a name "
+    "typed an organisation to companies and drops a place",
 }
 
 

@@ -333,6 +333,16 @@ CHUNK_CASES = [
     ),
     ("entity.not_found", SEG, md(1, entities={"companies": ["GE"], "people": [], "metrics": []})),
     ("entity.not_found", SEG, md(1, entities={"companies": [" "], "people": [], "metrics": []})),
+    (
+        "entity.person_in_companies",
+        SEG,
+        md(0, entities={"companies": ["Charlie Munger"], "people": [], "metrics": []}),
+    ),
+    (
+        "entity.organisation_in_people",
+        ENR,
+        md(1, entities={"companies": [], "people": ["National Indemnity"], "metrics": []}),
+    ),
     ("principle.empty", SEG, md(0, principles=[{"statement": " ", "category": "general"}])),
     ("year.comparison_not_found", ENR, md(1, temporal_references__comparison_years=[1975])),
     ("year.comparison_not_found", SEG, md(0, temporal_references__comparison_years=[1946])),

@@ -85,8 +85,8 @@ ORG_WORDS = LEGAL_FORMS | frozenset(
     association institute university college foundation council commission agency bureau
     department ministry industries manufacturing mills stores mart airlines airways railroad
     railway communications newspapers newspaper magazine times news post journal tribune herald
-    gazette chronicle shops board publishing broadcasting pharmaceuticals laboratories enterprises motors
-    hotel hotels inn suites""".split()
+    gazette chronicle shops board publishing broadcasting pharmaceuticals laboratories
+    enterprises motors hotel hotels inn suites""".split()
 )
 #: a person's title before the name
 TITLES = frozenset(

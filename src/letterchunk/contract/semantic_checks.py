@@ -24,6 +24,7 @@ from letterchunk.contract.predicates import (
     short,
     years_in,
 )
+from letterchunk.contract.names import name_kind
 from letterchunk.contract.rules import EVIDENCE_MIN_WORDS, EVIDENCE_TYPES
 from letterchunk.contract.schema import Chunk, Metadata
 from letterchunk.contract.violations import Add, CheckContext, Violation, violation
@@ -119,7 +120,10 @@ def _duplicates(md: Metadata, add: Add) -> None:
 
 
 def _entities(chunk: Chunk, add: Add) -> None:
-    """Rule entity.not_found."""
+    """Rules entity.not_found, entity.person_in_companies, entity.organisation_in_people.
+
+    The two typing rules read :func:`letterchunk.contract.names.name_kind` with the chunk's
+    own text: a name it types ``unknown`` is never a violation."""
     md = chunk.metadata
     names = [("companies", n) for n in md.entities.companies] + [
         ("people", n) for n in md.entities.people
@@ -135,6 +139,21 @@ def _entities(chunk: Chunk, add: Add) -> None:
                     "entity.not_found",
                     f"{name!r} does not appear in the chunk text; name "
                     "entities exactly as the text does",
+                    f"metadata.entities.{group}.{i}",
+                )
+                continue
+            kind = name_kind(name, chunk.content)
+            if group == "companies" and kind == "person":
+                add(
+                    "entity.person_in_companies",
+                    f"{name!r} names a person; list it under entities.people",
+                    f"metadata.entities.{group}.{i}",
+                )
+            elif group == "people" and kind in ("organisation", "place"):
+                add(
+                    "entity.organisation_in_people",
+                    f"{name!r} names {'an organisation' if kind == 'organisation' else 'a place'}"
+                    "; list only persons under entities.people",
                     f"metadata.entities.{group}.{i}",
                 )
 

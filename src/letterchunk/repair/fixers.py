@@ -1,7 +1,8 @@
 """Mechanical fixes: recompute by code what the chunk itself (or the cleaned letter) determines.
 
 Counts, flags, defaults, ``has_table`` vs ``table_data``, ``row_count``, tier vs id,
-``primary_year``, exception priority, concept spelling, spans, notes, links and duplicate list
+``primary_year``, exception priority, concept spelling, spans, notes, links, entity names filed
+under the wrong list (by :func:`letterchunk.contract.names.name_kind`) and duplicate list
 items: :func:`mechanical_fixes` applies every fixer in :data:`FIXERS` (pure functions, no LLM) and
 returns every change it made as a :class:`Change`.  Anything needing judgement is left to the
 validator and the model.
@@ -15,9 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from letterchunk.contract.names import name_kind
 from letterchunk.contract.schema import Chunk
 from letterchunk.contract.validate import LetterContext
 from letterchunk.contract.vocabulary import load_concepts
+from letterchunk.enrich.answers import MAX_COMPANIES, MAX_PEOPLE
 from letterchunk.text.tokens import count_tokens
 
 __all__ = [
@@ -177,6 +180,30 @@ def _fix_links(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any]:
     return d
 
 
+def _fix_entities(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any]:
+    # A name typed a person under companies moves to people, an organisation under people to
+    # companies (rules entity.person_in_companies / entity.organisation_in_people), when the
+    # list has room under the answer's cap; a place, or a name with no room, is dropped.
+    entities = d["metadata"]["entities"]
+    companies, people = list(entities["companies"]), list(entities["people"])
+    kinds = {n: name_kind(n, d["content"]) for n in dict.fromkeys(companies + people)}
+    misfiled_people = [n for n in companies if kinds[n] == "person"]
+    misfiled_orgs = [n for n in people if kinds[n] in ("organisation", "place")]
+    if not (misfiled_people or misfiled_orgs):
+        return d
+    companies = [n for n in companies if n not in misfiled_people]
+    people = [n for n in people if n not in misfiled_orgs]
+    for name in misfiled_people:
+        if name not in people and len(people) < MAX_PEOPLE:
+            people.append(name)
+    for name in misfiled_orgs:
+        if kinds[name] == "organisation" and name not in companies:
+            if len(companies) < MAX_COMPANIES:
+                companies.append(name)
+    entities["companies"], entities["people"] = companies, people
+    return d
+
+
 def _fix_lists(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any]:
     md = d["metadata"]
     md["section_hierarchy"] = [h for h in md["section_hierarchy"] if h.strip()] or (
@@ -209,6 +236,7 @@ FIXERS: list[tuple[str, Fixer]] = [
     ("span", _fix_span),
     ("notes", _fix_notes),
     ("links", _fix_links),
+    ("entities", _fix_entities),
     ("lists", _fix_lists),
 ]
 
