@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
+from letterchunk.contract.names import name_kind
 from letterchunk.contract.predicates import (
     concept_key,
     concept_known,
@@ -24,7 +25,6 @@ from letterchunk.contract.predicates import (
     short,
     years_in,
 )
-from letterchunk.contract.names import name_kind
 from letterchunk.contract.rules import EVIDENCE_MIN_WORDS, EVIDENCE_TYPES
 from letterchunk.contract.schema import Chunk, Metadata
 from letterchunk.contract.violations import Add, CheckContext, Violation, violation

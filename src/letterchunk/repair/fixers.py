@@ -197,9 +197,9 @@ def _fix_entities(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any
         if name not in people and len(people) < MAX_PEOPLE:
             people.append(name)
     for name in misfiled_orgs:
-        if kinds[name] == "organisation" and name not in companies:
-            if len(companies) < MAX_COMPANIES:
-                companies.append(name)
+        room = len(companies) < MAX_COMPANIES
+        if kinds[name] == "organisation" and name not in companies and room:
+            companies.append(name)
     entities["companies"], entities["people"] = companies, people
     return d
 
