@@ -24,8 +24,12 @@ answers) beside the KEYWORD RULE applied to the *same* chunks:
   quote of that chunk (one contains the other). Keyword rule: every sentence of a tier-1/2 chunk
   holding a general-statement cue (we believe / should / must / never / always / the best) is
   an extracted principle, with itself as evidence.
-* entity typing precision: share of ``entities.people`` the rule :func:`entity_type` types as a
-  person, and of ``entities.companies`` it types as an organisation. The rule, first match wins:
+* entity typing precision: share of ``entities.people`` that are persons, and of
+  ``entities.companies`` that are organisations. A name is judged first by its hand label in
+  ``bench/gold/entities.json`` (every name candidate of the gold letters' chunks, labelled
+  person / organisation / place / other by reading it in its letter, see ``bench/gold/README.md``;
+  place and other are wrong in either list); a name without a label by the rule
+  :func:`entity_type`; the number judged each way is printed beside. The rule, first match wins:
   a title (Mr./Mrs./Ms./Dr./Sir) in the name -> person; a corporate suffix or organisation word
   (Inc, Corp, Company, Bank, Insurance, Group, ... :data:`ORG_WORDS`) -> organisation; an all-caps
   acronym (GEICO, BNSF) -> organisation; a common given name (:data:`GIVEN_NAMES`, a general list,
@@ -337,6 +341,8 @@ class Scores:
     companies: list[int] = field(default_factory=lambda: [0, 0, 0])  # organisation, judged, all
     ent_ok: int = 0
     ent_total: int = 0
+    ent_by_label: int = 0  # entities judged by their hand label
+    ent_by_rule: int = 0  # ... by entity_type (a name without a label, typed other than unknown)
     yr_ok: int = 0
     yr_total: int = 0
     concept_tp: int = 0
@@ -386,6 +392,11 @@ class Scores:
                 "judged": self.companies[1],
                 "all": self.companies[2],
             },
+            "entities_judged": {
+                "by label": self.ent_by_label,
+                "by rule": self.ent_by_rule,
+                "all": self.ent_total,
+            },
             "entity_grounding": ratio(self.ent_ok, self.ent_total),
             "entities": self.ent_total,
             "comparison_year_grounding": ratio(self.yr_ok, self.yr_total),
@@ -402,6 +413,13 @@ class Scores:
 
 def load_gold(year: int) -> dict:
     return json.loads((GOLD / f"{year}.json").read_text(encoding="utf-8"))
+
+
+def load_entity_labels(year: int) -> dict[str, str]:
+    """name -> person / organisation / place / other for the gold letter ``year`` ({} if none)."""
+    data = json.loads((GOLD / "entities.json").read_text(encoding="utf-8"))
+    by_kind = data.get(str(year), {})
+    return {name: kind for kind, names in by_kind.items() for name in names}
 
 
 def load_concept_labels() -> dict[str, dict]:
@@ -476,7 +494,7 @@ def _score_principles(
         )
 
 
-def _score_entities(s: Scores, records: Sequence[dict]) -> None:
+def _score_entities(s: Scores, records: Sequence[dict], labels: dict[str, str]) -> None:
     letter_text = "\n\n".join(r["content"] for r in records if r["metadata"]["chunk_tier"] == 1)
     for record in records:
         md = record["metadata"]
@@ -486,7 +504,12 @@ def _score_entities(s: Scores, records: Sequence[dict]) -> None:
             ("companies", "organisation", s.companies),
         ):
             for name in md["entities"][kind]:
-                judged = entity_type(name, letter_text)
+                if name in labels:
+                    judged = labels[name]
+                    s.ent_by_label += 1
+                else:
+                    judged = entity_type(name, letter_text)
+                    s.ent_by_rule += judged != "unknown"
                 tally[0] += judged == want
                 tally[1] += judged != "unknown"
                 tally[2] += 1
@@ -528,12 +551,14 @@ def score_letter(
     *,
     concept_labels: dict[str, dict] | None = None,
     concepts_by_rule: bool = False,
+    entity_labels: dict[str, str] | None = None,
 ) -> Scores:
     """Score one letter's canonical ``records`` against its ``gold`` (see the module docstring).
 
     ``evidence`` maps chunk_id to its evidence record (``principle_evidence`` aligned with the
     chunk's principles); ``concepts_by_rule`` scores the vocabulary-cue rule instead of the
-    chunks' own ``buffett_concepts``.
+    chunks' own ``buffett_concepts``; ``entity_labels`` (name -> hand label) judge entity
+    types before :func:`entity_type` does.
     """
     s = Scores(chunks=len(records))
     body = [r for r in records if r["metadata"]["chunk_tier"] in (1, 2)]
@@ -541,7 +566,7 @@ def score_letter(
     s.body = len(body)
     _score_confessions(s, gold, body, texts)
     _score_principles(s, gold, body, texts, evidence or {})
-    _score_entities(s, records)
+    _score_entities(s, records, entity_labels or {})
     _score_concepts(s, records, concept_labels or {}, load_cues() if concepts_by_rule else None)
     return s
 
@@ -570,7 +595,13 @@ def measure(years: Iterable[int] | None = None, out: Path | None = None) -> list
             continue
         run = replay(year, out)
         gold = load_gold(year)
-        ours = score_letter(gold, run.records, run.evidence, concept_labels=labels)
+        ours = score_letter(
+            gold,
+            run.records,
+            run.evidence,
+            concept_labels=labels,
+            entity_labels=load_entity_labels(year),
+        )
         ours.calls, ours.prompt_tokens = run.calls, run.prompt_tokens
         ours.completion_tokens = run.completion_tokens
         kw_records, kw_evidence = keyword_records(run.records)
@@ -606,6 +637,7 @@ _ROWS: list[tuple[str, str, str | None]] = [
     ("principles whose evidence is gold", "principles_on_gold", None),
     ("people typed person (judged)", "people_precision", "people"),
     ("companies typed organisation (judged)", "companies_precision", "companies"),
+    ("entities judged by hand label / by rule", "entities_judged", None),
     ("entity grounding", "entity_grounding", "entities"),
     ("comparison-year grounding", "comparison_year_grounding", None),
     ("concept precision (hand-labelled)", "concept_precision", "concept_chunks"),
@@ -623,6 +655,7 @@ _NO_KEYWORD = {
     "companies_precision",
     "companies_precision_strict",
     "companies",
+    "entities_judged",
     "entity_grounding",
     "entities",
     "comparison_year_grounding",
@@ -635,6 +668,9 @@ def keyword_figures(scores: Scores) -> dict[str, Any]:
 
 def _cell(figures: dict[str, Any], key: str, extra: str | None) -> str:
     value = figures[key]
+    if isinstance(value, dict):  # entities_judged: by label / by rule of all
+        label, rule, total = value.values()
+        return f"{label} / {rule} of {total}"
     text = "n/a" if value is None else (f"{value:.2f}" if isinstance(value, float) else str(value))
     if extra is None:
         return text

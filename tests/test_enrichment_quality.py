@@ -270,3 +270,18 @@ def test_concept_labels_match_the_segmented_chunks():
     }
     for chunk_id, label in labels.items():
         assert contents.get(chunk_id, "").startswith(eq.norm(label["opening"])), chunk_id
+
+
+def test_hand_labels_judge_entities_before_the_rule():
+    labels = {"Smith": "organisation", "Mr. Smith": "other"}
+    s = eq.score_letter(GOLD, RECORDS, EVIDENCE, entity_labels=labels).figures()
+    # labelled: "Mr. Smith" is no person, "Smith" an organisation; "Acme Corp" by the rule
+    assert s["people"] == {"persons": 0, "judged": 1, "all": 1}
+    assert s["companies"] == {"organisations": 2, "judged": 2, "all": 2}
+    assert s["entities_judged"] == {"by label": 2, "by rule": 1, "all": 3}
+
+
+def test_entity_labels_load_per_gold_letter():
+    labels = eq.load_entity_labels(1977)
+    assert labels["Ken Chace"] == "person" and labels["Management"] == "other"
+    assert eq.load_entity_labels(1900) == {}

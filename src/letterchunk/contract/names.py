@@ -110,8 +110,12 @@ COMMON_ACRONYMS = frozenset(
 )
 # words that start no name: a name written after them is not a name as written
 _LEADING = frozenset(
-    """a an and as at because before but by for from if in includes including excludes
-    excluding into like of on or our the their then these this those to unlike we with""".split()
+    """a about after all also although an and any as at because before both but by during each
+    either even every for from further he her here his however i if in includes including
+    excludes excluding instead into it its like many meanwhile more most my neither no nor not of
+    on once only or other our over since so some such than that the their then there these they
+    this those though through thus to under unless unlike until we what when where whether which
+    while who why with within without yet you your""".split()
 )
 _CONNECTOR = re.compile(r"\s+(?:and|&)\s+")
 _POSSESSIVE = re.compile(r"^(.+?)['\u2019]s\s+(.+)$")
@@ -123,6 +127,9 @@ _ROLE_OF = re.compile(
 )
 _SHARES_AFTER = re.compile(r"^['\u2019]s\s+(?:stock|shares|subsidiary|subsidiaries)\b")
 _SHARES_BEFORE = re.compile(r"\b(?:shares|stock)\s+of\s+(?:the\s+)?$", re.IGNORECASE)
+_SUBSIDIARY_AFTER = re.compile(
+    r"^,\s+(?:a|an|our)\s+(?:[\w%-]+\s+){0,3}(?:subsidiary|company|affiliate)\b"
+)
 _WORD = re.compile(r"[A-Za-z][\w&'\u2019./-]*")
 
 
@@ -204,6 +211,8 @@ def _kind(name: str, text: _Text) -> NameKind:
         return _kind(alias, _Text(""))
     if _CONNECTOR.search(name) and not _ends_in_legal_form(words):
         parts = {_kind(part, text) for part in _CONNECTOR.split(name) if part}
+        if " & " in name and " and " not in name and parts != {"person"}:  # "Ogilvy & Mather"
+            return "organisation"
         return parts.pop() if len(parts) == 1 else "unknown"
     for split in (_POSSESSIVE, _OF):
         m = split.match(name)
@@ -248,13 +257,15 @@ def _continues(before: str) -> bool:
     stands right before it, or "<capitalised word> and" where that word ends no organisation
     name ("National Fire and | Marine Insurance Company", not "... Associates and | Hathaway
     Manufacturing")."""
-    m = re.search(r"([A-Za-z][\w'\u2019.-]*)\s+((?:and|&)\s+)?$", before)
-    if m is None or not m.group(1)[:1].isupper() or m.group(1).endswith("."):
+    m = re.search(r"(^|\S\s*)([A-Za-z][\w'\u2019.-]*)\s+((?:and|&)\s+)?$", before)
+    if m is None or not m.group(2)[:1].isupper() or m.group(2).endswith("."):
         return False
-    key = _key(m.group(1))
+    if not m.group(1).strip() or m.group(1).strip()[-1] in ".!?:":  # a sentence's first word
+        return False
+    key = _key(m.group(2))
     if key in _LEADING or key in TITLES:
         return False
-    return not (m.group(2) and key in ORG_WORDS)
+    return not (m.group(3) and key in ORG_WORDS)
 
 
 def _ends_in_legal_form(words: list[str]) -> bool:
@@ -351,6 +362,8 @@ def _context_kind(name: str, words: list[str], text: _Text) -> NameKind:  # rule
         if _PERSON_BEFORE.search(before):
             found.add("person")
         if _ROLE_OF.search(before) or _SHARES_BEFORE.search(before) or _SHARES_AFTER.match(after):
+            found.add("organisation")
+        if _SUBSIDIARY_AFTER.match(after):
             found.add("organisation")
         following = re.match(r"^,?\s+([A-Z][\w.&-]*)", after)
         if following and _key(following.group(1)) in ORG_WORDS and alone:
