@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TEXT = (
     "Acme Widget Corporation had a fine year. Its chairman, Mr. Carl Vole, told us so, and "
     "Helen Ostrow, who runs sales, agreed. Our plant in Springfield, Illinois was busy, and "
-    "the Kestrel Fire and Marine Insurance Company paid claims. Management and Textile Operations improved. Zanthor, Inc. grew too. We bought "
+    "the Kestrel Fire and Marine Insurance Company paid claims. Management and Textile "
+    "Operations improved. Zanthor, Inc. grew too. We bought "
     "Quell & Sons in Boston, and GAAP earnings rose."
 )
 
