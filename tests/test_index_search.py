@@ -132,8 +132,12 @@ def test_a_table_hit_returns_its_parent_context(dense_db, enriched_letter):
     assert hit.chunk_id == "1987-S2-T3-001"
     parent = enriched_letter.chunk("1987-S2-T1-001")
     assert hit.parent is not None and hit.parent.chunk_id == parent.chunk_id
-    assert hit.parent.content == parent.content
+    assert hit.parent.content is None  # a pointer: k hits return k leaves, not their parents
     assert enriched_letter.text[hit.parent.start_char : hit.parent.end_char] == parent.content
+    [expanded] = find(
+        dense_db, "GEICO National Indemnity 1987 1986", k=1, filters=Filters(tier=3), expand=True
+    )
+    assert expanded.parent is not None and expanded.parent.content == parent.content
     tier1 = find(dense_db, "intrinsic value book value", k=1)
     assert tier1[0].chunk_tier == 1 and tier1[0].parent is None
 

@@ -4,9 +4,15 @@ Each retriever ranks the chunks that pass the filters; hybrid mode fuses the two
 reciprocal-rank fusion (score = sum of 1 / (60 + rank)), which needs no score calibration between
 BM25 and cosine.  A chunk's dense score is its best unit (summary or content window).
 
-Tier expansion (seed 000 §4.1): a Tier-3 (table) or Tier-2 (paragraph) hit comes with its Tier-1
-parent's context, so an answer about a figure or a quote can cite the surrounding text.  Every hit
-carries its exact source span: ``source_file[start_char:end_char] == content``.
+What is ranked: the index's leaves (see :mod:`letterchunk.retrieval.index`), the most specific
+chunks: Tier-2 paragraphs, Tier-3 tables, Tier-1 chunks without children.  A hit's ``content`` is
+that leaf, so k hits return k small passages.  A ``tier`` filter ranks every chunk of that tier
+instead (``--tier 1`` searches whole sections).
+
+Tier expansion (seed 000 §4.1): a Tier-3 (table) or Tier-2 (paragraph) hit names its Tier-1
+parent (id, title, span) in ``parent``, so an answer about a figure or a quote can fetch the
+surrounding text; with ``expand`` the parent's text comes with it.  Every hit carries its exact
+source span: ``source_file[start_char:end_char] == content``.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any, Literal
 
 from letterchunk.errors import ConfigError
 from letterchunk.retrieval.embed import Embedder, load_numpy
+from letterchunk.retrieval.index import SCHEMA_VERSION
 from letterchunk.retrieval.store import connect
 
 __all__ = ["Context", "Filters", "Hit", "Mode", "RRF_K", "fts_query", "search"]
@@ -62,14 +69,14 @@ class Filters:
 
 @dataclass(frozen=True)
 class Context:
-    """A parent chunk returned beside a Tier-2/Tier-3 hit."""
+    """The parent chunk of a Tier-2/Tier-3 hit: a pointer, with its text when expanded."""
 
     chunk_id: str
     section_title: str
     source_file: str
     start_char: int
     end_char: int
-    content: str
+    content: str | None = None  # source_file[start_char:end_char]; None unless expanded
 
 
 @dataclass(frozen=True)
@@ -146,16 +153,20 @@ _COLUMNS = (
 )
 
 
-def _parent(conn: Any, chunk_id: str) -> Context | None:
+def _parent(conn: Any, chunk_id: str, expand: bool) -> Context | None:
     row = conn.execute(
         "SELECT chunk_id, section_title, source_file, start_char, end_char, content "
         "FROM chunks WHERE chunk_id = ?",
         (chunk_id,),
     ).fetchone()
-    return Context(*row) if row else None
+    if not row:
+        return None
+    return Context(*row[:5], content=row[5] if expand else None)
 
 
-def _hit(conn: Any, rowid: int, score: float, ranks: dict[str, list[int]]) -> Hit:
+def _hit(
+    conn: Any, rowid: int, score: float, ranks: dict[str, list[int]], expand: bool
+) -> Hit:
     row = conn.execute(f"SELECT {_COLUMNS} FROM chunks WHERE rowid = ?", (rowid,)).fetchone()
     (_, chunk_id, year, title, tier, ctype, source, start, end, summary, content, parent, md) = row
 
@@ -177,7 +188,7 @@ def _hit(conn: Any, rowid: int, score: float, ranks: dict[str, list[int]]) -> Hi
         content=content,
         bm25_rank=rank("bm25"),
         dense_rank=rank("dense"),
-        parent=_parent(conn, parent) if parent and tier in (2, 3) else None,
+        parent=_parent(conn, parent, expand) if parent and tier in (2, 3) else None,
         metadata=json.loads(md),
     )
 
@@ -190,22 +201,33 @@ def search(
     filters: Filters | None = None,
     mode: Mode = "hybrid",
     embedder: Callable[[str], Embedder] | None = None,
+    expand: bool = False,
 ) -> list[Hit]:
-    """The ``k`` best chunks of the index ``db`` for ``query``.
+    """The ``k`` best leaves of the index ``db`` for ``query`` (every chunk of a filtered tier).
 
     ``embedder`` builds the query embedder from the name stored in the index (dense and hybrid
-    modes only); an index built with ``--no-dense`` searches in ``bm25`` mode.
+    modes only); an index built with ``--no-dense`` searches in ``bm25`` mode.  ``expand`` puts
+    each Tier-2/Tier-3 hit's parent text in ``hit.parent.content``.
     """
     if not Path(db).is_file():
         raise ConfigError(f"{db}: no such index; build it with `letterchunk index DIR --db {db}`")
-    where, params = (filters or Filters()).sql()
+    filters = filters or Filters()
+    where, params = filters.sql()
+    if filters.tier is None:
+        where += " AND c.leaf = 1"
     conn, has_vec = connect(db)
     try:
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("schema") != SCHEMA_VERSION:
+            raise ConfigError(
+                f"{db}: index schema {meta.get('schema', '?')}, this letterchunk reads "
+                f"{SCHEMA_VERSION}; index again: `letterchunk index DIR --db {db}`"
+            )
         ranks: dict[str, list[int]] = {}
         if mode in ("hybrid", "bm25"):
             ranks["bm25"] = _bm25(conn, query, where, params)
         if mode in ("hybrid", "dense"):
-            name = dict(conn.execute("SELECT key, value FROM meta").fetchall()).get("embedder")
+            name = meta.get("embedder")
             if not name or not conn.execute("SELECT 1 FROM units LIMIT 1").fetchone():
                 if mode == "dense":
                     raise ConfigError(
@@ -218,6 +240,6 @@ def search(
                 [vector] = embedder(name).embed([query])
                 ranks["dense"] = _dense(conn, vector, where, params, has_vec)
         fused = _fuse(list(ranks.values()))[:k]
-        return [_hit(conn, rowid, score, ranks) for rowid, score in fused]
+        return [_hit(conn, rowid, score, ranks, expand) for rowid, score in fused]
     finally:
         conn.close()
