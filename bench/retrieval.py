@@ -33,8 +33,10 @@ return fits 4,000 tokens (five peer chunks) and asks whether those answer.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import sqlite3
 import sys
 import tempfile
 import time
@@ -92,21 +94,38 @@ def load_questions(path: Path = QUESTIONS) -> list[Question]:
 
 
 def write_ours(letters: list[CleanedLetter], out: Path) -> None:
-    """Enrich the cassette letters by replay; segment the others (no model, no network)."""
+    """Segment every letter with Tier-2 chunks; enrich the cassette letters by replay.
+
+    The cassettes were recorded without ``--tier2``, so the enriched letters' Tier-1 and Tier-3
+    chunks come from the replayed run and their Tier-2 chunks (no summary) from the segmenter,
+    which numbers Tier-1 and Tier-3 chunks the same with and without ``tier2``.
+    """
     for letter in letters:
-        if letter.year not in ENRICHED:
-            chunks = segment_letter(letter)
-            (out / f"{letter.year}.jsonl").write_text(
-                "".join(dump_chunk(c) + "\n" for c in chunks), "utf-8"
-            )
-            continue
-        with replayed_client(ROOT / "cassettes" / f"{letter.year}.yaml") as (client, _):
-            run_paths(
-                [LETTERS / f"{letter.year}.txt"],
-                out,
-                client,
-                RunOptions(workers=1, on_failure="skip", source_label="cassette", report=False),
-            )
+        chunks = segment_letter(letter, tier2=True)
+        if letter.year in ENRICHED:
+            with tempfile.TemporaryDirectory() as tmp, replayed_client(
+                ROOT / "cassettes" / f"{letter.year}.yaml"
+            ) as (client, _):
+                run_paths(
+                    [LETTERS / f"{letter.year}.txt"],
+                    Path(tmp),
+                    client,
+                    RunOptions(workers=1, on_failure="skip", source_label="cassette", report=False),
+                )
+                enriched = {c.chunk_id: c for c in read_chunks(tmp)}
+            chunks = [_with_children(enriched[c.chunk_id], c) if c.chunk_id in enriched else c
+                      for c in chunks]
+        (out / f"{letter.year}.jsonl").write_text(
+            "".join(dump_chunk(c) + "\n" for c in chunks), "utf-8"
+        )
+
+
+def _with_children(enriched: Chunk, segmented: Chunk) -> Chunk:
+    """The enriched chunk, naming the children the Tier-2 segmentation gave it."""
+    md = enriched.metadata.model_copy(
+        update={"child_chunk_ids": segmented.metadata.child_chunk_ids}
+    )
+    return enriched.model_copy(update={"metadata": md})
 
 
 def write_without_summary(src: Path, out: Path) -> None:
@@ -185,22 +204,47 @@ def write_peer(name: str, letters: list[CleanedLetter], out: Path) -> None:
 # --- scoring ----------------------------------------------------------------------------------
 
 
-class CachedQueries:
-    """The index's embedder, remembering query vectors (every question is asked many times)."""
+class CachedVectors:
+    """The index's embedder, remembering every vector it made in ``cache/vectors.sqlite``.
 
-    def __init__(self, model: Embedder) -> None:
+    The chunkers share most texts (``ours`` and ``ours -summary`` differ only in the summaries
+    of two letters), questions are asked many times, and a changed design re-embeds only the
+    texts it changed: a vector is keyed by the model's name and the exact text.
+    """
+
+    def __init__(self, model: Embedder, cache: Path) -> None:
         self.model = model
         self.name, self.window = model.name, model.window
-        self.memo: dict[str, np.ndarray] = {}
+        self.db = sqlite3.connect(cache / "vectors.sqlite")
+        self.db.execute("CREATE TABLE IF NOT EXISTS v (key TEXT PRIMARY KEY, vector BLOB)")
+        self.embedded = 0
 
     def token_starts(self, text: str) -> list[int]:
         return self.model.token_starts(text)
 
+    def _key(self, text: str) -> str:
+        return hashlib.sha256(f"{self.name}\0{text}".encode()).hexdigest()
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        missing = [t for t in texts if t not in self.memo]
+        keys = [self._key(t) for t in texts]
+        found: dict[str, np.ndarray] = {}
+        for first in range(0, len(keys), 500):
+            part = keys[first : first + 500]
+            rows = self.db.execute(
+                f"SELECT key, vector FROM v WHERE key IN ({','.join('?' * len(part))})", part
+            ).fetchall()
+            found.update((k, np.frombuffer(b, dtype="<f4")) for k, b in rows)
+        missing = list({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items())
         if missing:
-            self.memo.update(zip(missing, self.model.embed(missing), strict=True))
-        return np.stack([self.memo[t] for t in texts])
+            vectors = self.model.embed([t for _, t in missing])
+            self.embedded += len(missing)
+            self.db.executemany(
+                "INSERT OR REPLACE INTO v VALUES (?, ?)",
+                [(k, v.astype("<f4").tobytes()) for (k, _), v in zip(missing, vectors, strict=True)],
+            )
+            self.db.commit()
+            found.update((k, v) for (k, _), v in zip(missing, vectors, strict=True))
+        return np.stack([found[k] for k in keys])
 
 
 @dataclass
@@ -224,7 +268,7 @@ def mean(values: Sequence[float]) -> float:
 def returned(hit: Hit, expand: bool) -> list[tuple[str, int, int, str]]:
     """(source file, start, end, text) of what the hit gives a reader."""
     pieces = [(hit.source_file, hit.start_char, hit.end_char, hit.content)]
-    if expand and hit.parent:
+    if expand and hit.parent and hit.parent.content is not None:
         p = hit.parent
         pieces.append((p.source_file, p.start_char, p.end_char, p.content))
     return pieces
@@ -267,6 +311,15 @@ def rank_of(hits: list[Hit], evidence: str, expand: bool) -> int | None:
 # --- the run ----------------------------------------------------------------------------------
 
 
+def _progress(name: str) -> Callable[[int, int], None]:
+    def show(done: int, total: int) -> None:
+        print(f"\r  {name}: embedded {done}/{total}", end="", file=sys.stderr, flush=True)
+        if done == total:
+            print(file=sys.stderr)
+
+    return show
+
+
 def build(
     variants: dict[str, Path], cache: Path, model: Embedder | None
 ) -> dict[str, tuple[Path, float, int, int]]:
@@ -275,7 +328,7 @@ def build(
     for name, folder in variants.items():
         db = cache / f"{name.replace(' ', '')}.sqlite"
         started = time.perf_counter()
-        stats = build_index(folder, db, model)
+        stats = build_index(folder, db, model, progress=_progress(name))
         out[name] = (db, time.perf_counter() - started, stats.units_embedded, stats.units_reused)
     return out
 
@@ -284,7 +337,7 @@ def evaluate(
     questions: list[Question],
     dbs: dict[str, Path],
     modes: list[Mode],
-    embedder: CachedQueries | None,
+    embedder: CachedVectors | None,
     texts: dict[str, str],
     year_filter: bool,
 ) -> tuple[dict[tuple[str, str, str], Score], dict[str, list[float]]]:
@@ -302,12 +355,13 @@ def evaluate(
                     mode=mode,
                     filters=Filters(year=q.year) if year_filter else None,
                     embedder=(lambda _name: embedder) if embedder else None,
+                    expand=True,
                 )
                 latency[mode].append(time.perf_counter() - started)
                 hits = deep[:K]
                 evidence = squash(q.evidence)
-                countings = [("", True)] + (
-                    [(" hits only", False)] if name.startswith(OURS) else []
+                countings = [("", False)] + (
+                    [(" +parents", True)] if name.startswith(OURS) else []
                 )
                 for suffix, expand in countings:
                     pieces = [p for h in hits for p in returned(h, expand)]
@@ -394,8 +448,8 @@ def main(argv: list[str]) -> int:
     questions = load_questions()
     years = sorted({q.year for q in questions})
     letters = [load_letter(LETTERS / f"{y}.txt") for y in years]
-    model = None if args.no_dense else MiniLM()
     args.cache.mkdir(parents=True, exist_ok=True)
+    model = None if args.no_dense else CachedVectors(MiniLM(), args.cache)
     with tempfile.TemporaryDirectory() as tmp:
         folders = {name: Path(tmp) / name.replace(" ", "") for name in (OURS, OURS_BARE, *PEERS)}
         for folder in folders.values():
@@ -420,11 +474,10 @@ def main(argv: list[str]) -> int:
         )
     texts = {f"{ltr.year}_cleaned.txt": ltr.text for ltr in letters}
     modes: list[Mode] = ["bm25"] if args.no_dense else ["bm25", "dense", "hybrid"]
-    embedder = CachedQueries(model) if model else None
     scores, latency = evaluate(
-        questions, {n: b[0] for n, b in built.items()}, modes, embedder, texts, args.year_filter
+        questions, {n: b[0] for n, b in built.items()}, modes, model, texts, args.year_filter
     )
-    names = [OURS, OURS + " hits only", OURS_BARE, OURS_BARE + " hits only", *PEERS]
+    names = [OURS, OURS + " +parents", OURS_BARE, OURS_BARE + " +parents", *PEERS]
     report(scores, modes, names, questions)
     print(
         "\nquery latency (mean per search, query embedding cached after first use): "

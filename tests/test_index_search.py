@@ -237,3 +237,125 @@ def test_numpy_scoring_ranks_as_sqlite_vec_does(dense_db, monkeypatch):
     monkeypatch.setattr(search_module, "connect", lambda db: (connect(db)[0], False))
     without = find(dense_db, "GEICO float underwriting", k=3, mode="dense")
     assert _ids(with_vec) == _ids(without)
+
+
+# --- ranked units (leaves), context headers, schema ------------------------------------------
+
+CORPUS = __import__("pathlib").Path(__file__).resolve().parents[1] / "corpus" / "letters"
+
+
+@pytest.fixture(scope="module")
+def tier2_dir(tmp_path_factory):
+    """1977 segmented with Tier-2 chunks, as `letterchunk segment --tier2` writes it."""
+    from letterchunk.contract.schema import dump_chunk
+    from letterchunk.text.clean import load_letter
+    from letterchunk.text.segment import segment_letter
+
+    folder = tmp_path_factory.mktemp("tier2")
+    chunks = segment_letter(load_letter(CORPUS / "1977.txt"), tier2=True)
+    (folder / "1977.jsonl").write_text("".join(dump_chunk(c) + "\n" for c in chunks), "utf-8")
+    return folder, chunks
+
+
+def test_every_sentence_lies_in_a_ranked_unit(tier2_dir):
+    from letterchunk.retrieval.chunks import read_records
+    from letterchunk.retrieval.index import _SENTENCE_END, ranked_ids
+
+    folder, chunks = tier2_dir
+    ranked = ranked_ids(read_records(folder))
+    spans = [
+        (c.metadata.source_span.start_char, c.metadata.source_span.end_char_exclusive)
+        for c in chunks
+        if c.chunk_id in ranked
+    ]
+    parents = [c for c in chunks if c.metadata.child_chunk_ids]
+    assert parents and any(p.chunk_id not in ranked for p in parents)  # covered parents drop out
+    assert all(c.chunk_id in ranked for c in chunks if not c.metadata.child_chunk_ids)
+    for c in chunks:
+        if c.metadata.chunk_tier != 1:
+            continue
+        for m in _SENTENCE_END.finditer(c.content):
+            at = c.metadata.source_span.start_char + m.start()
+            assert any(s <= at < e for s, e in spans), (c.chunk_id, c.content[m.start() - 60 :][:80])
+
+
+def test_search_ranks_leaves_and_points_to_the_parent(tier2_dir, tmp_path):
+    folder, chunks = tier2_dir
+    by_id = {c.chunk_id: c for c in chunks}
+    db = tmp_path / "leaves.sqlite"
+    build_index(folder, db)
+    hits = search(db, "insurance premium volume underwriting", k=8, mode="bm25")
+    assert len(hits) == 8
+    covered = {
+        p.chunk_id
+        for p in chunks
+        if p.metadata.child_chunk_ids
+        and not _SENTENCE_LEFT_OUT(p, [by_id[k] for k in p.metadata.child_chunk_ids])
+    }
+    assert not covered & set(_ids(hits))
+    children = [h for h in hits if h.chunk_tier in (2, 3)]
+    assert children, "a Tier-2 or Tier-3 leaf is among the hits"
+    for h in children:
+        parent = by_id[h.metadata["parent_chunk_id"]]
+        assert h.parent is not None and h.parent.chunk_id == parent.chunk_id
+        assert h.parent.content is None
+        assert (h.parent.start_char, h.parent.end_char) == (
+            parent.metadata.source_span.start_char,
+            parent.metadata.source_span.end_char_exclusive,
+        )
+    # a tier filter ranks every chunk of that tier, parents included
+    whole = search(db, "insurance premium volume underwriting", k=3, mode="bm25", filters=Filters(tier=1))
+    assert whole and all(h.chunk_tier == 1 for h in whole)
+    assert any(by_id[h.chunk_id].metadata.child_chunk_ids for h in whole)
+
+
+def _SENTENCE_LEFT_OUT(parent, children) -> bool:  # noqa: N802 - mirrors the index's rule
+    from letterchunk.retrieval.index import _SENTENCE_END
+
+    start = parent.metadata.source_span.start_char
+    text = list(parent.content)
+    for c in children:
+        span = c.metadata.source_span
+        for i in range(span.start_char - start, span.end_char_exclusive - start):
+            if 0 <= i < len(text):
+                text[i] = " "
+    return bool(_SENTENCE_END.search("".join(text)))
+
+
+def test_every_embedded_piece_starts_with_the_context_header(letter_dir, tmp_path):
+    model = WordHashEmbedder()
+    build_index(letter_dir, tmp_path / "ctx.sqlite", model)
+    table = "1987 letter. Insurance Operations. Table: Insurance Operations Results.\n"
+    assert any(t.startswith(table) for t in model.texts)
+    assert any(t.startswith("1987 letter. Performance.\n") for t in model.texts)
+    assert all(t.startswith("1987 letter. ") for t in model.texts)
+    with sqlite3.connect(tmp_path / "ctx.sqlite") as conn:
+        headers = dict(conn.execute("SELECT chunk_id, header FROM chunks").fetchall())
+        # BM25 sees the header: a query naming only the section finds its chunks
+        found = conn.execute(
+            "SELECT c.chunk_id FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+            "WHERE chunks_fts MATCH 'header: performance'"
+        ).fetchall()
+    assert headers["1987-S1-T1-001"] == "1987 letter. Performance."
+    assert found == [("1987-S1-T1-001",)]
+
+
+def test_a_long_header_is_cut_to_a_quarter_window(letter_dir, tmp_path):
+    path = letter_dir / "1987.jsonl"
+    long_title = "Insurance " * 60
+    path.write_text(path.read_text().replace('"Performance"', f'"{long_title.strip()}"'))
+    model = WordHashEmbedder()  # asserts every text fits its 40-word window
+    build_index(letter_dir, tmp_path / "long.sqlite", model)
+    firsts = [t.split("\n", 1)[0] for t in model.texts if "Insurance Insurance" in t]
+    assert firsts and all(len(f.split()) <= model.window // 4 for f in firsts)
+
+
+def test_an_index_of_another_schema_is_rebuilt_and_search_says_so(letter_dir, tmp_path):
+    db = tmp_path / "old.sqlite"
+    build_index(letter_dir, db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
+    with pytest.raises(ConfigError, match=r"schema 1.*letterchunk index DIR --db"):
+        search(db, "float", mode="bm25")
+    build_index(letter_dir, db)
+    assert _ids(search(db, "float money we hold", k=1, mode="bm25"))

@@ -110,9 +110,11 @@ class IndexStats:
     sqlite_vec: bool
 
 
-def checksum(record: Record, embedder: str) -> str:
-    """What a chunk's vectors depend on: the embedder, the header, the summary and the content."""
-    text = "\0".join([embedder, context_header(record), record.summary, record.content])
+def checksum(record: Record, embedder: str, covered: bool = False) -> str:
+    """What a chunk's vectors depend on: the embedder, the header, the summary, the content, and
+    whether its children cover it (then its content is embedded as theirs)."""
+    parts = [embedder, context_header(record), record.summary, record.content]
+    text = "\0".join(parts + (["covered"] if covered else []))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -156,10 +158,9 @@ def _is_index(conn: Any) -> bool:
     return conn.execute(found).fetchone() is not None
 
 
-def _write_chunks(conn: Any, records: list[Record], embedder: str) -> None:
+def _write_chunks(conn: Any, records: list[Record], ranked: set[str], embedder: str) -> None:
     conn.execute("DELETE FROM chunks")
     conn.execute("DELETE FROM chunks_fts")
-    ranked = ranked_ids(records)
     summaries = {r.chunk_id: r.summary for r in records}
     for rowid, r in enumerate(records, 1):
         md, chunk = r.metadata, r.chunk.metadata
@@ -185,7 +186,7 @@ def _write_chunks(conn: Any, records: list[Record], embedder: str) -> None:
                 json.dumps(r.chunk.model_dump(mode="json"), ensure_ascii=False),
                 header,
                 int(r.chunk_id in ranked),
-                checksum(r, embedder),
+                checksum(r, embedder, covered=r.chunk_id not in ranked),
             ),
         )
         # a child without a summary of its own is situated by its parent's
@@ -205,16 +206,21 @@ def _header_prefix(embedder: Embedder, header: str) -> str:
     return header + "\n"
 
 
-def _units(embedder: Embedder, record: Record) -> list[tuple[str, int, int, str]]:
+def _units(
+    embedder: Embedder, record: Record, covered: bool
+) -> list[tuple[str, int, int, str]]:
     """(kind, start, end, text to embed) of each piece of a chunk: summary, content windows.
 
     Every piece is embedded behind the chunk's context header; the windows are shortened by the
     header's tokens (and a margin of 2 for the join) so that header and window fit the model.
+    A parent its children cover embeds its summary only: search scores its content by the
+    children's vectors, so no text is embedded twice.
     """
     prefix = _header_prefix(embedder, context_header(record))
     size = embedder.window - len(embedder.token_starts(prefix)) - 2
     pieces = []
-    for kind, text in (("summary", record.summary), ("content", record.content)):
+    texts = [("summary", record.summary)] + ([] if covered else [("content", record.content)])
+    for kind, text in texts:
         if text:
             pieces += [
                 (kind, w.start, w.end, prefix + text[w.start : w.end])
@@ -226,17 +232,26 @@ def _units(embedder: Embedder, record: Record) -> list[tuple[str, int, int, str]
 def _embed_missing(
     conn: Any,
     records: list[Record],
+    ranked: set[str],
     embedder: Embedder,
     progress: Callable[[int, int], None] | None,
 ) -> tuple[int, int]:
     """Embed the units of chunks whose checksum has none; returns (embedded, reused)."""
-    wanted = {checksum(r, embedder.name): r for r in records}
+    wanted = {
+        checksum(r, embedder.name, covered=r.chunk_id not in ranked): (r, r.chunk_id not in ranked)
+        for r in records
+    }
     have = {row[0] for row in conn.execute("SELECT DISTINCT checksum FROM units")}
     stale = have - wanted.keys()
     conn.executemany("DELETE FROM units WHERE checksum = ?", [(c,) for c in stale])
     conn.commit()
     reused = conn.execute("SELECT count(*) FROM units").fetchone()[0]
-    todo = [(c, *unit) for c, r in wanted.items() if c not in have for unit in _units(embedder, r)]
+    todo = [
+        (c, *unit)
+        for c, (r, covered) in wanted.items()
+        if c not in have
+        for unit in _units(embedder, r, covered)
+    ]
     for first in range(0, len(todo), BATCH):
         batch = todo[first : first + BATCH]
         vectors = embedder.embed([text for *_, text in batch])
@@ -263,6 +278,7 @@ def build_index(
 ) -> IndexStats:
     """Index ``folder``'s chunks into ``db`` (created or updated); see the module docstring."""
     records = read_records(folder)
+    ranked = ranked_ids(records)
     name = embedder.name if embedder else ""
     conn, has_vec = connect(db)
     try:
@@ -279,14 +295,14 @@ def build_index(
         # --no-dense on a dense index keeps its vectors usable for the chunks that did not change
         name = name or meta.get("embedder", "")
         with conn:
-            _write_chunks(conn, records, name)
+            _write_chunks(conn, records, ranked, name)
             conn.executemany(
                 "INSERT OR REPLACE INTO meta VALUES (?, ?)",
                 [("schema", SCHEMA_VERSION), ("embedder", name)],
             )
         embedded = reused = 0
         if embedder:
-            embedded, reused = _embed_missing(conn, records, embedder, progress)
+            embedded, reused = _embed_missing(conn, records, ranked, embedder, progress)
         return IndexStats(
             len(records), embedded, reused, embedder.name if embedder else None, has_vec
         )

@@ -2,7 +2,8 @@
 
 Each retriever ranks the chunks that pass the filters; hybrid mode fuses the two rankings with
 reciprocal-rank fusion (score = sum of 1 / (60 + rank)), which needs no score calibration between
-BM25 and cosine.  A chunk's dense score is its best unit (summary or content window).
+BM25 and cosine.  A chunk's dense score is its best unit (summary or content window); a parent
+its children cover is scored by its summary and its children's units.
 
 What is ranked: the index's leaves (see :mod:`letterchunk.retrieval.index`), the most specific
 chunks: Tier-2 paragraphs, Tier-3 tables, Tier-1 chunks without children.  A hit's ``content`` is
@@ -120,7 +121,14 @@ def _dense(conn: Any, vector: Any, where: str, params: list[Any], has_vec: bool)
     """Chunk rowids by their best unit's cosine similarity to ``vector`` (exact, filtered)."""
     np = load_numpy()
     blob = np.asarray(vector, dtype="<f4").tobytes()
-    join = f"FROM units u JOIN chunks c ON c.checksum = u.checksum WHERE {where}"
+    # a chunk's units are its own, and for a parent its children cover, also its children's
+    join = (
+        "FROM (SELECT rowid AS owner, checksum FROM chunks UNION ALL "
+        "SELECT p.rowid, ch.checksum FROM chunks p JOIN chunks ch "
+        "ON ch.parent_chunk_id = p.chunk_id WHERE p.leaf = 0) o "
+        "JOIN chunks c ON c.rowid = o.owner JOIN units u ON u.checksum = o.checksum "
+        f"WHERE {where}"
+    )
     if has_vec:  # sqlite-vec scores in SQL; the same blobs as the numpy path below
         rows = conn.execute(
             f"SELECT c.rowid, min(vec_distance_cosine(u.embedding, ?)) AS d {join} "
