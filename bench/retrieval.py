@@ -103,9 +103,10 @@ def write_ours(letters: list[CleanedLetter], out: Path) -> None:
     for letter in letters:
         chunks = segment_letter(letter, tier2=True)
         if letter.year in ENRICHED:
-            with tempfile.TemporaryDirectory() as tmp, replayed_client(
-                ROOT / "cassettes" / f"{letter.year}.yaml"
-            ) as (client, _):
+            with (
+                tempfile.TemporaryDirectory() as tmp,
+                replayed_client(ROOT / "cassettes" / f"{letter.year}.yaml") as (client, _),
+            ):
                 run_paths(
                     [LETTERS / f"{letter.year}.txt"],
                     Path(tmp),
@@ -113,8 +114,10 @@ def write_ours(letters: list[CleanedLetter], out: Path) -> None:
                     RunOptions(workers=1, on_failure="skip", source_label="cassette", report=False),
                 )
                 enriched = {c.chunk_id: c for c in read_chunks(tmp)}
-            chunks = [_with_children(enriched[c.chunk_id], c) if c.chunk_id in enriched else c
-                      for c in chunks]
+            chunks = [
+                _with_children(enriched[c.chunk_id], c) if c.chunk_id in enriched else c
+                for c in chunks
+            ]
         (out / f"{letter.year}.jsonl").write_text(
             "".join(dump_chunk(c) + "\n" for c in chunks), "utf-8"
         )
@@ -240,7 +243,10 @@ class CachedVectors:
             self.embedded += len(missing)
             self.db.executemany(
                 "INSERT OR REPLACE INTO v VALUES (?, ?)",
-                [(k, v.astype("<f4").tobytes()) for (k, _), v in zip(missing, vectors, strict=True)],
+                [
+                    (k, v.astype("<f4").tobytes())
+                    for (k, _), v in zip(missing, vectors, strict=True)
+                ],
             )
             self.db.commit()
             found.update((k, v) for (k, _), v in zip(missing, vectors, strict=True))
@@ -268,6 +274,7 @@ def mean(values: Sequence[float]) -> float:
 def returned(hit: Hit, expand: bool) -> list[tuple[str, int, int, str]]:
     """(source file, start, end, text) of what the hit gives a reader."""
     pieces = [(hit.source_file, hit.start_char, hit.end_char, hit.content)]
+    pieces += [(m.source_file, m.start_char, m.end_char, m.content) for m in hit.more]
     if expand and hit.parent and hit.parent.content is not None:
         p = hit.parent
         pieces.append((p.source_file, p.start_char, p.end_char, p.content))
@@ -347,22 +354,20 @@ def evaluate(
     for mode in modes:
         for name, db in dbs.items():
             for q in questions:
+                ask = {
+                    "mode": mode,
+                    "filters": Filters(year=q.year) if year_filter else None,
+                    "embedder": (lambda _name: embedder) if embedder else None,
+                    "expand": True,
+                }
                 started = time.perf_counter()
-                deep = search(
-                    db,
-                    q.question,
-                    k=DEPTH,
-                    mode=mode,
-                    filters=Filters(year=q.year) if year_filter else None,
-                    embedder=(lambda _name: embedder) if embedder else None,
-                    expand=True,
-                )
+                hits = search(db, q.question, k=K, **ask)  # type: ignore[arg-type]
                 latency[mode].append(time.perf_counter() - started)
-                hits = deep[:K]
+                # a hit's other passages depend on k (those ranked above the k-th section):
+                # the equal-budget figure walks a deeper search's hits
+                deep = search(db, q.question, k=DEPTH, **ask)  # type: ignore[arg-type]
                 evidence = squash(q.evidence)
-                countings = [("", False)] + (
-                    [(" +parents", True)] if name.startswith(OURS) else []
-                )
+                countings = [("", False)] + ([(" +parents", True)] if name.startswith(OURS) else [])
                 for suffix, expand in countings:
                     pieces = [p for h in hits for p in returned(h, expand)]
                     rank, tokens = rank_of(hits, evidence, expand), context_tokens(pieces, texts)

@@ -68,6 +68,11 @@ def _ids(hits):
     return [h.chunk_id for h in hits]
 
 
+def _all_ids(hits):
+    """The hits' chunks and the other passages of their sections (``more``)."""
+    return [h.chunk_id for h in hits] + [m.chunk_id for h in hits for m in h.more]
+
+
 def test_windows_cover_long_text_whole_and_overlap():
     embedder = WordHashEmbedder()
     text = " ".join(f"w{i}" for i in range(100))
@@ -122,9 +127,9 @@ def test_hybrid_fuses_both_rankings(dense_db):
 def test_each_filter_applies_to_both_retrievers(dense_db, filters, expected):
     for mode in ("bm25", "dense", "hybrid"):
         hits = find(dense_db, "Berkshire insurance value", k=10, filters=filters, mode=mode)
-        assert set(_ids(hits)) <= expected, mode
+        assert set(_all_ids(hits)) <= expected, mode
         if mode != "bm25":  # every chunk has vectors: dense sees every chunk that passes
-            assert set(_ids(hits)) == expected, mode
+            assert set(_all_ids(hits)) == expected, mode
 
 
 def test_a_table_hit_returns_its_parent_context(dense_db, enriched_letter):
@@ -276,7 +281,10 @@ def test_every_sentence_lies_in_a_ranked_unit(tier2_dir):
             continue
         for m in _SENTENCE_END.finditer(c.content):
             at = c.metadata.source_span.start_char + m.start()
-            assert any(s <= at < e for s, e in spans), (c.chunk_id, c.content[m.start() - 60 :][:80])
+            assert any(s <= at < e for s, e in spans), (
+                c.chunk_id,
+                c.content[m.start() - 60 :][:80],
+            )
 
 
 def test_search_ranks_leaves_and_points_to_the_parent(tier2_dir, tmp_path):
@@ -284,15 +292,22 @@ def test_search_ranks_leaves_and_points_to_the_parent(tier2_dir, tmp_path):
     by_id = {c.chunk_id: c for c in chunks}
     db = tmp_path / "leaves.sqlite"
     build_index(folder, db)
-    hits = search(db, "insurance premium volume underwriting", k=8, mode="bm25")
-    assert len(hits) == 8
+    hits = search(db, "insurance premium volume underwriting", k=4, mode="bm25")
+    assert len(hits) == 4
+    sections = [h.metadata["parent_chunk_id"] or h.chunk_id for h in hits]
+    assert len(set(sections)) == 4, "each hit is another section"
+    for h in hits:  # the other passages of a hit are leaves of the same section
+        for m in h.more:
+            section = by_id[m.chunk_id].metadata.parent_chunk_id or m.chunk_id
+            assert section == (h.metadata["parent_chunk_id"] or h.chunk_id)
+            assert m.content == by_id[m.chunk_id].content
     covered = {
         p.chunk_id
         for p in chunks
         if p.metadata.child_chunk_ids
         and not _SENTENCE_LEFT_OUT(p, [by_id[k] for k in p.metadata.child_chunk_ids])
     }
-    assert not covered & set(_ids(hits))
+    assert not covered & set(_all_ids(hits))
     children = [h for h in hits if h.chunk_tier in (2, 3)]
     assert children, "a Tier-2 or Tier-3 leaf is among the hits"
     for h in children:
@@ -304,7 +319,9 @@ def test_search_ranks_leaves_and_points_to_the_parent(tier2_dir, tmp_path):
             parent.metadata.source_span.end_char_exclusive,
         )
     # a tier filter ranks every chunk of that tier, parents included
-    whole = search(db, "insurance premium volume underwriting", k=3, mode="bm25", filters=Filters(tier=1))
+    whole = search(
+        db, "insurance premium volume underwriting", k=3, mode="bm25", filters=Filters(tier=1)
+    )
     assert whole and all(h.chunk_tier == 1 for h in whole)
     assert any(by_id[h.chunk_id].metadata.child_chunk_ids for h in whole)
 
@@ -359,3 +376,45 @@ def test_an_index_of_another_schema_is_rebuilt_and_search_says_so(letter_dir, tm
         search(db, "float", mode="bm25")
     build_index(letter_dir, db)
     assert _ids(search(db, "float money we hold", k=1, mode="bm25"))
+
+
+def test_cli_expand_and_the_other_passages_of_a_section(letter_dir, tmp_path, capsys):
+    db = tmp_path / "cli.sqlite"
+    assert main(["index", str(letter_dir), "--db", str(db), "--no-dense"]) == 0
+    capsys.readouterr()
+    argv = ["search", "GEICO float premiums", "--db", str(db), "--json"]
+    assert main([*argv, "--tier", "3"]) == 0
+    assert json.loads(capsys.readouterr().out)["parent"]["content"] is None
+    assert main([*argv, "--tier", "3", "--expand"]) == 0
+    parent = json.loads(capsys.readouterr().out)["parent"]
+    assert parent["chunk_id"] == "1987-S2-T1-001" and parent["content"].startswith("Insurance")
+    # untiered: the table and its parent (which holds prose outside the table) are one section
+    assert main(argv[:4]) == 0
+    out = capsys.readouterr().out
+    first = out.split("\n2. ")[0]
+    assert first.startswith("1. 1987-S2-T")
+    assert "   also 1987-S2-T" in first and "1987_cleaned.txt[" in first
+
+
+def test_a_covered_parent_embeds_no_text_twice_and_is_found_by_its_children(tier2_dir, tmp_path):
+    folder, chunks = tier2_dir
+    db = tmp_path / "covered.sqlite"
+    model = WordHashEmbedder()
+    build_index(folder, db, model)
+    with sqlite3.connect(db) as conn:
+        covered = dict(
+            conn.execute("SELECT chunk_id, checksum FROM chunks WHERE leaf = 0").fetchall()
+        )
+        content_units = conn.execute(
+            "SELECT count(*) FROM units WHERE kind = 'content' AND checksum IN "
+            f"({', '.join('?' * len(covered))})",
+            list(covered.values()),
+        ).fetchone()[0]
+    assert covered and content_units == 0
+    # whole sections by dense similarity: a covered parent is scored by its children's vectors
+    hits = find(db, "insurance premium volume", k=20, mode="dense", filters=Filters(tier=1))
+    assert covered.keys() <= set(_ids(hits))
+    # what a covered parent's children hold, it is found by
+    child = next(c for c in chunks if c.metadata.parent_chunk_id in covered)
+    [top] = find(db, child.content, k=1, mode="dense", filters=Filters(tier=1))
+    assert top.chunk_id == child.metadata.parent_chunk_id

@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any
 
 from letterchunk.contract.schema import UNTITLED
-from letterchunk.errors import ConfigError
 from letterchunk.retrieval.chunks import Record, read_records
 from letterchunk.retrieval.embed import Embedder, windows
 from letterchunk.retrieval.store import connect
@@ -206,9 +205,7 @@ def _header_prefix(embedder: Embedder, header: str) -> str:
     return header + "\n"
 
 
-def _units(
-    embedder: Embedder, record: Record, covered: bool
-) -> list[tuple[str, int, int, str]]:
+def _units(embedder: Embedder, record: Record, covered: bool) -> list[tuple[str, int, int, str]]:
     """(kind, start, end, text to embed) of each piece of a chunk: summary, content windows.
 
     Every piece is embedded behind the chunk's context header; the windows are shortened by the

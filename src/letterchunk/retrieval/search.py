@@ -6,9 +6,15 @@ BM25 and cosine.  A chunk's dense score is its best unit (summary or content win
 its children cover is scored by its summary and its children's units.
 
 What is ranked: the index's leaves (see :mod:`letterchunk.retrieval.index`), the most specific
-chunks: Tier-2 paragraphs, Tier-3 tables, Tier-1 chunks without children.  A hit's ``content`` is
-that leaf, so k hits return k small passages.  A ``tier`` filter ranks every chunk of that tier
-instead (``--tier 1`` searches whole sections).
+chunks: Tier-2 paragraphs, Tier-3 tables, Tier-1 chunks without children.  Each retriever ranks
+the leaves and, separately, the sections (Tier-1 chunks); a leaf's fused score adds its section's
+reciprocal ranks to its own, so a passage of a section that matches the question as a whole
+rises (a question about a principle often matches a section better than any one paragraph).
+Hits are grouped by section: walking the fused ranking, the first leaf of a section opens a hit
+and the section's later leaves join it (``more``), until the k-th section has opened.  So k hits
+are k different sections, each returning its best passage and its other passages that ranked
+above the k-th section's first; the section itself is a pointer (``parent``).  A ``tier`` filter
+ranks every chunk of that tier instead, one hit each (``--tier 1`` searches whole sections).
 
 Tier expansion (seed 000 §4.1): a Tier-3 (table) or Tier-2 (paragraph) hit names its Tier-1
 parent (id, title, span) in ``parent``, so an answer about a figure or a quote can fetch the
@@ -26,11 +32,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from letterchunk.errors import ConfigError
-from letterchunk.retrieval.embed import Embedder, load_numpy
+from letterchunk.retrieval.embed import Embedder, load_numpy, windows
 from letterchunk.retrieval.index import SCHEMA_VERSION
 from letterchunk.retrieval.store import connect
 
-__all__ = ["Context", "Filters", "Hit", "Mode", "RRF_K", "fts_query", "search"]
+__all__ = ["Context", "Filters", "Hit", "Mode", "Passage", "RRF_K", "fts_query", "search"]
 
 Mode = Literal["hybrid", "bm25", "dense"]
 RRF_K = 60
@@ -81,6 +87,18 @@ class Context:
 
 
 @dataclass(frozen=True)
+class Passage:
+    """Another leaf of a hit's section that ranked above the k-th section."""
+
+    chunk_id: str
+    chunk_tier: int
+    source_file: str
+    start_char: int
+    end_char: int
+    content: str
+
+
+@dataclass(frozen=True)
 class Hit:
     chunk_id: str
     letter_year: int
@@ -96,6 +114,7 @@ class Hit:
     bm25_rank: int | None = None
     dense_rank: int | None = None
     parent: Context | None = None
+    more: list[Passage] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
@@ -169,11 +188,68 @@ def _parent(conn: Any, chunk_id: str, expand: bool) -> Context | None:
     ).fetchone()
     if not row:
         return None
-    return Context(*row[:5], content=row[5] if expand else None)
+    chunk_id, title, source, start, end, content = row
+    return Context(chunk_id, title, source, start, end, content if expand else None)
+
+
+def _passage(conn: Any, rowid: int) -> Passage:
+    row = conn.execute(
+        "SELECT chunk_id, chunk_tier, source_file, start_char, end_char, content "
+        "FROM chunks WHERE rowid = ?",
+        (rowid,),
+    ).fetchone()
+    return Passage(*row)
+
+
+def _sections(conn: Any, rowids: list[int]) -> dict[int, int]:
+    """Each leaf's section: its Tier-1 parent's rowid, or its own for a Tier-1 chunk."""
+    out: dict[int, int] = {}
+    for first in range(0, len(rowids), 500):
+        part = rowids[first : first + 500]
+        rows = conn.execute(
+            "SELECT c.rowid, p.rowid FROM chunks c LEFT JOIN chunks p "
+            "ON p.chunk_id = c.parent_chunk_id AND c.chunk_tier IN (2, 3) "
+            f"WHERE c.rowid IN ({', '.join('?' * len(part))})",
+            part,
+        ).fetchall()
+        out.update((leaf, section or leaf) for leaf, section in rows)
+    return out
+
+
+def _fuse_sections(
+    leaves: dict[str, list[int]], sections: dict[str, list[int]], section_of: dict[int, int]
+) -> list[tuple[int, float]]:
+    """Leaves by the sum of their own and their section's reciprocal ranks, best first."""
+    scores = dict(_fuse(list(leaves.values())))
+    for ranking in sections.values():
+        bonus = {rowid: 1.0 / (RRF_K + rank) for rank, rowid in enumerate(ranking, 1)}
+        for leaf in scores:
+            scores[leaf] += bonus.get(section_of[leaf], 0.0)
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _group(
+    ranked: list[tuple[int, float]], section_of: dict[int, int], k: int
+) -> list[list[tuple[int, float]]]:
+    """The first ``k`` sections in rank order, each with its leaves ranked before the k-th."""
+    groups: dict[int, list[tuple[int, float]]] = {}
+    for rowid, score in ranked:
+        section = section_of[rowid]
+        if section not in groups:
+            if len(groups) == k:
+                break
+            groups[section] = []
+        groups[section].append((rowid, score))
+    return list(groups.values())
 
 
 def _hit(
-    conn: Any, rowid: int, score: float, ranks: dict[str, list[int]], expand: bool
+    conn: Any,
+    rowid: int,
+    score: float,
+    ranks: dict[str, list[int]],
+    expand: bool,
+    more: list[int] | None = None,
 ) -> Hit:
     row = conn.execute(f"SELECT {_COLUMNS} FROM chunks WHERE rowid = ?", (rowid,)).fetchone()
     (_, chunk_id, year, title, tier, ctype, source, start, end, summary, content, parent, md) = row
@@ -197,6 +273,7 @@ def _hit(
         bm25_rank=rank("bm25"),
         dense_rank=rank("dense"),
         parent=_parent(conn, parent, expand) if parent and tier in (2, 3) else None,
+        more=[_passage(conn, r) for r in more or []],
         metadata=json.loads(md),
     )
 
@@ -211,7 +288,7 @@ def search(
     embedder: Callable[[str], Embedder] | None = None,
     expand: bool = False,
 ) -> list[Hit]:
-    """The ``k`` best leaves of the index ``db`` for ``query`` (every chunk of a filtered tier).
+    """The ``k`` best sections' leaves in the index ``db`` for ``query`` (see the module doc).
 
     ``embedder`` builds the query embedder from the name stored in the index (dense and hybrid
     modes only); an index built with ``--no-dense`` searches in ``bm25`` mode.  ``expand`` puts
@@ -221,33 +298,60 @@ def search(
         raise ConfigError(f"{db}: no such index; build it with `letterchunk index DIR --db {db}`")
     filters = filters or Filters()
     where, params = filters.sql()
-    if filters.tier is None:
-        where += " AND c.leaf = 1"
     conn, has_vec = connect(db)
     try:
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("schema") != SCHEMA_VERSION:
-            raise ConfigError(
-                f"{db}: index schema {meta.get('schema', '?')}, this letterchunk reads "
-                f"{SCHEMA_VERSION}; index again: `letterchunk index DIR --db {db}`"
-            )
-        ranks: dict[str, list[int]] = {}
-        if mode in ("hybrid", "bm25"):
-            ranks["bm25"] = _bm25(conn, query, where, params)
-        if mode in ("hybrid", "dense"):
-            name = meta.get("embedder")
-            if not name or not conn.execute("SELECT 1 FROM units LIMIT 1").fetchone():
-                if mode == "dense":
-                    raise ConfigError(
-                        f"{db} has no vectors (indexed with --no-dense); index again without "
-                        "--no-dense, or search with --bm25"
-                    )
-            elif embedder is None:
-                raise ConfigError(f"{db} holds {name} vectors; pass an embedder for them")
-            else:
-                [vector] = embedder(name).embed([query])
-                ranks["dense"] = _dense(conn, vector, where, params, has_vec)
-        fused = _fuse(list(ranks.values()))[:k]
-        return [_hit(conn, rowid, score, ranks, expand) for rowid, score in fused]
+        vector = _query_vector(conn, db, query, mode, embedder)
+
+        def rank(condition: str) -> dict[str, list[int]]:
+            ranks: dict[str, list[int]] = {}
+            if mode in ("hybrid", "bm25"):
+                ranks["bm25"] = _bm25(conn, query, condition, params)
+            if vector is not None:
+                ranks["dense"] = _dense(conn, vector, condition, params, has_vec)
+            return ranks
+
+        if filters.tier is not None:
+            ranks = rank(where)
+            fused = _fuse(list(ranks.values()))[:k]
+            return [_hit(conn, rowid, score, ranks, expand) for rowid, score in fused]
+        leaves = rank(where + " AND c.leaf = 1")
+        sections = rank(where + " AND c.chunk_tier = 1")
+        section_of = _sections(conn, sorted({r for ranking in leaves.values() for r in ranking}))
+        groups = _group(_fuse_sections(leaves, sections, section_of), section_of, k)
+        return [
+            _hit(conn, group[0][0], group[0][1], leaves, expand, [r for r, _ in group[1:]])
+            for group in groups
+        ]
     finally:
         conn.close()
+
+
+def _query_vector(
+    conn: Any, db: str | Path, query: str, mode: Mode, embedder: Callable[[str], Embedder] | None
+) -> Any:
+    """The query's vector for dense ranking, or None (BM25 mode, or an index with no vectors)."""
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    if meta.get("schema") != SCHEMA_VERSION:
+        raise ConfigError(
+            f"{db}: index schema {meta.get('schema', '?')}, this letterchunk reads "
+            f"{SCHEMA_VERSION}; index again: `letterchunk index DIR --db {db}`"
+        )
+    if mode == "bm25":
+        return None
+    name = meta.get("embedder")
+    if not name or not conn.execute("SELECT 1 FROM units LIMIT 1").fetchone():
+        if mode == "dense":
+            raise ConfigError(
+                f"{db} has no vectors (indexed with --no-dense); index again without "
+                "--no-dense, or search with --bm25"
+            )
+        return None
+    if embedder is None:
+        raise ConfigError(f"{db} holds {name} vectors; pass an embedder for them")
+    model = embedder(name)
+    # a query longer than the model's window is embedded window by window, and the mean of
+    # the window vectors (normalised) stands for it; the model never sees a cut text
+    vectors = model.embed([query[w.start : w.end] for w in windows(model, query)])
+    np = load_numpy()
+    mean = vectors.mean(axis=0)
+    return mean / max(float(np.linalg.norm(mean)), 1e-12)
