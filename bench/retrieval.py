@@ -70,6 +70,7 @@ K = 5
 BUDGET = 4000  # context tokens: five peer chunks of 800; the equal-context comparison
 DEPTH = 20  # hits fetched per search; the first K give the @5 figures
 OURS, OURS_BARE = "ours", "ours -summary"
+PEER_CTX = " @peer ctx"  # ours with a token budget: the smallest peer's mean k=5 context
 PEERS = ("chonkie", "semchunk", "langchain")
 
 
@@ -347,12 +348,17 @@ def evaluate(
     embedder: CachedVectors | None,
     texts: dict[str, str],
     year_filter: bool,
-) -> tuple[dict[tuple[str, str, str], Score], dict[str, list[float]]]:
-    """Scores by (mode, chunker and counting, question subset), and seconds per search."""
+) -> tuple[dict[tuple[str, str, str], Score], dict[str, list[float]], dict[str, int]]:
+    """Scores by (mode, chunker and counting, question subset), seconds per search, and the
+    context budget of the ``@peer ctx`` rows (per mode)."""
     scores: dict[tuple[str, str, str], Score] = defaultdict(Score)
     latency: dict[str, list[float]] = defaultdict(list)
+    budgets: dict[str, int] = {}
+    order = [n for n in dbs if n in PEERS] + [n for n in dbs if n not in PEERS]
     for mode in modes:
-        for name, db in dbs.items():
+        for name in order:
+            if name == order[len(PEERS)]:  # the peers are done: the smallest peer context
+                budgets[mode] = int(min(mean(scores[(mode, p, "all")].tokens) for p in PEERS))
             for q in questions:
                 ask = {
                     "mode": mode,
@@ -361,21 +367,30 @@ def evaluate(
                     "expand": True,
                 }
                 started = time.perf_counter()
-                hits = search(db, q.question, k=K, **ask)  # type: ignore[arg-type]
+                hits = search(dbs[name], q.question, k=K, **ask)  # type: ignore[arg-type]
                 latency[mode].append(time.perf_counter() - started)
                 # a hit's other passages depend on k (those ranked above the k-th section):
                 # the equal-budget figure walks a deeper search's hits
-                deep = search(db, q.question, k=DEPTH, **ask)  # type: ignore[arg-type]
-                evidence = squash(q.evidence)
-                countings = [("", False)] + ([(" +parents", True)] if name.startswith(OURS) else [])
-                for suffix, expand in countings:
-                    pieces = [p for h in hits for p in returned(h, expand)]
-                    rank, tokens = rank_of(hits, evidence, expand), context_tokens(pieces, texts)
-                    fits = within_budget(deep, evidence, expand, texts)
-                    subsets = ["all", q.kind] + (["enriched"] if q.year in ENRICHED else [])
+                deep = search(dbs[name], q.question, k=DEPTH, **ask)  # type: ignore[arg-type]
+                runs = [("", False, hits)]
+                if name.startswith(OURS):
+                    fitted = search(
+                        dbs[name],
+                        q.question,
+                        k=None,
+                        tokens=budgets[mode],
+                        **ask,  # type: ignore[arg-type]
+                    )
+                    runs += [(" +parents", True, hits), (PEER_CTX, False, fitted)]
+                subsets = ["all", q.kind] + (["enriched"] if q.year in ENRICHED else [])
+                for suffix, expand, got in runs:
+                    pieces = [p for h in got for p in returned(h, expand)]
+                    rank = rank_of(got, squash(q.evidence), expand)
+                    tokens = context_tokens(pieces, texts)
+                    fits = within_budget(deep, squash(q.evidence), expand, texts)
                     for subset in subsets:
                         scores[(mode, name + suffix, subset)].add(rank, tokens, fits)
-    return scores, latency
+    return scores, latency, budgets
 
 
 def ratio(a: float, b: float) -> str:
@@ -387,6 +402,7 @@ def report(
     modes: list[Mode],
     names: list[str],
     questions: list[Question],
+    budgets: dict[str, int],
 ) -> None:
     n_enriched = sum(q.year in ENRICHED for q in questions)
     print(
@@ -415,23 +431,29 @@ def report(
         peers = {p: scores[(mode, p, "all")] for p in PEERS}
         best = max(peers, key=lambda p: (mean(peers[p].recall), mean(peers[p].rr)))
         b = peers[best]
-        for ours in (OURS, OURS_BARE):
+        for ours in (OURS, OURS + PEER_CTX, OURS_BARE, OURS_BARE + PEER_CTX):
             o = scores[(mode, ours, "all")]
             print(
-                f"  {mode:<9} {ours:<14} vs {best:<9}  recall@5 "
+                f"  {mode:<9} {ours:<24} vs {best:<9}  recall@5 "
                 f"{ratio(mean(o.recall), mean(b.recall))}  MRR {ratio(mean(o.rr), mean(b.rr))}  "
                 f"ctx tokens {ratio(mean(o.tokens), mean(b.tokens))}"
             )
+    print(
+        f"\n{PEER_CTX.strip()}: a token budget equal to the smallest peer's mean k={K} context ("
+        + ", ".join(f"{m} {budgets[m]}" for m in modes)
+        + ")"
+    )
     if "hybrid" in modes:
-        o = scores[("hybrid", OURS, "all")]
         peers = {p: scores[("hybrid", p, "all")] for p in PEERS}
         best = max(peers, key=lambda p: mean(peers[p].recall))
-        print(
-            "\nacceptance (hybrid, ours with summaries): "
-            f"recall@5 >= 0.90: {mean(o.recall) >= 0.90}; "
-            f"above every peer: {all(mean(o.recall) > mean(p.recall) for p in peers.values())}; "
-            f"ctx tokens <= best peer ({best}): {mean(o.tokens) <= mean(peers[best].tokens)}"
-        )
+        for ours in (OURS, OURS + PEER_CTX):
+            o = scores[("hybrid", ours, "all")]
+            above = all(mean(o.recall) > mean(p.recall) for p in peers.values())
+            print(
+                f"acceptance (hybrid, {ours.strip()}): recall@5 >= 0.90: {mean(o.recall) >= 0.90}; "
+                f"above every peer: {above}; "
+                f"ctx tokens <= best peer ({best}): {mean(o.tokens) <= mean(peers[best].tokens)}"
+            )
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -479,11 +501,14 @@ def main(argv: list[str]) -> int:
         )
     texts = {f"{ltr.year}_cleaned.txt": ltr.text for ltr in letters}
     modes: list[Mode] = ["bm25"] if args.no_dense else ["bm25", "dense", "hybrid"]
-    scores, latency = evaluate(
+    scores, latency, budgets = evaluate(
         questions, {n: b[0] for n, b in built.items()}, modes, model, texts, args.year_filter
     )
-    names = [OURS, OURS + " +parents", OURS_BARE, OURS_BARE + " +parents", *PEERS]
-    report(scores, modes, names, questions)
+    names = [
+        *(n + suffix for n in (OURS, OURS_BARE) for suffix in ("", " +parents", PEER_CTX)),
+        *PEERS,
+    ]
+    report(scores, modes, names, questions, budgets)
     print(
         "\nquery latency (mean per search, query embedding cached after first use): "
         + ", ".join(f"{m} {1000 * mean(latency[m]):.1f} ms" for m in modes)

@@ -418,3 +418,29 @@ def test_a_covered_parent_embeds_no_text_twice_and_is_found_by_its_children(tier
     child = next(c for c in chunks if c.metadata.parent_chunk_id in covered)
     [top] = find(db, child.content, k=1, mode="dense", filters=Filters(tier=1))
     assert top.chunk_id == child.metadata.parent_chunk_id
+
+
+def test_a_token_budget_takes_passages_in_rank_order_while_they_fit(tier2_dir, tmp_path, capsys):
+    folder, chunks = tier2_dir
+    size = {c.chunk_id: c.metadata.token_count for c in chunks}
+    db = tmp_path / "budget.sqlite"
+    build_index(folder, db)
+    query = "insurance premium volume underwriting results"
+
+    def passages(hits):
+        return [p for h in hits for p in [h.chunk_id, *(m.chunk_id for m in h.more)]]
+
+    for budget in (300, 800, 2000):
+        hits = search(db, query, k=None, tokens=budget, mode="bm25")
+        taken = passages(hits)
+        assert taken and sum(size[c] for c in taken) <= budget
+    small, large = (passages(search(db, query, k=None, tokens=b, mode="bm25")) for b in (800, 2000))
+    assert len(large) > len(small)
+    # a budget takes from the same ranking: what it takes, an uncapped search returns too
+    assert set(large) <= set(passages(search(db, query, k=50, mode="bm25")))
+    with pytest.raises(ConfigError, match="k, a token budget"):
+        search(db, query, k=None, mode="bm25")
+    assert main(["search", query, "--db", str(db), "--tokens", "800", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    cli = [p for h in lines for p in [h["chunk_id"], *(m["chunk_id"] for m in h["more"])]]
+    assert cli == small

@@ -5,7 +5,8 @@ Tier-3 tables, Tier-1 chunks without children): BM25 and dense similarity fused 
 rank (or one of them alone), after the filters, with each chunk's section rank added.  The k hits
 are k different sections: each hit is a section's best passage, plus its other passages that
 ranked above the k-th section ("also").  A Tier-3 or Tier-2 hit names its Tier-1 parent; --expand
-returns the parent's text too.  --tier N ranks every chunk of tier N, one hit each.  Each hit
+returns the parent's text too.  --tokens N fills a context budget instead: passages in rank
+order while their tokens fit N.  --tier N ranks every chunk of tier N, one hit each.  Each hit
 shows its chunk id, year, section, score and exact source span (source_file[start:end]).  --json
 prints one JSON object per hit and line.
 """
@@ -30,6 +31,8 @@ Examples:
   letterchunk search "float at no cost" --db letters.sqlite -k 3
   letterchunk search "GEICO float" --db letters.sqlite --year 1996 --company GEICO --json
   letterchunk search "equity holdings table" --db letters.sqlite --tier 3 --bm25
+  # as many passages as fit 2,000 tokens of context
+  letterchunk search "what makes an insurer worth owning" --db letters.sqlite --tokens 2000
   # the section around each paragraph or table hit, too
   letterchunk search "why float can cost nothing" --db letters.sqlite --expand
 """
@@ -45,7 +48,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("query", metavar="QUERY")
     p.add_argument("--db", required=True, metavar="FILE", help="index built by `letterchunk index`")
-    p.add_argument("-k", type=int, default=5, metavar="N", help="hits to return (default 5)")
+    p.add_argument(
+        "-k",
+        type=int,
+        metavar="N",
+        help="hits (sections) to return (default 5; no cap with --tokens unless given)",
+    )
+    p.add_argument(
+        "--tokens",
+        type=int,
+        metavar="N",
+        help="context budget: passages in rank order while their tokens fit N",
+    )
     f = p.add_argument_group("filters")
     f.add_argument("--year", type=int, metavar="Y", help="letter_year")
     f.add_argument("--company", metavar="C", help="a company named in the chunk (substring)")
@@ -68,8 +82,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
-    if args.k < 1:
+    if args.k is not None and args.k < 1:
         raise ConfigError("-k must be >= 1")
+    if args.tokens is not None and args.tokens < 1:
+        raise ConfigError("--tokens must be >= 1")
+    k = args.k if args.k is not None or args.tokens is not None else 5
     filters = Filters(args.year, args.company, args.concept, args.content_type, args.tier)
 
     def embedder(name: str):  # noqa: ANN202 - the Embedder the index names
@@ -83,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
     hits = search(
         args.db,
         args.query,
-        k=args.k,
+        k=k,
+        tokens=args.tokens,
         filters=filters,
         mode=args.mode,
         embedder=embedder,

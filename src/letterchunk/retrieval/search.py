@@ -11,7 +11,8 @@ the leaves and, separately, the sections (Tier-1 chunks); a leaf's fused score a
 reciprocal ranks to its own, so a passage of a section that matches the question as a whole
 rises (a question about a principle often matches a section better than any one paragraph).
 Hits are grouped by section: walking the fused ranking, the first leaf of a section opens a hit
-and the section's later leaves join it (``more``), until the k-th section has opened.  So k hits
+and the section's later leaves join it (``more``), until the k-th section has opened (or, with a
+token budget, while the passages fit it).  So k hits
 are k different sections, each returning its best passage and its other passages that ranked
 above the k-th section's first; the section itself is a pointer (``parent``).  A ``tier`` filter
 ranks every chunk of that tier instead, one hit each (``--tier 1`` searches whole sections).
@@ -201,19 +202,23 @@ def _passage(conn: Any, rowid: int) -> Passage:
     return Passage(*row)
 
 
-def _sections(conn: Any, rowids: list[int]) -> dict[int, int]:
-    """Each leaf's section: its Tier-1 parent's rowid, or its own for a Tier-1 chunk."""
-    out: dict[int, int] = {}
+def _sections(conn: Any, rowids: list[int]) -> tuple[dict[int, int], dict[int, int]]:
+    """Each chunk's section (its Tier-1 parent's rowid, or its own for a Tier-1 chunk) and its
+    token count."""
+    section_of: dict[int, int] = {}
+    size: dict[int, int] = {}
     for first in range(0, len(rowids), 500):
         part = rowids[first : first + 500]
         rows = conn.execute(
-            "SELECT c.rowid, p.rowid FROM chunks c LEFT JOIN chunks p "
-            "ON p.chunk_id = c.parent_chunk_id AND c.chunk_tier IN (2, 3) "
+            "SELECT c.rowid, p.rowid, json_extract(c.metadata, '$.token_count') FROM chunks c "
+            "LEFT JOIN chunks p ON p.chunk_id = c.parent_chunk_id AND c.chunk_tier IN (2, 3) "
             f"WHERE c.rowid IN ({', '.join('?' * len(part))})",
             part,
         ).fetchall()
-        out.update((leaf, section or leaf) for leaf, section in rows)
-    return out
+        for leaf, section, tokens in rows:
+            section_of[leaf] = section or leaf
+            size[leaf] = int(tokens or 0)
+    return section_of, size
 
 
 def _fuse_sections(
@@ -229,17 +234,30 @@ def _fuse_sections(
 
 
 def _group(
-    ranked: list[tuple[int, float]], section_of: dict[int, int], k: int
+    ranked: list[tuple[int, float]],
+    section_of: dict[int, int],
+    k: int | None,
+    size: dict[int, int],
+    tokens: int | None,
 ) -> list[list[tuple[int, float]]]:
-    """The first ``k`` sections in rank order, each with its leaves ranked before the k-th."""
+    """The first ``k`` sections in rank order, each with its leaves ranked before the k-th.
+
+    With a ``tokens`` budget, a leaf that would take the passages past it is passed over (a
+    smaller one further down may still fit).
+    """
     groups: dict[int, list[tuple[int, float]]] = {}
+    left = tokens
     for rowid, score in ranked:
+        if left is not None and size[rowid] > left:
+            continue
         section = section_of[rowid]
         if section not in groups:
-            if len(groups) == k:
+            if k is not None and len(groups) == k:
                 break
             groups[section] = []
         groups[section].append((rowid, score))
+        if left is not None:
+            left -= size[rowid]
     return list(groups.values())
 
 
@@ -282,18 +300,23 @@ def search(
     db: str | Path,
     query: str,
     *,
-    k: int = 5,
+    k: int | None = 5,
     filters: Filters | None = None,
     mode: Mode = "hybrid",
     embedder: Callable[[str], Embedder] | None = None,
     expand: bool = False,
+    tokens: int | None = None,
 ) -> list[Hit]:
     """The ``k`` best sections' leaves in the index ``db`` for ``query`` (see the module doc).
 
     ``embedder`` builds the query embedder from the name stored in the index (dense and hybrid
     modes only); an index built with ``--no-dense`` searches in ``bm25`` mode.  ``expand`` puts
-    each Tier-2/Tier-3 hit's parent text in ``hit.parent.content``.
+    each Tier-2/Tier-3 hit's parent text in ``hit.parent.content``.  ``tokens`` is a context
+    budget: passages are taken in rank order while their token counts fit it (``k=None`` then
+    leaves the number of sections to the budget).
     """
+    if k is None and tokens is None:
+        raise ConfigError("search needs k, a token budget, or both")
     if not Path(db).is_file():
         raise ConfigError(f"{db}: no such index; build it with `letterchunk index DIR --db {db}`")
     filters = filters or Filters()
@@ -310,14 +333,18 @@ def search(
                 ranks["dense"] = _dense(conn, vector, condition, params, has_vec)
             return ranks
 
-        if filters.tier is not None:
+        if filters.tier is not None:  # one hit per chunk: each is its own section
             ranks = rank(where)
-            fused = _fuse(list(ranks.values()))[:k]
-            return [_hit(conn, rowid, score, ranks, expand) for rowid, score in fused]
+            fused = _fuse(list(ranks.values()))
+            _, size = _sections(conn, [rowid for rowid, _ in fused])
+            hits = _group(fused, {r: r for r, _ in fused}, k, size, tokens)
+            return [_hit(conn, rowid, score, ranks, expand) for [(rowid, score)] in hits]
         leaves = rank(where + " AND c.leaf = 1")
         sections = rank(where + " AND c.chunk_tier = 1")
-        section_of = _sections(conn, sorted({r for ranking in leaves.values() for r in ranking}))
-        groups = _group(_fuse_sections(leaves, sections, section_of), section_of, k)
+        candidates = sorted({r for ranking in leaves.values() for r in ranking})
+        section_of, size = _sections(conn, candidates)
+        ranked = _fuse_sections(leaves, sections, section_of)
+        groups = _group(ranked, section_of, k, size, tokens)
         return [
             _hit(conn, group[0][0], group[0][1], leaves, expand, [r for r, _ in group[1:]])
             for group in groups
