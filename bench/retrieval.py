@@ -8,26 +8,34 @@ The questions (``bench/retrieval_questions.jsonl``) were written by reading eigh
 has a kind (fact, principle, mistake, table) and a verbatim evidence passage that answers it.
 Every chunker cuts the SAME cleaned text of those eight letters:
 
-* ``ours``: letterchunk's output.  1977 and 1996 are enriched by replaying ``cassettes/`` (their
-  chunks carry an LLM contextual summary); the six other letters are segment-only (no summary).
-  ``ours -summary`` is the same chunks with the summary removed.
+* ``ours``: letterchunk's output with Tier-2 chunks (``--tier2``).  1977 and 1996 are enriched
+  by replaying ``cassettes/`` (their Tier-1 and Tier-3 chunks carry an LLM contextual summary;
+  the cassettes hold no Tier-2 requests, so their Tier-2 chunks come from the segmenter, without
+  a summary); the six other letters are segment-only.  ``ours -summary`` is the same chunks
+  with the summaries removed.
 * ``chonkie`` (RecursiveChunker), ``semchunk``, ``langchain`` (RecursiveCharacterTextSplitter,
   the length function ``from_tiktoken_encoder`` builds): 800 o200k tokens, no overlap.
 
 Each chunker's chunks are written as canonical chunk files (peer chunks as Tier-1 chunks with
 exact source spans, no title, no summary) and indexed by ``letterchunk.retrieval.index`` into
 its own SQLite file, then searched by ``letterchunk.retrieval.search``: the retriever is the
-same code for every chunker.  Indexes live in the cache folder (``--cache``, default
-``~/.cache/letterchunk/bench-retrieval``); the index keys vectors by chunk checksum, so a second
-run embeds nothing.
+same code for every chunker (context headers, leaf ranking with section ranks, grouping by
+section: a peer chunk is a leaf and its own section, so a peer's k hits are its k best chunks).
+Indexes and a vector cache shared by the chunkers (``vectors.sqlite``, keyed by model and exact
+text) live in the cache folder (``--cache``, default ``~/.cache/letterchunk/bench-retrieval``),
+so a second run embeds nothing.
 
-A hit answers a question when the evidence (whitespace-normalised) lies inside the text the hit
-returns.  For ``ours`` that text is the hit's content plus, for a Tier-3 (table) hit, its
-Tier-1 parent, which ``search`` returns beside it (tier expansion); the ``hits only`` rows count
-the hit's own content.  Context tokens: o200k tokens of everything the k hits return (parents
-included), overlapping spans of one letter counted once.  Because chunk sizes differ, recall is
-also given at equal context: ``recall@4000tok`` takes the hits in rank order while what they
-return fits 4,000 tokens (five peer chunks) and asks whether those answer.
+What k = 5 returns, and what is counted: a hit answers a question when the evidence
+(whitespace-normalised) lies inside the text the hit returns.  ``search`` returns k hits, each a
+section's best leaf plus the section's other leaves ranked above the k-th section (``more``);
+the parent is a pointer.  The main rows count the leaves returned; ``+parents`` rows count each
+Tier-2/Tier-3 hit's parent text too (``search(expand=True)``, the seed's tier expansion).
+Context tokens: o200k tokens of the union of the returned spans of each letter (an overlap is
+counted once), the same count for every chunker.  ``@peer ctx`` rows ask ``ours`` with a token
+budget instead of k (``search(tokens=N)``, ``letterchunk search --tokens N``), N the smallest
+mean k = 5 context of the three peers with the same retriever: recall at no more context than
+any peer.  ``recall@4000tok`` takes a deeper search's hits in rank order while what they return
+fits 4,000 tokens and asks whether those answer.
 """
 
 from __future__ import annotations
