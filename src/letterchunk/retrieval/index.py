@@ -26,9 +26,12 @@ piece and indexed by BM25 beside the content.  A child without a summary of its 
 by BM25 with its parent's summary.  Units stay exact: their offsets are in the content (or
 summary), the header is added only to what the model sees.
 
+**No text embedded twice.**  A parent its children cover (one that is not ranked) embeds its
+summary only; search scores its content by its children's vectors (``--tier 1 --dense``).
+
 An index written by another schema version is rebuilt whole (its vectors too).  Re-indexing
 rewrites ``chunks`` and ``chunks_fts`` (cheap) and embeds only the chunks whose
-checksum (embedder, summary, content) has no units yet; units nobody references are deleted.  An
+checksum (embedder, header, summary, content, covered or not) has no units yet; units nobody references are deleted.  An
 unchanged folder therefore costs no embedding work, and an enriched re-run re-embeds only the
 chunks whose summary changed.  With no embedder (``--no-dense``) no model is loaded at all.
 """

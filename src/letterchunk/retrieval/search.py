@@ -11,11 +11,12 @@ the leaves and, separately, the sections (Tier-1 chunks); a leaf's fused score a
 reciprocal ranks to its own, so a passage of a section that matches the question as a whole
 rises (a question about a principle often matches a section better than any one paragraph).
 Hits are grouped by section: walking the fused ranking, the first leaf of a section opens a hit
-and the section's later leaves join it (``more``), until the k-th section has opened (or, with a
-token budget, while the passages fit it).  So k hits
+and the section's later leaves join it (``more``), until the k-th section has opened.  So k hits
 are k different sections, each returning its best passage and its other passages that ranked
-above the k-th section's first; the section itself is a pointer (``parent``).  A ``tier`` filter
-ranks every chunk of that tier instead, one hit each (``--tier 1`` searches whole sections).
+above the k-th section's first; the section itself is a pointer (``parent``).  With a token
+budget (``tokens``) the walk instead takes leaves while their token counts fit it.  A ``tier``
+filter ranks every chunk of that tier instead, one hit each (``--tier 1`` searches whole
+sections).
 
 Tier expansion (seed 000 §4.1): a Tier-3 (table) or Tier-2 (paragraph) hit names its Tier-1
 parent (id, title, span) in ``parent``, so an answer about a figure or a quote can fetch the
