@@ -27,9 +27,9 @@ so a second run embeds nothing.
 
 What k = 5 returns, and what is counted: a hit answers a question when the evidence
 (whitespace-normalised) lies inside the text the hit returns.  ``search`` returns k hits, each a
-section's best leaf plus the section's other leaves ranked above the k-th section (``more``);
-the parent is a pointer.  The main rows count the leaves returned; ``+parents`` rows count each
-Tier-2/Tier-3 hit's parent text too (``search(expand=True)``, the seed's tier expansion).
+section's best leaf plus the section's other leaves that rank before a (k+1)-th section's first
+(``more``); the parent is a pointer.  The main rows count the leaves returned; ``+parents`` rows
+count each Tier-2/Tier-3 hit's parent text too (``search(expand=True)``, the seed's tier expansion).
 Context tokens: o200k tokens of the union of the returned spans of each letter (an overlap is
 counted once), the same count for every chunker.  ``@peer ctx`` rows ask ``ours`` with a token
 budget instead of k (``search(tokens=N)``, ``letterchunk search --tokens N``), N the smallest
@@ -377,7 +377,7 @@ def evaluate(
                 started = time.perf_counter()
                 hits = search(dbs[name], q.question, k=K, **ask)  # type: ignore[arg-type]
                 latency[mode].append(time.perf_counter() - started)
-                # a hit's other passages depend on k (those ranked above the k-th section):
+                # a hit's other passages depend on k (those before a (k+1)-th section's first):
                 # the equal-budget figure walks a deeper search's hits
                 deep = search(dbs[name], q.question, k=DEPTH, **ask)  # type: ignore[arg-type]
                 runs = [("", False, hits)]

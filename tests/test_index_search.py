@@ -444,3 +444,23 @@ def test_a_token_budget_takes_passages_in_rank_order_while_they_fit(tier2_dir, t
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     cli = [p for h in lines for p in [h["chunk_id"], *(m["chunk_id"] for m in h["more"])]]
     assert cli == small
+
+
+def test_section_rank_lifts_a_leaf_and_hits_group_by_section():
+    from letterchunk.retrieval.search import RRF_K, _fuse_sections, _group
+
+    # leaves 1..4 in sections 10 (1, 3) and 20 (2, 4); leaf 5 is a Tier-1 chunk, its own section
+    section_of = {1: 10, 2: 20, 3: 10, 4: 20, 5: 5}
+    leaves = {"bm25": [2, 1, 4, 3, 5]}
+    sections = {"bm25": [10, 5, 20]}
+    ranked = _fuse_sections(leaves, sections, section_of)
+    score = dict(ranked)
+    assert score[1] == pytest.approx(1 / (RRF_K + 2) + 1 / (RRF_K + 1))
+    assert [r for r, _ in ranked][:2] == [1, 2]  # section 10's rank lifts leaf 1 above leaf 2
+    size = dict.fromkeys(section_of, 100)
+    groups = _group(ranked, section_of, 2, size, None)
+    # leaves 3 and 4 rank before section 5's leaf would open a third hit: they join theirs
+    assert [[r for r, _ in g] for g in groups] == [[1, 3], [2, 4]]
+    assert [[r for r, _ in g] for g in _group(ranked, section_of, 1, size, None)] == [[1]]
+    # a budget of 250 tokens takes the first two leaves in rank order, then nothing fits
+    assert [[r for r, _ in g] for g in _group(ranked, section_of, None, size, 250)] == [[1], [2]]

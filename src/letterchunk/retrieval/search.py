@@ -11,9 +11,9 @@ the leaves and, separately, the sections (Tier-1 chunks); a leaf's fused score a
 reciprocal ranks to its own, so a passage of a section that matches the question as a whole
 rises (a question about a principle often matches a section better than any one paragraph).
 Hits are grouped by section: walking the fused ranking, the first leaf of a section opens a hit
-and the section's later leaves join it (``more``), until the k-th section has opened.  So k hits
-are k different sections, each returning its best passage and its other passages that ranked
-above the k-th section's first; the section itself is a pointer (``parent``).  With a token
+and the section's later leaves join it (``more``), until a leaf would open a (k+1)-th section.
+So k hits are k different sections, each returning its best passage and its other passages that
+rank before that leaf; the section itself is a pointer (``parent``).  With a token
 budget (``tokens``) the walk instead takes leaves while their token counts fit it.  A ``tier``
 filter ranks every chunk of that tier instead, one hit each (``--tier 1`` searches whole
 sections).
@@ -90,7 +90,7 @@ class Context:
 
 @dataclass(frozen=True)
 class Passage:
-    """Another leaf of a hit's section that ranked above the k-th section."""
+    """Another leaf of a hit's section, ranked before the leaf of a (k+1)-th section."""
 
     chunk_id: str
     chunk_tier: int
@@ -241,7 +241,8 @@ def _group(
     size: dict[int, int],
     tokens: int | None,
 ) -> list[list[tuple[int, float]]]:
-    """The first ``k`` sections in rank order, each with its leaves ranked before the k-th.
+    """The first ``k`` sections in rank order, each with its leaves that rank before the first
+    leaf of section k+1.
 
     With a ``tokens`` budget, a leaf that would take the passages past it is passed over (a
     smaller one further down may still fit).
