@@ -6,9 +6,9 @@ rank (or one of them alone), after the filters, with each chunk's section rank a
 are k different sections: each hit is a section's best passage, plus its other passages that
 rank before the first passage of a (k+1)-th section ("also").  A Tier-3 or Tier-2 hit names its
 Tier-1 parent; --expand returns the parent's text too.  --tokens N fills a context budget
-instead: passages in rank order while their tokens fit N.  --tier N ranks every chunk of tier N, one hit each.  Each hit
-shows its chunk id, year, section, score and exact source span (source_file[start:end]).  --json
-prints one JSON object per hit and line.
+instead: passages in rank order while their tokens fit N.  --tier N ranks every chunk of tier N,
+one hit each.  Each hit shows its chunk id, year, section, score and exact source span
+(source_file[start:end]).  --json prints one JSON object per hit and line.
 """
 
 from __future__ import annotations

@@ -30,10 +30,10 @@ summary), the header is added only to what the model sees.
 summary only; search scores its content by its children's vectors (``--tier 1 --dense``).
 
 An index written by another schema version is rebuilt whole (its vectors too).  Re-indexing
-rewrites ``chunks`` and ``chunks_fts`` (cheap) and embeds only the chunks whose
-checksum (embedder, header, summary, content, covered or not) has no units yet; units nobody references are deleted.  An
-unchanged folder therefore costs no embedding work, and an enriched re-run re-embeds only the
-chunks whose summary changed.  With no embedder (``--no-dense``) no model is loaded at all.
+rewrites ``chunks`` and ``chunks_fts`` (cheap) and embeds only the chunks whose checksum
+(embedder, header, summary, content, covered or not) has no units yet; units nobody references
+are deleted.  An unchanged folder therefore costs no embedding work, and an enriched re-run
+re-embeds only the chunks whose summary changed.  With no embedder (``--no-dense``) no model is loaded at all.
 """
 
 from __future__ import annotations
