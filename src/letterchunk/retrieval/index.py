@@ -33,7 +33,8 @@ An index written by another schema version is rebuilt whole (its vectors too).  
 rewrites ``chunks`` and ``chunks_fts`` (cheap) and embeds only the chunks whose checksum
 (embedder, header, summary, content, covered or not) has no units yet; units nobody references
 are deleted.  An unchanged folder therefore costs no embedding work, and an enriched re-run
-re-embeds only the chunks whose summary changed.  With no embedder (``--no-dense``) no model is loaded at all.
+re-embeds only the chunks whose summary changed.  With no embedder (``--no-dense``) no model
+is loaded at all.
 """
 
 from __future__ import annotations
