@@ -41,6 +41,7 @@ fits 4,000 tokens and asks whether those answer.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -368,27 +369,24 @@ def evaluate(
             if name == order[len(PEERS)]:  # the peers are done: the smallest peer context
                 budgets[mode] = int(min(mean(scores[(mode, p, "all")].tokens) for p in PEERS))
             for q in questions:
-                ask = {
-                    "mode": mode,
-                    "filters": Filters(year=q.year) if year_filter else None,
-                    "embedder": (lambda _name: embedder) if embedder else None,
-                    "expand": True,
-                }
+                ask = functools.partial(
+                    search,
+                    dbs[name],
+                    q.question,
+                    mode=mode,
+                    filters=Filters(year=q.year) if year_filter else None,
+                    embedder=(lambda _name: embedder) if embedder else None,
+                    expand=True,
+                )
                 started = time.perf_counter()
-                hits = search(dbs[name], q.question, k=K, **ask)  # type: ignore[arg-type]
+                hits = ask(k=K)
                 latency[mode].append(time.perf_counter() - started)
                 # a hit's other passages depend on k (those before a (k+1)-th section's first):
                 # the equal-budget figure walks a deeper search's hits
-                deep = search(dbs[name], q.question, k=DEPTH, **ask)  # type: ignore[arg-type]
+                deep = ask(k=DEPTH)
                 runs = [("", False, hits)]
                 if name.startswith(OURS):
-                    fitted = search(
-                        dbs[name],
-                        q.question,
-                        k=None,
-                        tokens=budgets[mode],
-                        **ask,  # type: ignore[arg-type]
-                    )
+                    fitted = ask(k=None, tokens=budgets[mode])
                     runs += [(" +parents", True, hits), (PEER_CTX, False, fitted)]
                 subsets = ["all", q.kind] + (["enriched"] if q.year in ENRICHED else [])
                 for suffix, expand, got in runs:
