@@ -8,33 +8,44 @@ The questions (``bench/retrieval_questions.jsonl``) were written by reading eigh
 has a kind (fact, principle, mistake, table) and a verbatim evidence passage that answers it.
 Every chunker cuts the SAME cleaned text of those eight letters:
 
-* ``ours``: letterchunk's output.  1977 and 1996 are enriched by replaying ``cassettes/`` (their
-  chunks carry an LLM contextual summary); the six other letters are segment-only (no summary).
-  ``ours -summary`` is the same chunks with the summary removed.
+* ``ours``: letterchunk's output with Tier-2 chunks (``--tier2``).  1977 and 1996 are enriched
+  by replaying ``cassettes/`` (their Tier-1 and Tier-3 chunks carry an LLM contextual summary;
+  the cassettes hold no Tier-2 requests, so their Tier-2 chunks come from the segmenter, without
+  a summary); the six other letters are segment-only.  ``ours -summary`` is the same chunks
+  with the summaries removed.
 * ``chonkie`` (RecursiveChunker), ``semchunk``, ``langchain`` (RecursiveCharacterTextSplitter,
   the length function ``from_tiktoken_encoder`` builds): 800 o200k tokens, no overlap.
 
 Each chunker's chunks are written as canonical chunk files (peer chunks as Tier-1 chunks with
 exact source spans, no title, no summary) and indexed by ``letterchunk.retrieval.index`` into
 its own SQLite file, then searched by ``letterchunk.retrieval.search``: the retriever is the
-same code for every chunker.  Indexes live in the cache folder (``--cache``, default
-``~/.cache/letterchunk/bench-retrieval``); the index keys vectors by chunk checksum, so a second
-run embeds nothing.
+same code for every chunker (context headers, leaf ranking with section ranks, grouping by
+section: a peer chunk is a leaf and its own section, so a peer's k hits are its k best chunks).
+Indexes and a vector cache shared by the chunkers (``vectors.sqlite``, keyed by model and exact
+text) live in the cache folder (``--cache``, default ``~/.cache/letterchunk/bench-retrieval``),
+so a second run embeds nothing.
 
-A hit answers a question when the evidence (whitespace-normalised) lies inside the text the hit
-returns.  For ``ours`` that text is the hit's content plus, for a Tier-3 (table) hit, its
-Tier-1 parent, which ``search`` returns beside it (tier expansion); the ``hits only`` rows count
-the hit's own content.  Context tokens: o200k tokens of everything the k hits return (parents
-included), overlapping spans of one letter counted once.  Because chunk sizes differ, recall is
-also given at equal context: ``recall@4000tok`` takes the hits in rank order while what they
-return fits 4,000 tokens (five peer chunks) and asks whether those answer.
+What k = 5 returns, and what is counted: a hit answers a question when the evidence
+(whitespace-normalised) lies inside the text the hit returns.  ``search`` returns k hits, each a
+section's best leaf plus the section's other leaves that rank before a (k+1)-th section's first
+(``more``); the parent is a pointer.  The main rows count the leaves returned; ``+parents`` rows
+count each Tier-2/Tier-3 hit's parent text too (``search(expand=True)``, the seed's tier expansion).
+Context tokens: o200k tokens of the union of the returned spans of each letter (an overlap is
+counted once), the same count for every chunker.  ``@peer ctx`` rows ask ``ours`` with a token
+budget instead of k (``search(tokens=N)``, ``letterchunk search --tokens N``), N the smallest
+mean k = 5 context of the three peers with the same retriever: recall at no more context than
+any peer.  ``recall@4000tok`` takes a deeper search's hits in rank order while what they return
+fits 4,000 tokens and asks whether those answer.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
 import json
 import os
+import sqlite3
 import sys
 import tempfile
 import time
@@ -68,6 +79,7 @@ K = 5
 BUDGET = 4000  # context tokens: five peer chunks of 800; the equal-context comparison
 DEPTH = 20  # hits fetched per search; the first K give the @5 figures
 OURS, OURS_BARE = "ours", "ours -summary"
+PEER_CTX = " @peer ctx"  # ours with a token budget: the smallest peer's mean k=5 context
 PEERS = ("chonkie", "semchunk", "langchain")
 
 
@@ -92,21 +104,41 @@ def load_questions(path: Path = QUESTIONS) -> list[Question]:
 
 
 def write_ours(letters: list[CleanedLetter], out: Path) -> None:
-    """Enrich the cassette letters by replay; segment the others (no model, no network)."""
+    """Segment every letter with Tier-2 chunks; enrich the cassette letters by replay.
+
+    The cassettes were recorded without ``--tier2``, so the enriched letters' Tier-1 and Tier-3
+    chunks come from the replayed run and their Tier-2 chunks (no summary) from the segmenter,
+    which numbers Tier-1 and Tier-3 chunks the same with and without ``tier2``.
+    """
     for letter in letters:
-        if letter.year not in ENRICHED:
-            chunks = segment_letter(letter)
-            (out / f"{letter.year}.jsonl").write_text(
-                "".join(dump_chunk(c) + "\n" for c in chunks), "utf-8"
-            )
-            continue
-        with replayed_client(ROOT / "cassettes" / f"{letter.year}.yaml") as (client, _):
-            run_paths(
-                [LETTERS / f"{letter.year}.txt"],
-                out,
-                client,
-                RunOptions(workers=1, on_failure="skip", source_label="cassette", report=False),
-            )
+        chunks = segment_letter(letter, tier2=True)
+        if letter.year in ENRICHED:
+            with (
+                tempfile.TemporaryDirectory() as tmp,
+                replayed_client(ROOT / "cassettes" / f"{letter.year}.yaml") as (client, _),
+            ):
+                run_paths(
+                    [LETTERS / f"{letter.year}.txt"],
+                    Path(tmp),
+                    client,
+                    RunOptions(workers=1, on_failure="skip", source_label="cassette", report=False),
+                )
+                enriched = {c.chunk_id: c for c in read_chunks(tmp)}
+            chunks = [
+                _with_children(enriched[c.chunk_id], c) if c.chunk_id in enriched else c
+                for c in chunks
+            ]
+        (out / f"{letter.year}.jsonl").write_text(
+            "".join(dump_chunk(c) + "\n" for c in chunks), "utf-8"
+        )
+
+
+def _with_children(enriched: Chunk, segmented: Chunk) -> Chunk:
+    """The enriched chunk, naming the children the Tier-2 segmentation gave it."""
+    md = enriched.metadata.model_copy(
+        update={"child_chunk_ids": segmented.metadata.child_chunk_ids}
+    )
+    return enriched.model_copy(update={"metadata": md})
 
 
 def write_without_summary(src: Path, out: Path) -> None:
@@ -185,22 +217,50 @@ def write_peer(name: str, letters: list[CleanedLetter], out: Path) -> None:
 # --- scoring ----------------------------------------------------------------------------------
 
 
-class CachedQueries:
-    """The index's embedder, remembering query vectors (every question is asked many times)."""
+class CachedVectors:
+    """The index's embedder, remembering every vector it made in ``cache/vectors.sqlite``.
 
-    def __init__(self, model: Embedder) -> None:
+    The chunkers share most texts (``ours`` and ``ours -summary`` differ only in the summaries
+    of two letters), questions are asked many times, and a changed design re-embeds only the
+    texts it changed: a vector is keyed by the model's name and the exact text.
+    """
+
+    def __init__(self, model: Embedder, cache: Path) -> None:
         self.model = model
         self.name, self.window = model.name, model.window
-        self.memo: dict[str, np.ndarray] = {}
+        self.db = sqlite3.connect(cache / "vectors.sqlite")
+        self.db.execute("CREATE TABLE IF NOT EXISTS v (key TEXT PRIMARY KEY, vector BLOB)")
+        self.embedded = 0
 
     def token_starts(self, text: str) -> list[int]:
         return self.model.token_starts(text)
 
+    def _key(self, text: str) -> str:
+        return hashlib.sha256(f"{self.name}\0{text}".encode()).hexdigest()
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        missing = [t for t in texts if t not in self.memo]
+        keys = [self._key(t) for t in texts]
+        found: dict[str, np.ndarray] = {}
+        for first in range(0, len(keys), 500):
+            part = keys[first : first + 500]
+            rows = self.db.execute(
+                f"SELECT key, vector FROM v WHERE key IN ({','.join('?' * len(part))})", part
+            ).fetchall()
+            found.update((k, np.frombuffer(b, dtype="<f4")) for k, b in rows)
+        missing = list({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items())
         if missing:
-            self.memo.update(zip(missing, self.model.embed(missing), strict=True))
-        return np.stack([self.memo[t] for t in texts])
+            vectors = self.model.embed([t for _, t in missing])
+            self.embedded += len(missing)
+            self.db.executemany(
+                "INSERT OR REPLACE INTO v VALUES (?, ?)",
+                [
+                    (k, v.astype("<f4").tobytes())
+                    for (k, _), v in zip(missing, vectors, strict=True)
+                ],
+            )
+            self.db.commit()
+            found.update((k, v) for (k, _), v in zip(missing, vectors, strict=True))
+        return np.stack([found[k] for k in keys])
 
 
 @dataclass
@@ -224,7 +284,8 @@ def mean(values: Sequence[float]) -> float:
 def returned(hit: Hit, expand: bool) -> list[tuple[str, int, int, str]]:
     """(source file, start, end, text) of what the hit gives a reader."""
     pieces = [(hit.source_file, hit.start_char, hit.end_char, hit.content)]
-    if expand and hit.parent:
+    pieces += [(m.source_file, m.start_char, m.end_char, m.content) for m in hit.more]
+    if expand and hit.parent and hit.parent.content is not None:
         p = hit.parent
         pieces.append((p.source_file, p.start_char, p.end_char, p.content))
     return pieces
@@ -267,6 +328,15 @@ def rank_of(hits: list[Hit], evidence: str, expand: bool) -> int | None:
 # --- the run ----------------------------------------------------------------------------------
 
 
+def _progress(name: str) -> Callable[[int, int], None]:
+    def show(done: int, total: int) -> None:
+        print(f"\r  {name}: embedded {done}/{total}", end="", file=sys.stderr, flush=True)
+        if done == total:
+            print(file=sys.stderr)
+
+    return show
+
+
 def build(
     variants: dict[str, Path], cache: Path, model: Embedder | None
 ) -> dict[str, tuple[Path, float, int, int]]:
@@ -275,7 +345,7 @@ def build(
     for name, folder in variants.items():
         db = cache / f"{name.replace(' ', '')}.sqlite"
         started = time.perf_counter()
-        stats = build_index(folder, db, model)
+        stats = build_index(folder, db, model, progress=_progress(name))
         out[name] = (db, time.perf_counter() - started, stats.units_embedded, stats.units_reused)
     return out
 
@@ -284,39 +354,49 @@ def evaluate(
     questions: list[Question],
     dbs: dict[str, Path],
     modes: list[Mode],
-    embedder: CachedQueries | None,
+    embedder: CachedVectors | None,
     texts: dict[str, str],
     year_filter: bool,
-) -> tuple[dict[tuple[str, str, str], Score], dict[str, list[float]]]:
-    """Scores by (mode, chunker and counting, question subset), and seconds per search."""
+) -> tuple[dict[tuple[str, str, str], Score], dict[str, list[float]], dict[str, int]]:
+    """Scores by (mode, chunker and counting, question subset), seconds per search, and the
+    context budget of the ``@peer ctx`` rows (per mode)."""
     scores: dict[tuple[str, str, str], Score] = defaultdict(Score)
     latency: dict[str, list[float]] = defaultdict(list)
+    budgets: dict[str, int] = {}
+    order = [n for n in dbs if n in PEERS] + [n for n in dbs if n not in PEERS]
     for mode in modes:
-        for name, db in dbs.items():
+        for name in order:
+            if name == order[len(PEERS)]:  # the peers are done: the smallest peer context
+                budgets[mode] = int(min(mean(scores[(mode, p, "all")].tokens) for p in PEERS))
             for q in questions:
-                started = time.perf_counter()
-                deep = search(
-                    db,
+                ask = functools.partial(
+                    search,
+                    dbs[name],
                     q.question,
-                    k=DEPTH,
                     mode=mode,
                     filters=Filters(year=q.year) if year_filter else None,
                     embedder=(lambda _name: embedder) if embedder else None,
+                    expand=True,
                 )
+                started = time.perf_counter()
+                hits = ask(k=K)
                 latency[mode].append(time.perf_counter() - started)
-                hits = deep[:K]
-                evidence = squash(q.evidence)
-                countings = [("", True)] + (
-                    [(" hits only", False)] if name.startswith(OURS) else []
-                )
-                for suffix, expand in countings:
-                    pieces = [p for h in hits for p in returned(h, expand)]
-                    rank, tokens = rank_of(hits, evidence, expand), context_tokens(pieces, texts)
-                    fits = within_budget(deep, evidence, expand, texts)
-                    subsets = ["all", q.kind] + (["enriched"] if q.year in ENRICHED else [])
+                # a hit's other passages depend on k (those before a (k+1)-th section's first):
+                # the equal-budget figure walks a deeper search's hits
+                deep = ask(k=DEPTH)
+                runs = [("", False, hits)]
+                if name.startswith(OURS):
+                    fitted = ask(k=None, tokens=budgets[mode])
+                    runs += [(" +parents", True, hits), (PEER_CTX, False, fitted)]
+                subsets = ["all", q.kind] + (["enriched"] if q.year in ENRICHED else [])
+                for suffix, expand, got in runs:
+                    pieces = [p for h in got for p in returned(h, expand)]
+                    rank = rank_of(got, squash(q.evidence), expand)
+                    tokens = context_tokens(pieces, texts)
+                    fits = within_budget(deep, squash(q.evidence), expand, texts)
                     for subset in subsets:
                         scores[(mode, name + suffix, subset)].add(rank, tokens, fits)
-    return scores, latency
+    return scores, latency, budgets
 
 
 def ratio(a: float, b: float) -> str:
@@ -328,6 +408,7 @@ def report(
     modes: list[Mode],
     names: list[str],
     questions: list[Question],
+    budgets: dict[str, int],
 ) -> None:
     n_enriched = sum(q.year in ENRICHED for q in questions)
     print(
@@ -356,23 +437,29 @@ def report(
         peers = {p: scores[(mode, p, "all")] for p in PEERS}
         best = max(peers, key=lambda p: (mean(peers[p].recall), mean(peers[p].rr)))
         b = peers[best]
-        for ours in (OURS, OURS_BARE):
+        for ours in (OURS, OURS + PEER_CTX, OURS_BARE, OURS_BARE + PEER_CTX):
             o = scores[(mode, ours, "all")]
             print(
-                f"  {mode:<9} {ours:<14} vs {best:<9}  recall@5 "
+                f"  {mode:<9} {ours:<24} vs {best:<9}  recall@5 "
                 f"{ratio(mean(o.recall), mean(b.recall))}  MRR {ratio(mean(o.rr), mean(b.rr))}  "
                 f"ctx tokens {ratio(mean(o.tokens), mean(b.tokens))}"
             )
+    print(
+        f"\n{PEER_CTX.strip()}: a token budget equal to the smallest peer's mean k={K} context ("
+        + ", ".join(f"{m} {budgets[m]}" for m in modes)
+        + ")"
+    )
     if "hybrid" in modes:
-        o = scores[("hybrid", OURS, "all")]
         peers = {p: scores[("hybrid", p, "all")] for p in PEERS}
         best = max(peers, key=lambda p: mean(peers[p].recall))
-        print(
-            "\nacceptance (hybrid, ours with summaries): "
-            f"recall@5 >= 0.90: {mean(o.recall) >= 0.90}; "
-            f"above every peer: {all(mean(o.recall) > mean(p.recall) for p in peers.values())}; "
-            f"ctx tokens <= best peer ({best}): {mean(o.tokens) <= mean(peers[best].tokens)}"
-        )
+        for ours in (OURS, OURS + PEER_CTX):
+            o = scores[("hybrid", ours, "all")]
+            above = all(mean(o.recall) > mean(p.recall) for p in peers.values())
+            print(
+                f"acceptance (hybrid, {ours.strip()}): recall@5 >= 0.90: {mean(o.recall) >= 0.90}; "
+                f"above every peer: {above}; "
+                f"ctx tokens <= best peer ({best}): {mean(o.tokens) <= mean(peers[best].tokens)}"
+            )
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -394,8 +481,8 @@ def main(argv: list[str]) -> int:
     questions = load_questions()
     years = sorted({q.year for q in questions})
     letters = [load_letter(LETTERS / f"{y}.txt") for y in years]
-    model = None if args.no_dense else MiniLM()
     args.cache.mkdir(parents=True, exist_ok=True)
+    model = None if args.no_dense else CachedVectors(MiniLM(), args.cache)
     with tempfile.TemporaryDirectory() as tmp:
         folders = {name: Path(tmp) / name.replace(" ", "") for name in (OURS, OURS_BARE, *PEERS)}
         for folder in folders.values():
@@ -420,12 +507,14 @@ def main(argv: list[str]) -> int:
         )
     texts = {f"{ltr.year}_cleaned.txt": ltr.text for ltr in letters}
     modes: list[Mode] = ["bm25"] if args.no_dense else ["bm25", "dense", "hybrid"]
-    embedder = CachedQueries(model) if model else None
-    scores, latency = evaluate(
-        questions, {n: b[0] for n, b in built.items()}, modes, embedder, texts, args.year_filter
+    scores, latency, budgets = evaluate(
+        questions, {n: b[0] for n, b in built.items()}, modes, model, texts, args.year_filter
     )
-    names = [OURS, OURS + " hits only", OURS_BARE, OURS_BARE + " hits only", *PEERS]
-    report(scores, modes, names, questions)
+    names = [
+        *(n + suffix for n in (OURS, OURS_BARE) for suffix in ("", " +parents", PEER_CTX)),
+        *PEERS,
+    ]
+    report(scores, modes, names, questions, budgets)
     print(
         "\nquery latency (mean per search, query embedding cached after first use): "
         + ", ".join(f"{m} {1000 * mean(latency[m]):.1f} ms" for m in modes)

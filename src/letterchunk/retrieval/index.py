@@ -4,36 +4,67 @@ Tables::
 
     meta(key, value)        schema version, embedder name and dimension ("" when no vectors)
     chunks                  one row per chunk: filter columns, summary, content, flat metadata
-                            (JSON), the canonical chunk (JSON), and a checksum of what is embedded
-    chunks_fts              FTS5 over section title, summary and content (porter stemming);
+                            (JSON), the canonical chunk (JSON), its context header, whether it
+                            is a ranked unit (``leaf``), and a checksum of what is embedded
+    chunks_fts              FTS5 over context header, summary and content (porter stemming);
                             its rowid is the chunk's rowid; ranked with bm25()
     units                   the embedded pieces of each chunk: its summary and the windows of its
                             content (offsets in that text), keyed by the chunk's checksum, with a
                             float32 vector (the blob format sqlite-vec reads)
 
-Re-indexing rewrites ``chunks`` and ``chunks_fts`` (cheap) and embeds only the chunks whose
-checksum (embedder, summary, content) has no units yet; units nobody references are deleted.  An
-unchanged folder therefore costs no embedding work, and an enriched re-run re-embeds only the
-chunks whose summary changed.  With no embedder (``--no-dense``) no model is loaded at all.
+**Ranked units (leaves).**  Search ranks the most specific chunks: Tier-2 and Tier-3 chunks and
+every Tier-1 chunk without children.  A Tier-1 chunk with children is ranked too when its
+children leave a sentence of it out (its prose around a table, when it was segmented without
+``--tier2``; a short bridge between two tables, which the segmenter makes no Tier-2 chunk): every
+sentence of a letter is then in some ranked unit.  A left-out header line does not count: the
+children's context header carries the section title.
+
+**Contextual retrieval.**  A chunk's text says "we" and "this year"; which letter and which
+section it belongs to is in its metadata.  Each chunk gets a context header, ``"<year> letter.
+<section title>."`` (plus its tables' names for a table chunk), which is put before every embedded
+piece and indexed by BM25 beside the content.  A child without a summary of its own is indexed
+by BM25 with its parent's summary.  Units stay exact: their offsets are in the content (or
+summary), the header is added only to what the model sees.
+
+**No text embedded twice.**  A parent its children cover (one that is not ranked) embeds its
+summary only; search scores its content by its children's vectors (``--tier 1 --dense``).
+
+An index written by another schema version is rebuilt whole (its vectors too).  Re-indexing
+rewrites ``chunks`` and ``chunks_fts`` (cheap) and embeds only the chunks whose checksum
+(embedder, header, summary, content, covered or not) has no units yet; units nobody references
+are deleted.  An unchanged folder therefore costs no embedding work, and an enriched re-run
+re-embeds only the chunks whose summary changed.  With no embedder (``--no-dense``) no model
+is loaded at all.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from letterchunk.errors import ConfigError
+from letterchunk.contract.schema import UNTITLED
 from letterchunk.retrieval.chunks import Record, read_records
 from letterchunk.retrieval.embed import Embedder, windows
 from letterchunk.retrieval.store import connect
 
-__all__ = ["IndexStats", "SCHEMA_VERSION", "build_index", "checksum"]
+__all__ = [
+    "IndexStats",
+    "SCHEMA_VERSION",
+    "build_index",
+    "checksum",
+    "context_header",
+    "ranked_ids",
+]
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+HEADER_SHARE = 4  # a context header takes at most 1/4 of an embedding window
+# the end of a sentence: a header line, a separator or a table's rule has none
+_SENTENCE_END = re.compile(r"\w[.!?:][\"'’”)]?(?:\s|$)")
 BATCH = 32  # units embedded, then committed, at a time: an interrupted run keeps its work
 
 _SCHEMA = """
@@ -55,10 +86,12 @@ CREATE TABLE IF NOT EXISTS chunks (
     content TEXT NOT NULL,
     metadata TEXT NOT NULL,
     chunk TEXT NOT NULL,
+    header TEXT NOT NULL,
+    leaf INTEGER NOT NULL,
     checksum TEXT NOT NULL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts
-    USING fts5(title, summary, content, tokenize = 'porter unicode61');
+    USING fts5(header, summary, content, tokenize = 'porter unicode61');
 CREATE TABLE IF NOT EXISTS units (
     id INTEGER PRIMARY KEY,
     checksum TEXT NOT NULL,
@@ -80,23 +113,63 @@ class IndexStats:
     sqlite_vec: bool
 
 
-def checksum(record: Record, embedder: str) -> str:
-    """What a chunk's vectors depend on: the embedder, the summary and the content."""
-    text = "\0".join([embedder, record.summary, record.content])
+def checksum(record: Record, embedder: str, covered: bool = False) -> str:
+    """What a chunk's vectors depend on: the embedder, the header, the summary, the content, and
+    whether its children cover it (then its content is embedded as theirs)."""
+    parts = [embedder, context_header(record), record.summary, record.content]
+    text = "\0".join(parts + (["covered"] if covered else []))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def context_header(record: Record) -> str:
+    """``"1987 letter. Insurance Operations."``: where the chunk stands, for the retrievers."""
+    md = record.chunk.metadata
+    parts = [f"{md.letter_year} letter."]
+    if md.section_title and md.section_title != UNTITLED:
+        parts.append(md.section_title.rstrip(".") + ".")
+    names = [t.table_name for t in md.table_data if t.table_name]
+    if names:
+        parts.append("Table: " + "; ".join(names) + ".")
+    return " ".join(parts)
+
+
+def ranked_ids(records: list[Record]) -> set[str]:
+    """The chunk ids search ranks: the leaves, and parents whose children leave a sentence out."""
+    spans = {r.chunk_id: r.chunk.metadata.source_span for r in records}
+    ranked = set()
+    for r in records:
+        kids = [spans[c] for c in r.chunk.metadata.child_chunk_ids if c in spans]
+        start = r.chunk.metadata.source_span.start_char
+        covered = [False] * len(r.content)
+        for span in kids:
+            for i in range(max(0, span.start_char - start), span.end_char_exclusive - start):
+                if i < len(covered):
+                    covered[i] = True
+        left_out = "".join(" " if cov else ch for ch, cov in zip(r.content, covered, strict=True))
+        if not kids or _SENTENCE_END.search(left_out):
+            ranked.add(r.chunk_id)
+    return ranked
 
 
 def _meta(conn: Any) -> dict[str, str]:
     return dict(conn.execute("SELECT key, value FROM meta").fetchall())
 
 
-def _write_chunks(conn: Any, records: list[Record], embedder: str) -> None:
+def _is_index(conn: Any) -> bool:
+    """Whether the file already holds an index (of any schema version)."""
+    found = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+    return conn.execute(found).fetchone() is not None
+
+
+def _write_chunks(conn: Any, records: list[Record], ranked: set[str], embedder: str) -> None:
     conn.execute("DELETE FROM chunks")
     conn.execute("DELETE FROM chunks_fts")
+    summaries = {r.chunk_id: r.summary for r in records}
     for rowid, r in enumerate(records, 1):
         md, chunk = r.metadata, r.chunk.metadata
+        header = context_header(r)
         conn.execute(
-            "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 rowid,
                 r.chunk_id,
@@ -114,22 +187,45 @@ def _write_chunks(conn: Any, records: list[Record], embedder: str) -> None:
                 r.content,
                 json.dumps(md, ensure_ascii=False),
                 json.dumps(r.chunk.model_dump(mode="json"), ensure_ascii=False),
-                checksum(r, embedder),
+                header,
+                int(r.chunk_id in ranked),
+                checksum(r, embedder, covered=r.chunk_id not in ranked),
             ),
         )
+        # a child without a summary of its own is situated by its parent's
+        summary = r.summary or summaries.get(chunk.parent_chunk_id or "", "")
         conn.execute(
-            "INSERT INTO chunks_fts (rowid, title, summary, content) VALUES (?, ?, ?, ?)",
-            (rowid, md["section_title"], r.summary, r.content),
+            "INSERT INTO chunks_fts (rowid, header, summary, content) VALUES (?, ?, ?, ?)",
+            (rowid, header, summary, r.content),
         )
 
 
-def _units(embedder: Embedder, record: Record) -> list[tuple[str, int, int, str]]:
-    """(kind, start, end, text) of each piece of a chunk to embed: summary, content windows."""
+def _header_prefix(embedder: Embedder, header: str) -> str:
+    """The header and a line break, cut to a quarter of the model's window if longer."""
+    starts = embedder.token_starts(header)
+    limit = embedder.window // HEADER_SHARE
+    if len(starts) > limit:
+        header = header[: starts[limit]].rstrip()
+    return header + "\n"
+
+
+def _units(embedder: Embedder, record: Record, covered: bool) -> list[tuple[str, int, int, str]]:
+    """(kind, start, end, text to embed) of each piece of a chunk: summary, content windows.
+
+    Every piece is embedded behind the chunk's context header; the windows are shortened by the
+    header's tokens (and a margin of 2 for the join) so that header and window fit the model.
+    A parent its children cover embeds its summary only: search scores its content by the
+    children's vectors, so no text is embedded twice.
+    """
+    prefix = _header_prefix(embedder, context_header(record))
+    size = embedder.window - len(embedder.token_starts(prefix)) - 2
     pieces = []
-    for kind, text in (("summary", record.summary), ("content", record.content)):
+    texts = [("summary", record.summary)] + ([] if covered else [("content", record.content)])
+    for kind, text in texts:
         if text:
             pieces += [
-                (kind, w.start, w.end, text[w.start : w.end]) for w in windows(embedder, text)
+                (kind, w.start, w.end, prefix + text[w.start : w.end])
+                for w in windows(embedder, text, size=size)
             ]
     return pieces
 
@@ -137,17 +233,26 @@ def _units(embedder: Embedder, record: Record) -> list[tuple[str, int, int, str]
 def _embed_missing(
     conn: Any,
     records: list[Record],
+    ranked: set[str],
     embedder: Embedder,
     progress: Callable[[int, int], None] | None,
 ) -> tuple[int, int]:
     """Embed the units of chunks whose checksum has none; returns (embedded, reused)."""
-    wanted = {checksum(r, embedder.name): r for r in records}
+    wanted = {
+        checksum(r, embedder.name, covered=r.chunk_id not in ranked): (r, r.chunk_id not in ranked)
+        for r in records
+    }
     have = {row[0] for row in conn.execute("SELECT DISTINCT checksum FROM units")}
     stale = have - wanted.keys()
     conn.executemany("DELETE FROM units WHERE checksum = ?", [(c,) for c in stale])
     conn.commit()
     reused = conn.execute("SELECT count(*) FROM units").fetchone()[0]
-    todo = [(c, *unit) for c, r in wanted.items() if c not in have for unit in _units(embedder, r)]
+    todo = [
+        (c, *unit)
+        for c, (r, covered) in wanted.items()
+        if c not in have
+        for unit in _units(embedder, r, covered)
+    ]
     for first in range(0, len(todo), BATCH):
         batch = todo[first : first + BATCH]
         vectors = embedder.embed([text for *_, text in batch])
@@ -174,29 +279,31 @@ def build_index(
 ) -> IndexStats:
     """Index ``folder``'s chunks into ``db`` (created or updated); see the module docstring."""
     records = read_records(folder)
+    ranked = ranked_ids(records)
     name = embedder.name if embedder else ""
     conn, has_vec = connect(db)
     try:
+        if _is_index(conn) and _meta(conn).get("schema") != SCHEMA_VERSION:
+            # an index another letterchunk wrote: its tables and vectors cannot be reused
+            conn.executescript(
+                "DROP TABLE IF EXISTS chunks_fts; DROP TABLE IF EXISTS chunks; "
+                "DROP TABLE IF EXISTS units; DELETE FROM meta;"
+            )
         conn.executescript(_SCHEMA)
         meta = _meta(conn)
-        if meta.get("schema", SCHEMA_VERSION) != SCHEMA_VERSION:
-            raise ConfigError(
-                f"{db}: index schema {meta['schema']}, this letterchunk writes "
-                f"{SCHEMA_VERSION}; delete the file and index again"
-            )
         if embedder and meta.get("embedder") not in (None, "", name):
             conn.execute("DELETE FROM units")  # vectors of another model cannot be compared
         # --no-dense on a dense index keeps its vectors usable for the chunks that did not change
         name = name or meta.get("embedder", "")
         with conn:
-            _write_chunks(conn, records, name)
+            _write_chunks(conn, records, ranked, name)
             conn.executemany(
                 "INSERT OR REPLACE INTO meta VALUES (?, ?)",
                 [("schema", SCHEMA_VERSION), ("embedder", name)],
             )
         embedded = reused = 0
         if embedder:
-            embedded, reused = _embed_missing(conn, records, embedder, progress)
+            embedded, reused = _embed_missing(conn, records, ranked, embedder, progress)
         return IndexStats(
             len(records), embedded, reused, embedder.name if embedder else None, has_vec
         )

@@ -2,11 +2,26 @@
 
 Each retriever ranks the chunks that pass the filters; hybrid mode fuses the two rankings with
 reciprocal-rank fusion (score = sum of 1 / (60 + rank)), which needs no score calibration between
-BM25 and cosine.  A chunk's dense score is its best unit (summary or content window).
+BM25 and cosine.  A chunk's dense score is its best unit (summary or content window); a parent
+its children cover is scored by its summary and its children's units.
 
-Tier expansion (seed 000 §4.1): a Tier-3 (table) or Tier-2 (paragraph) hit comes with its Tier-1
-parent's context, so an answer about a figure or a quote can cite the surrounding text.  Every hit
-carries its exact source span: ``source_file[start_char:end_char] == content``.
+What is ranked: the index's leaves (see :mod:`letterchunk.retrieval.index`), the most specific
+chunks: Tier-2 paragraphs, Tier-3 tables, Tier-1 chunks without children.  Each retriever ranks
+the leaves and, separately, the sections (Tier-1 chunks); a leaf's fused score adds its section's
+reciprocal ranks to its own, so a passage of a section that matches the question as a whole
+rises (a question about a principle often matches a section better than any one paragraph).
+Hits are grouped by section: walking the fused ranking, the first leaf of a section opens a hit
+and the section's later leaves join it (``more``), until a leaf would open a (k+1)-th section.
+So k hits are k different sections, each returning its best passage and its other passages that
+rank before that leaf; the section itself is a pointer (``parent``).  With a token
+budget (``tokens``) the walk instead takes leaves while their token counts fit it.  A ``tier``
+filter ranks every chunk of that tier instead, one hit each (``--tier 1`` searches whole
+sections).
+
+Tier expansion (seed 000 §4.1): a Tier-3 (table) or Tier-2 (paragraph) hit names its Tier-1
+parent (id, title, span) in ``parent``, so an answer about a figure or a quote can fetch the
+surrounding text; with ``expand`` the parent's text comes with it.  Every hit carries its exact
+source span: ``source_file[start_char:end_char] == content``.
 """
 
 from __future__ import annotations
@@ -19,10 +34,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from letterchunk.errors import ConfigError
-from letterchunk.retrieval.embed import Embedder, load_numpy
+from letterchunk.retrieval.embed import Embedder, load_numpy, windows
+from letterchunk.retrieval.index import SCHEMA_VERSION
 from letterchunk.retrieval.store import connect
 
-__all__ = ["Context", "Filters", "Hit", "Mode", "RRF_K", "fts_query", "search"]
+__all__ = ["Context", "Filters", "Hit", "Mode", "Passage", "RRF_K", "fts_query", "search"]
 
 Mode = Literal["hybrid", "bm25", "dense"]
 RRF_K = 60
@@ -62,10 +78,22 @@ class Filters:
 
 @dataclass(frozen=True)
 class Context:
-    """A parent chunk returned beside a Tier-2/Tier-3 hit."""
+    """The parent chunk of a Tier-2/Tier-3 hit: a pointer, with its text when expanded."""
 
     chunk_id: str
     section_title: str
+    source_file: str
+    start_char: int
+    end_char: int
+    content: str | None = None  # source_file[start_char:end_char]; None unless expanded
+
+
+@dataclass(frozen=True)
+class Passage:
+    """Another leaf of a hit's section, ranked before the leaf of a (k+1)-th section."""
+
+    chunk_id: str
+    chunk_tier: int
     source_file: str
     start_char: int
     end_char: int
@@ -88,6 +116,7 @@ class Hit:
     bm25_rank: int | None = None
     dense_rank: int | None = None
     parent: Context | None = None
+    more: list[Passage] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
@@ -113,7 +142,14 @@ def _dense(conn: Any, vector: Any, where: str, params: list[Any], has_vec: bool)
     """Chunk rowids by their best unit's cosine similarity to ``vector`` (exact, filtered)."""
     np = load_numpy()
     blob = np.asarray(vector, dtype="<f4").tobytes()
-    join = f"FROM units u JOIN chunks c ON c.checksum = u.checksum WHERE {where}"
+    # a chunk's units are its own, and for a parent its children cover, also its children's
+    join = (
+        "FROM (SELECT rowid AS owner, checksum FROM chunks UNION ALL "
+        "SELECT p.rowid, ch.checksum FROM chunks p JOIN chunks ch "
+        "ON ch.parent_chunk_id = p.chunk_id WHERE p.leaf = 0) o "
+        "JOIN chunks c ON c.rowid = o.owner JOIN units u ON u.checksum = o.checksum "
+        f"WHERE {where}"
+    )
     if has_vec:  # sqlite-vec scores in SQL; the same blobs as the numpy path below
         rows = conn.execute(
             f"SELECT c.rowid, min(vec_distance_cosine(u.embedding, ?)) AS d {join} "
@@ -146,16 +182,95 @@ _COLUMNS = (
 )
 
 
-def _parent(conn: Any, chunk_id: str) -> Context | None:
+def _parent(conn: Any, chunk_id: str, expand: bool) -> Context | None:
     row = conn.execute(
         "SELECT chunk_id, section_title, source_file, start_char, end_char, content "
         "FROM chunks WHERE chunk_id = ?",
         (chunk_id,),
     ).fetchone()
-    return Context(*row) if row else None
+    if not row:
+        return None
+    chunk_id, title, source, start, end, content = row
+    return Context(chunk_id, title, source, start, end, content if expand else None)
 
 
-def _hit(conn: Any, rowid: int, score: float, ranks: dict[str, list[int]]) -> Hit:
+def _passage(conn: Any, rowid: int) -> Passage:
+    row = conn.execute(
+        "SELECT chunk_id, chunk_tier, source_file, start_char, end_char, content "
+        "FROM chunks WHERE rowid = ?",
+        (rowid,),
+    ).fetchone()
+    return Passage(*row)
+
+
+def _sections(conn: Any, rowids: list[int]) -> tuple[dict[int, int], dict[int, int]]:
+    """Each chunk's section (its Tier-1 parent's rowid, or its own for a Tier-1 chunk) and its
+    token count."""
+    section_of: dict[int, int] = {}
+    size: dict[int, int] = {}
+    for first in range(0, len(rowids), 500):
+        part = rowids[first : first + 500]
+        rows = conn.execute(
+            "SELECT c.rowid, p.rowid, json_extract(c.metadata, '$.token_count') FROM chunks c "
+            "LEFT JOIN chunks p ON p.chunk_id = c.parent_chunk_id AND c.chunk_tier IN (2, 3) "
+            f"WHERE c.rowid IN ({', '.join('?' * len(part))})",
+            part,
+        ).fetchall()
+        for leaf, section, tokens in rows:
+            section_of[leaf] = section or leaf
+            size[leaf] = int(tokens or 0)
+    return section_of, size
+
+
+def _fuse_sections(
+    leaves: dict[str, list[int]], sections: dict[str, list[int]], section_of: dict[int, int]
+) -> list[tuple[int, float]]:
+    """Leaves by the sum of their own and their section's reciprocal ranks, best first."""
+    scores = dict(_fuse(list(leaves.values())))
+    for ranking in sections.values():
+        bonus = {rowid: 1.0 / (RRF_K + rank) for rank, rowid in enumerate(ranking, 1)}
+        for leaf in scores:
+            scores[leaf] += bonus.get(section_of[leaf], 0.0)
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _group(
+    ranked: list[tuple[int, float]],
+    section_of: dict[int, int],
+    k: int | None,
+    size: dict[int, int],
+    tokens: int | None,
+) -> list[list[tuple[int, float]]]:
+    """The first ``k`` sections in rank order, each with its leaves that rank before the first
+    leaf of section k+1.
+
+    With a ``tokens`` budget, a leaf that would take the passages past it is passed over (a
+    smaller one further down may still fit).
+    """
+    groups: dict[int, list[tuple[int, float]]] = {}
+    left = tokens
+    for rowid, score in ranked:
+        if left is not None and size[rowid] > left:
+            continue
+        section = section_of[rowid]
+        if section not in groups:
+            if k is not None and len(groups) == k:
+                break
+            groups[section] = []
+        groups[section].append((rowid, score))
+        if left is not None:
+            left -= size[rowid]
+    return list(groups.values())
+
+
+def _hit(
+    conn: Any,
+    rowid: int,
+    score: float,
+    ranks: dict[str, list[int]],
+    expand: bool,
+    more: list[int] | None = None,
+) -> Hit:
     row = conn.execute(f"SELECT {_COLUMNS} FROM chunks WHERE rowid = ?", (rowid,)).fetchone()
     (_, chunk_id, year, title, tier, ctype, source, start, end, summary, content, parent, md) = row
 
@@ -177,7 +292,8 @@ def _hit(conn: Any, rowid: int, score: float, ranks: dict[str, list[int]]) -> Hi
         content=content,
         bm25_rank=rank("bm25"),
         dense_rank=rank("dense"),
-        parent=_parent(conn, parent) if parent and tier in (2, 3) else None,
+        parent=_parent(conn, parent, expand) if parent and tier in (2, 3) else None,
+        more=[_passage(conn, r) for r in more or []],
         metadata=json.loads(md),
     )
 
@@ -186,38 +302,85 @@ def search(
     db: str | Path,
     query: str,
     *,
-    k: int = 5,
+    k: int | None = 5,
     filters: Filters | None = None,
     mode: Mode = "hybrid",
     embedder: Callable[[str], Embedder] | None = None,
+    expand: bool = False,
+    tokens: int | None = None,
 ) -> list[Hit]:
-    """The ``k`` best chunks of the index ``db`` for ``query``.
+    """The ``k`` best sections' leaves in the index ``db`` for ``query`` (see the module doc).
 
     ``embedder`` builds the query embedder from the name stored in the index (dense and hybrid
-    modes only); an index built with ``--no-dense`` searches in ``bm25`` mode.
+    modes only); an index built with ``--no-dense`` searches in ``bm25`` mode.  ``expand`` puts
+    each Tier-2/Tier-3 hit's parent text in ``hit.parent.content``.  ``tokens`` is a context
+    budget: passages are taken in rank order while their token counts fit it (``k=None`` then
+    leaves the number of sections to the budget).
     """
+    if k is None and tokens is None:
+        raise ConfigError("search needs k, a token budget, or both")
     if not Path(db).is_file():
         raise ConfigError(f"{db}: no such index; build it with `letterchunk index DIR --db {db}`")
-    where, params = (filters or Filters()).sql()
+    filters = filters or Filters()
+    where, params = filters.sql()
     conn, has_vec = connect(db)
     try:
-        ranks: dict[str, list[int]] = {}
-        if mode in ("hybrid", "bm25"):
-            ranks["bm25"] = _bm25(conn, query, where, params)
-        if mode in ("hybrid", "dense"):
-            name = dict(conn.execute("SELECT key, value FROM meta").fetchall()).get("embedder")
-            if not name or not conn.execute("SELECT 1 FROM units LIMIT 1").fetchone():
-                if mode == "dense":
-                    raise ConfigError(
-                        f"{db} has no vectors (indexed with --no-dense); index again without "
-                        "--no-dense, or search with --bm25"
-                    )
-            elif embedder is None:
-                raise ConfigError(f"{db} holds {name} vectors; pass an embedder for them")
-            else:
-                [vector] = embedder(name).embed([query])
-                ranks["dense"] = _dense(conn, vector, where, params, has_vec)
-        fused = _fuse(list(ranks.values()))[:k]
-        return [_hit(conn, rowid, score, ranks) for rowid, score in fused]
+        vector = _query_vector(conn, db, query, mode, embedder)
+
+        def rank(condition: str) -> dict[str, list[int]]:
+            ranks: dict[str, list[int]] = {}
+            if mode in ("hybrid", "bm25"):
+                ranks["bm25"] = _bm25(conn, query, condition, params)
+            if vector is not None:
+                ranks["dense"] = _dense(conn, vector, condition, params, has_vec)
+            return ranks
+
+        if filters.tier is not None:  # one hit per chunk: each is its own section
+            ranks = rank(where)
+            fused = _fuse(list(ranks.values()))
+            _, size = _sections(conn, [rowid for rowid, _ in fused])
+            hits = _group(fused, {r: r for r, _ in fused}, k, size, tokens)
+            return [_hit(conn, rowid, score, ranks, expand) for [(rowid, score)] in hits]
+        leaves = rank(where + " AND c.leaf = 1")
+        sections = rank(where + " AND c.chunk_tier = 1")
+        candidates = sorted({r for ranking in leaves.values() for r in ranking})
+        section_of, size = _sections(conn, candidates)
+        ranked = _fuse_sections(leaves, sections, section_of)
+        groups = _group(ranked, section_of, k, size, tokens)
+        return [
+            _hit(conn, group[0][0], group[0][1], leaves, expand, [r for r, _ in group[1:]])
+            for group in groups
+        ]
     finally:
         conn.close()
+
+
+def _query_vector(
+    conn: Any, db: str | Path, query: str, mode: Mode, embedder: Callable[[str], Embedder] | None
+) -> Any:
+    """The query's vector for dense ranking, or None (BM25 mode, or an index with no vectors)."""
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    if meta.get("schema") != SCHEMA_VERSION:
+        raise ConfigError(
+            f"{db}: index schema {meta.get('schema', '?')}, this letterchunk reads "
+            f"{SCHEMA_VERSION}; index again: `letterchunk index DIR --db {db}`"
+        )
+    if mode == "bm25":
+        return None
+    name = meta.get("embedder")
+    if not name or not conn.execute("SELECT 1 FROM units LIMIT 1").fetchone():
+        if mode == "dense":
+            raise ConfigError(
+                f"{db} has no vectors (indexed with --no-dense); index again without "
+                "--no-dense, or search with --bm25"
+            )
+        return None
+    if embedder is None:
+        raise ConfigError(f"{db} holds {name} vectors; pass an embedder for them")
+    model = embedder(name)
+    # a query longer than the model's window is embedded window by window, and the mean of
+    # the window vectors (normalised) stands for it; the model never sees a cut text
+    vectors = model.embed([query[w.start : w.end] for w in windows(model, query)])
+    np = load_numpy()
+    mean = vectors.mean(axis=0)
+    return mean / max(float(np.linalg.norm(mean)), 1e-12)
