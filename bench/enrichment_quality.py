@@ -249,6 +249,9 @@ class Replay:
     records: list[dict]  # canonical chunk records as written to YYYY.jsonl, in order
     evidence: dict[str, dict]  # chunk_id -> evidence record (YYYY.evidence.jsonl)
     calls: int
+    questions: int  # one-token yes/no follow-ups (enrich.judges)
+    question_tokens: int  # their prompt tokens
+    question_new_tokens: int  # ... of them not served from the server's prompt cache
     prompt_tokens: int
     completion_tokens: int
     unplayed: int  # recorded interactions never requested (0 on a faithful replay)
@@ -285,6 +288,9 @@ def replay(year: int, out: Path | None = None) -> Replay:
         records=records,
         evidence=evidence,
         calls=sum(o.calls for o in letter.outcomes),
+        questions=sum(o.verdicts.calls for o in letter.outcomes),
+        question_tokens=sum(o.verdicts.usage.prompt_tokens for o in letter.outcomes),
+        question_new_tokens=sum(o.verdicts.new_prompt_tokens for o in letter.outcomes),
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
         unplayed=unplayed,
@@ -351,6 +357,9 @@ class Scores:
     concept_chunks: int = 0
     concept_stale: int = 0
     calls: int = 0
+    questions: int = 0
+    question_tokens: int = 0
+    question_new_tokens: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -406,6 +415,10 @@ class Scores:
             "concept_chunks": self.concept_chunks,
             "concept_labels_stale": self.concept_stale,
             "llm_calls_per_chunk": ratio(self.calls, self.chunks),
+            "questions_per_chunk": ratio(self.questions, self.chunks),
+            "requests_per_chunk": ratio(self.calls + self.questions, self.chunks),
+            "prompt_tokens_per_question": ratio(self.question_tokens, self.questions),
+            "new_prompt_tokens_per_question": ratio(self.question_new_tokens, self.questions),
             "prompt_tokens_per_chunk": ratio(self.prompt_tokens, self.chunks),
             "completion_tokens_per_chunk": ratio(self.completion_tokens, self.chunks),
         }
@@ -603,6 +616,11 @@ def measure(years: Iterable[int] | None = None, out: Path | None = None) -> list
             entity_labels=load_entity_labels(year),
         )
         ours.calls, ours.prompt_tokens = run.calls, run.prompt_tokens
+        ours.questions = run.questions
+        ours.question_tokens, ours.question_new_tokens = (
+            run.question_tokens,
+            run.question_new_tokens,
+        )
         ours.completion_tokens = run.completion_tokens
         kw_records, kw_evidence = keyword_records(run.records)
         keyword = score_letter(
@@ -643,8 +661,12 @@ _ROWS: list[tuple[str, str, str | None]] = [
     ("concept precision (hand-labelled)", "concept_precision", "concept_chunks"),
     ("concept recall (hand-labelled)", "concept_recall", None),
     ("concept F1 (hand-labelled)", "concept_f1", None),
-    ("LLM calls per chunk", "llm_calls_per_chunk", None),
-    ("prompt tokens per chunk", "prompt_tokens_per_chunk", None),
+    ("LLM calls per chunk (structured)", "llm_calls_per_chunk", None),
+    ("yes/no questions per chunk (1 token each)", "questions_per_chunk", None),
+    ("HTTP requests per chunk, all", "requests_per_chunk", None),
+    ("prompt tokens per question", "prompt_tokens_per_question", None),
+    ("... of them new (not in the server's cache)", "new_prompt_tokens_per_question", None),
+    ("prompt tokens per chunk (all requests)", "prompt_tokens_per_chunk", None),
     ("completion tokens per chunk", "completion_tokens_per_chunk", None),
 ]
 # figures of the chunks' own entities: the keyword rule makes none, so they are not its figures

@@ -55,6 +55,7 @@ import contextlib
 import email.parser
 import email.policy
 import json
+import math
 import socket
 import struct
 import threading
@@ -106,6 +107,7 @@ class Reply:
     body: bytes = b""
     delay_s: float = 0.0
     then: Reply | None = None  # for "hang": what to do after the delay (None = drop)
+    top_logprobs: tuple[tuple[str, float], ...] | None = None  # first token's alternatives
 
 
 def answer(
@@ -124,6 +126,30 @@ def answer(
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
     )
+
+
+def yes_no(p_yes: float | None) -> Reply:
+    """The one-token answer to a yes/no question (``llm.judge``): "yes" or "no", with
+    ``top_logprobs`` giving p(yes) = ``p_yes``; ``None`` answers "no" without logprobs, as a
+    server that does not report them would."""
+    if p_yes is None:
+        return Reply("answer", content="no", finish_reason="length", completion_tokens=1)
+    p = min(max(p_yes, 1e-6), 1 - 1e-6)
+    top = (("yes", math.log(p)), ("no", math.log(1 - p)))
+    if p < 0.5:
+        top = top[::-1]
+    return Reply(
+        "answer",
+        content=top[0][0],
+        finish_reason="length",
+        completion_tokens=1,
+        top_logprobs=top,
+    )
+
+
+def is_yes_no_question(body: dict) -> bool:
+    """Whether a chat request is a one-token yes/no question (``llm.judge``)."""
+    return isinstance(body, dict) and bool(body.get("logprobs")) and body.get("max_tokens") == 1
 
 
 def malformed(text: str = '{"contextual_summary": "unterminated, "themes": [}') -> Reply:
@@ -256,8 +282,12 @@ class FakeOpenAI:
         rpm_limit: int | None = None,
         window_s: float = 60.0,
         model: str = MODEL_ID,
+        judge: Callable[[dict], float | None] | None = None,
     ) -> None:
         self.default = default
+        # answers yes/no questions (p_yes, or None: no logprobs) without using the scripted
+        # queue, so a script of structured replies stays in step whatever the judges ask
+        self.judge = judge
         self.latency_s = latency_s
         self.tpm_limit = tpm_limit
         self.rpm_limit = rpm_limit
@@ -342,6 +372,16 @@ class FakeOpenAI:
         return len(self.chat_requests)
 
     @property
+    def structured_requests(self) -> list[RecordedRequest]:
+        """Chat requests other than yes/no questions (the structured enrichment calls)."""
+        return [r for r in self.chat_requests if not is_yes_no_question(r.body)]
+
+    @property
+    def question_count(self) -> int:
+        """Yes/no questions asked (``llm.judge``)."""
+        return self.chat_count - len(self.structured_requests)
+
+    @property
     def usage_total(self) -> ServedUsage:
         with self._lock:
             return ServedUsage(
@@ -389,7 +429,12 @@ class FakeOpenAI:
             "created": int(time.time()),
             "model": body.get("model") or self.model,
             "choices": [
-                {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": finish,
+                    "logprobs": _logprobs(reply),
+                }
             ],
             "usage": {
                 "prompt_tokens": p_tok,
@@ -490,6 +535,8 @@ class FakeOpenAI:
 
     # -- internals used by the handler
     def _next_reply(self, body: dict) -> Reply:
+        if is_yes_no_question(body):
+            return yes_no(self.judge(body) if self.judge is not None else None)
         with self._lock:
             if self._queue:
                 return self._queue.popleft()
@@ -711,3 +758,11 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self._send_json(code, completion)
 
     return Handler
+
+
+def _logprobs(reply: Reply) -> dict | None:
+    """The ``logprobs`` of a one-token answer, shaped as the API sends them."""
+    if reply.top_logprobs is None:
+        return None
+    top = [{"token": t, "logprob": lp, "bytes": None} for t, lp in reply.top_logprobs]
+    return {"content": [{**top[0], "top_logprobs": top}]}

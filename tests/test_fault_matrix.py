@@ -82,6 +82,16 @@ def valid_for(request: dict) -> dict:
             for i in range(n_tables)
         ],
     }
+    principles = props.get("principles", {})
+    if principles.get("minItems"):  # the grammar asks for a principle: quote its first choice
+        item = principles["items"]
+        if "$ref" in item:
+            item = schema["$defs"][item["$ref"].rsplit("/", 1)[-1]]
+        evidence = item["properties"]["evidence"]
+        quote = evidence.get("enum", [evidence.get("const")])[0]
+        values["principles"] = [
+            {"evidence": quote, "statement": "Report results plainly.", "category": "general"}
+        ]
     unknown = set(props) - set(values)
     assert not unknown, f"the fake backend does not know how to answer {unknown}"
     return {k: values[k] for k in props}

@@ -270,6 +270,9 @@ def test_summary_pattern_uses_only_syntax_llama_cpp_compiles():
 # narrative chunk (paths as in _enums: properties joined by '.', list items transparent)
 SCHEMA_ENFORCED: dict[str, tuple[str, str]] = {
     "entity.not_found": ("entities.companies", "enum"),
+    # the enums offer only names typed organisation / person by contract.names
+    "entity.person_in_companies": ("entities.companies", "enum"),
+    "entity.organisation_in_people": ("entities.people", "enum"),
     "concept.unknown": ("buffett_concepts", "enum"),
     "concept.case": ("buffett_concepts", "enum"),
     "year.comparison_not_found": ("comparison_years", "enum"),
@@ -300,10 +303,6 @@ SCHEMA_NOT_ENFORCED: dict[str, str] = {
     "ruled out",
     "table.summary_missing": "as title.empty (minLength 1 only)",
     "table.name_missing": "as title.empty (minLength 1 only; a blank name keeps the segmenter's)",
-    "entity.person_in_companies": "the schema offers every name candidate in both entity lists; "
-    "the mechanical fixer 'entities' moves a name typed a person to people",
-    "entity.organisation_in_people": "as entity.person_in_companies: the fixer moves a name "
-    "typed an organisation to companies and drops a place",
 }
 
 

@@ -95,7 +95,12 @@ def test_run_writes_valid_enriched_files_with_one_call_per_chunk(tmp_path):
     out = tmp_path / "out"
     with FakeOpenAI(default=grounded_answer) as server, client_for(server) as client:
         [letter] = run_paths([LETTER], out, client)
-        assert server.chat_count == len(letter.outcomes) == len(letter.chunks) > 3
+        structured = server.structured_requests
+        assert len(structured) == len(letter.outcomes) == len(letter.chunks) > 3
+        # the yes/no follow-ups: one confession question per narrative chunk, one per principle
+        narrative = [o for o in letter.outcomes if o.chunk.metadata.chunk_tier != 3]
+        asked = sum(1 + len(o.chunk.metadata.principles) for o in narrative)
+        assert server.question_count == asked == sum(o.verdicts.calls for o in letter.outcomes)
     assert all(o.calls == 1 for o in letter.outcomes)
     assert sorted(files(out)) == ["1977.evidence.jsonl", "1977.jsonl", "1977_cleaned.txt"]
     assert (out / "1977.report.jsonl").is_file()
@@ -112,7 +117,7 @@ def test_run_writes_valid_enriched_files_with_one_call_per_chunk(tmp_path):
     systems = {r.body["messages"][0]["content"] for r in server.chat_requests}
     assert len(systems) == 1
     # grammar mode: names and quotes can only be the chunk's own
-    for r in server.chat_requests:
+    for r in structured:
         props = response_schema(r.body)["properties"]
         text = " ".join(chunk_text(r.body).split())
         for q in props.get("content_type_evidence", {}).get("items", {}).get("enum", []):
@@ -129,7 +134,8 @@ def test_parallel_run_and_cached_rerun_are_byte_identical(tmp_path):
         asked = server.chat_count
         with ResponseCache(cache_dir, "use") as cache, client_for(server, cache) as client:
             [letter] = run_paths([LETTER], tmp_path / "rerun", client, RunOptions(workers=2))
-            assert cache.misses == 0 and cache.hits == len(letter.outcomes)
+            questions = sum(o.verdicts.calls for o in letter.outcomes)
+            assert cache.misses == 0 and cache.hits == len(letter.outcomes) + questions > 7
         assert server.chat_count == asked  # zero HTTP requests on the rerun
     serial = files(tmp_path / "serial")
     assert files(tmp_path / "parallel") == serial == files(tmp_path / "rerun")
@@ -279,12 +285,16 @@ def test_unify_titles_gives_a_section_one_title_and_drops_self_references(make_c
 
 
 def test_a_model_title_never_repeats_another_sections_title():
-    """The opening section named after the next header gets its section number; xrefs dedupe."""
+    """The opening section named after the next header takes its first theme that is no title
+    yet, else its section number; xrefs dedupe."""
     from letterchunk.contract.schema import Chunk
     from letterchunk.runner.pipeline import unify_titles
 
-    def chunk(cid: str, title: str, xrefs: list[str] | None = None) -> Chunk:
+    def chunk(
+        cid: str, title: str, xrefs: list[str] | None = None, themes: list[str] | None = None
+    ) -> Chunk:
         meta = {
+            "themes": themes or [],
             "letter_year": 1977,
             "letter_date": "1978-03-14",
             "source_file": "1977_cleaned.txt",
@@ -301,9 +311,20 @@ def test_a_model_title_never_repeats_another_sections_title():
         return Chunk.model_validate({"chunk_id": cid, "content": "x", "metadata": meta})
 
     original = [chunk("1977-S1-T1-001", UNTITLED), chunk("1977-S2-T1-001", "Textile Operations")]
-    enriched = [chunk("1977-S1-T1-001", "Textile Operations", ["Banking", "Banking"]), original[1]]
-    out = unify_titles(original, enriched)
+    themed = chunk(
+        "1977-S1-T1-001",
+        "Textile Operations",
+        ["Banking", "Banking"],
+        ["textile operations", "annual results"],
+    )
+    out = unify_titles(original, [themed, original[1]])
+    assert out[0].metadata.section_title == "Annual Results"  # the first theme no title has
+    assert out[0].metadata.section_hierarchy == ["Letter Body", "Annual Results"]
+    assert out[0].metadata.cross_references.related_sections_same_letter == ["Banking"]
+    assert out[1].metadata.section_title == "Textile Operations"
+    # no free theme: the section number keeps the title unique
+    bare = chunk("1977-S1-T1-001", "Textile Operations", ["Banking", "Banking"])
+    out = unify_titles(original, [bare, original[1]])
     assert out[0].metadata.section_title == "Textile Operations (section 1)"
     assert out[0].metadata.section_hierarchy == ["Letter Body", "Textile Operations (section 1)"]
     assert out[0].metadata.cross_references.related_sections_same_letter == ["Banking"]
-    assert out[1].metadata.section_title == "Textile Operations"

@@ -127,11 +127,13 @@ def test_run_off_a_terminal_prints_progress_while_it_runs_and_one_summary(tmp_pa
             str(tmp_path / "cache"),
         ]
         code, lines, stdout = _run_streaming(cmd, env)
-        served = server.chat_count
+        served = len(server.structured_requests)
+        questions = server.question_count
     text = "\n".join(line for line, _ in lines)
     assert code == 0, text
     assert stdout == ""  # progress and summary never touch stdout
     assert served == 11
+    assert questions > 11  # a confession question per narrative chunk, one per principle
 
     progress = [(PROGRESS.match(line), live) for line, live in lines if PROGRESS.match(line)]
     assert len(progress) == 11, text  # interval 0: a line per chunk
@@ -160,9 +162,9 @@ def test_run_off_a_terminal_prints_progress_while_it_runs_and_one_summary(tmp_pa
     for figure in (
         "3/3 letter(s)",
         "11/11 chunk(s) enriched, 0 failed",
-        "11 LLM call(s)",
-        "11 HTTP request(s)",
-        "cache 0 hit(s), 11 miss(es)",
+        f"11 LLM call(s) + {questions} yes/no question(s)",
+        f"{11 + questions} HTTP request(s)",
+        f"cache 0 hit(s), {11 + questions} miss(es)",
         "0 repair(s)",
     ):
         assert figure in head, head

@@ -78,7 +78,7 @@ class Stats:
         self.started = self.created  # enrichment start: the rate counts from here
         self.letters_total = self.letters_done = 0
         self.total = self.done = self.failed = self.enriched = 0
-        self.calls = self.cache_hits = self.repairs = 0
+        self.calls = self.cache_hits = self.repairs = self.questions = 0
         self.prompt_tokens = self.completion_tokens = 0
         self.last_letter: int | None = None
         self.began = False  # letters were read and segmented: there is a run to summarize
@@ -95,6 +95,7 @@ class Stats:
             self.done += 1
             self.failed += 0 if outcome.ok else 1
             self.calls += calls
+            self.questions += int(getattr(getattr(outcome, "verdicts", None), "calls", 0) or 0)
             self.cache_hits += int(outcome.cache_hits or 0)
             self.repairs += max(0, calls - 1)
             self.prompt_tokens += outcome.usage.prompt_tokens
@@ -322,7 +323,8 @@ def summary_lines(
     head = (
         f"summary: {stats.letters_done}/{stats.letters_total} letter(s), "
         f"{stats.enriched}/{stats.total} chunk(s) enriched, {stats.failed} failed; "
-        f"{stats.calls} LLM call(s), {usage.requests} HTTP request(s), "
+        f"{stats.calls} LLM call(s) + {stats.questions} yes/no question(s), "
+        f"{usage.requests} HTTP request(s), "
         f"{usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion tokens; "
         f"cache {hits} hit(s), {misses} miss(es)"
         + ("" if cache is not None else " (cache off)")

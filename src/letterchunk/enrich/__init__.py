@@ -1,10 +1,12 @@
-"""Stage 2, enrichment: the one LLM call per chunk that fills the semantic metadata fields.
+"""Stage 2, enrichment: the one structured LLM call per chunk that fills the semantic metadata
+fields, and the one-token yes/no follow-ups that correct its confession and principle tags.
 
 Modules: :mod:`~letterchunk.enrich.context` (what the prompt needs about the letter),
 :mod:`~letterchunk.enrich.candidates` (names, sentences, years, cued concepts and confession
 sentences computed from the chunk), :mod:`~letterchunk.enrich.answers` (the response models and
-their per-chunk narrowing), :mod:`~letterchunk.enrich.messages` (the chat messages) and
-:mod:`~letterchunk.enrich.apply` (an answer applied to a chunk, and its evidence record).
+their per-chunk narrowing), :mod:`~letterchunk.enrich.messages` (the chat messages),
+:mod:`~letterchunk.enrich.apply` (an answer applied to a chunk, and its evidence record) and
+:mod:`~letterchunk.enrich.judges` (the follow-up questions and what their answers change).
 
 The LLM answers a small response model (:class:`Enrichment` for Tier-1/2 narrative chunks,
 :class:`TableEnrichment` for Tier-3 table chunks) that holds *only* fields needing judgement plus
@@ -38,14 +40,26 @@ three concepts of the alphabetical vocabulary, and never tagged a confession):
   ``[]`` when none is cued; without one (hosted tool calls) the enum keeps the whole vocabulary
   and the prompt names the cued concepts first as suggestions.
 * **Confessions** — :func:`confession_sentences` picks the chunk's sentences that hold a
-  self-critical cue (:data:`CONFESSION_CUES`: "mistake"/"mistaken(ly)", "error", "erred",
-  "wrong", "blunder", "regret", "misjudg…", "miscalculat…", "should (not) have",
-  "shouldn't have", "failed to", "embarrass…").  Bare "I was"/"we were" are left out on
-  purpose: they open far more reports than admissions, and an admission in the letters nearly
-  always carries one of the words above; so are "foolish"/"dumb", which Buffett mostly uses to
-  state a principle ("we think it foolish to…").  With a grammar, ``content_type`` may be
-  ``mistake_confession`` only when such a sentence exists, and ``content_type_evidence`` lists
-  those sentences first.  The user prompt names them as "possible confession sentences".
+  self-critical cue (:data:`CONFESSION_CUES`: "mistake", "error", "wrong", "blunder", "regret",
+  "misjudg…", "should (not) have", "cost us", "overpaid", "paid too much", "foolish", "dumb",
+  "alas", "unfortunately", …), first-person ones first.  The cues are broad on purpose: they
+  only propose evidence.  With a grammar, ``content_type`` may be ``mistake_confession`` only
+  when such a sentence exists, and ``content_type_evidence`` lists those sentences first; the
+  user prompt names them as "possible confession sentences".  Whether the chunk *is* a
+  confession is then the model's yes-probability to one focused question
+  (:mod:`~letterchunk.enrich.judges`), which overrides the structured answer's tag.
+* **Principles** — :func:`principle_sentences` picks sentences with a general-statement cue
+  (:data:`PRINCIPLE_CUES`: "we believe", "should", "never", "always", "the best", "investors",
+  …).  They come first among the principle evidence choices, and when there is one the grammar
+  asks for at least one principle (the model chooses which); the judges then drop a principle
+  whose sentence the model does not rate a general rule.
+* **Entities** — each name candidate is typed by :func:`letterchunk.contract.names.name_kind`;
+  ``people`` offers only names typed person, ``companies`` only names typed organisation (the
+  validator's rules ``entity.person_in_companies`` / ``entity.organisation_in_people``).
+
+Field order puts evidence before the label it implies (a principle's ``evidence`` before its
+``statement``; ``content_type_evidence`` before ``content_type``).  Evidence sentences come from
+:func:`letterchunk.text.sentences.sentences`, which does not split at "Mr.", "U.S." or "Inc.".
 
 Evidence is not a canonical key; :func:`evidence_record` turns it into one line of the
 ``YYYY.evidence.jsonl`` sidecar::
@@ -72,13 +86,16 @@ from letterchunk.enrich.answers import (
 from letterchunk.enrich.apply import apply_enrichment, complete_sentences, evidence_record
 from letterchunk.enrich.candidates import (
     CONFESSION_CUES,
+    PRINCIPLE_CUES,
     confession_sentences,
     cued_concepts,
     name_candidates,
+    principle_sentences,
     sentence_choices,
     years_in_text,
 )
 from letterchunk.enrich.context import PromptContext, load_vocabulary
+from letterchunk.enrich.judges import Verdicts, apply_verdicts, ask_judges
 from letterchunk.enrich.messages import build_messages
 
 __all__ = [
@@ -102,7 +119,12 @@ __all__ = [
     "cued_concepts",
     "confession_sentences",
     "CONFESSION_CUES",
+    "PRINCIPLE_CUES",
+    "principle_sentences",
     "load_vocabulary",
     "SUMMARY_PATTERN",
     "without_choices",
+    "Verdicts",
+    "ask_judges",
+    "apply_verdicts",
 ]

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
+from letterchunk.contract.names import name_kind
 from letterchunk.contract.schema import (
     UNTITLED,
     Chunk,
@@ -27,6 +28,7 @@ from letterchunk.enrich.candidates import (
     confession_sentences,
     cued_concepts,
     name_candidates,
+    principle_sentences,
     sentence_choices,
     years_in_text,
 )
@@ -82,9 +84,10 @@ class EnrichedEntities(_Answer):
 
 
 class EnrichedPrinciple(_Answer):
+    # evidence first: the model quotes the sentence, then states the rule it holds
+    evidence: str = Field(description="one sentence copied verbatim")
     statement: str = Field(min_length=1, max_length=MAX_STATEMENT_CHARS)
     category: PrincipleCategory
-    evidence: str = Field(description="one sentence copied verbatim")
 
 
 class EnrichedTable(_Answer):
@@ -101,8 +104,9 @@ class Enrichment(_Answer):
     buffett_concepts: list[str] = Field(max_length=MAX_CONCEPTS)
     entities: EnrichedEntities
     principles: list[EnrichedPrinciple] = Field(max_length=MAX_PRINCIPLES)
-    content_type: NarrativeType
+    # evidence before the label it implies
     content_type_evidence: list[str] = Field(max_length=MAX_EVIDENCE)
+    content_type: NarrativeType
     has_financial_data: bool
     retrieval_priority: Level
     abstraction_level: Level
@@ -232,25 +236,39 @@ def response_model_for(chunk: Chunk, ctx: PromptContext) -> type[_Answer]:
     narrowed["comparison_years"] = _choice_list(years, MAX_COMPARISON_YEARS)
     if ctx.grounded_choices:
         narrowed["contextual_summary"] = (str, Field(pattern=SUMMARY_PATTERN))
+        # typed by code (contract.names): a name offered under people is a person by evidence
+        # the validator can check, one under companies an organisation; names of unknown kind
+        # are not offered (the 1.5B model filed companies as people and people as companies)
         names = name_candidates(chunk.content)
+        kinds = {name: name_kind(name, chunk.content) for name in names}
         entities = create_model(
             "EnrichedEntities",
             __base__=EnrichedEntities,
-            companies=_choice_list(names, MAX_COMPANIES),
-            people=_choice_list(names, MAX_PEOPLE),
+            companies=_choice_list([n for n in names if kinds[n] == "organisation"], MAX_COMPANIES),
+            people=_choice_list([n for n in names if kinds[n] == "person"], MAX_PEOPLE),
         )
         narrowed["entities"] = (entities, Field())
         if not _is_table(chunk):
             confessions = confession_sentences(chunk.content)
+            general = principle_sentences(chunk.content)
+            sentences = sentence_choices(chunk.content)
             # confession sentences first: the evidence a confession tag must quote
-            quotes = list(dict.fromkeys(confessions + sentence_choices(chunk.content)))
-            quote: Any = Literal[tuple(quotes)] if quotes else str
+            quotes = list(dict.fromkeys(confessions + sentences))
+            # general statements first; with some, at least one principle is asked for (the
+            # small model otherwise answers [] everywhere) and enrich.judges keeps it only when
+            # the model judges its sentence a principle
+            rules = list(dict.fromkeys(general + sentences))
+            quote: Any = Literal[tuple(rules)] if rules else str
             principle = create_model(
                 "EnrichedPrinciple", __base__=EnrichedPrinciple, evidence=(quote, Field())
             )
             # a model class made at run time: mypy sees a variable, pydantic a type
             principles = list[principle]  # type: ignore[valid-type]
-            narrowed["principles"] = (principles, Field(max_length=MAX_PRINCIPLES))
+            least = 1 if general else 0
+            narrowed["principles"] = (
+                principles,
+                Field(min_length=least, max_length=MAX_PRINCIPLES),
+            )
             narrowed["content_type_evidence"] = _choice_list(quotes, MAX_EVIDENCE)
             types = [t for t in get_args(NarrativeType) if t != "mistake_confession" or confessions]
             narrowed["content_type"] = (Literal[tuple(types)], Field())

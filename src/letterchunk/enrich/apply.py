@@ -17,7 +17,7 @@ from letterchunk.contract.schema import (
     TableData,
     TemporalReferences,
 )
-from letterchunk.enrich.candidates import _SENTENCE_END
+from letterchunk.text.sentences import sentence_spans
 
 # --------------------------------------------------------------------------------------------
 # Applying an answer
@@ -168,8 +168,8 @@ def complete_sentences(text: str) -> str:
     flat = text.strip()
     if _ENDS_SENTENCE.search(flat):
         return flat
-    ends = list(_SENTENCE_END.finditer(flat))
-    return flat[: ends[-1].end()] if ends else flat
+    spans = sentence_spans(flat)
+    return flat[: spans[-2][1]] if len(spans) > 1 else flat
 
 
 def evidence_record(chunk_id: str, e: BaseModel) -> dict:

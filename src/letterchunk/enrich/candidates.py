@@ -13,6 +13,7 @@ from letterchunk.contract.validate import (
     quote_problem,
 )
 from letterchunk.enrich.context import PromptContext
+from letterchunk.text.sentences import sentences
 
 _YEAR = re.compile(r"(?<!\d)(1[89]\d\d|20\d\d)(?!\d)")
 
@@ -39,7 +40,6 @@ monday tuesday wednesday thursday friday saturday sunday
 _CONNECTORS = frozenset({"of", "and", "&", "de", "du", "la", "van", "von"})
 _CONTINUE_AFTER_DOT = re.compile(r"^(?:Mr|Mrs|Ms|Dr|Jr|Sr|St|[A-Z]|(?:[A-Z]\.)+[A-Z])\.$")
 _ENDS_NAME = re.compile(r"[,;:!?)\]\"\u201d]$|\.$")
-_SENTENCE_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?= [\"'\u201c\u2018(]?[A-Z0-9])")
 MAX_NAME_CHOICES, MAX_QUOTE_CHOICES, MIN_QUOTE_WORDS = 60, 150, 5
 
 
@@ -125,19 +125,12 @@ def _name_word(raw: str) -> str:
 def sentence_choices(text: str) -> list[str]:
     """The chunk's sentences (whitespace collapsed) of at least MIN_QUOTE_WORDS words.
 
-    Evidence quotes are chosen from these, so each is verbatim chunk text by construction.
+    Split by :func:`letterchunk.text.sentences.sentences`, which does not end a sentence at
+    "Mr.", "U.S." or "Inc."; evidence quotes are chosen from these, so each is verbatim chunk
+    text by construction.
     """
     flat = normalise_ws(text)
-    out: dict[str, None] = {}
-    start = 0
-    for match in _SENTENCE_END.finditer(flat):
-        piece = flat[start : match.end()].strip()
-        start = match.end()
-        if len(piece.split()) >= MIN_QUOTE_WORDS:
-            out.setdefault(piece, None)
-    tail = flat[start:].strip()
-    if len(tail.split()) >= MIN_QUOTE_WORDS:
-        out.setdefault(tail, None)
+    out = dict.fromkeys(s for s in sentences(text) if len(s.split()) >= MIN_QUOTE_WORDS)
     # only quotes the validator accepts (rules evidence.too_short / evidence.not_found)
     return [q for q in out if quote_problem(q, flat) is None][:MAX_QUOTE_CHOICES]
 
@@ -163,7 +156,9 @@ def cued_concepts(text: str, ctx: PromptContext) -> list[str]:
     return [concept for _, _, concept in sorted(hits)]
 
 
-# self-critical cues (see module docstring); each matches at a word start, case-insensitively
+# Self-critical cues (see module docstring); each matches at a word start, case-insensitively.
+# Broad on purpose: they only propose evidence sentences and order the choices; whether a chunk
+# confesses is the model's judgement (enrich.judges).
 CONFESSION_CUES: tuple[str, ...] = (
     r"mistake",
     r"errors?\b",
@@ -173,13 +168,67 @@ CONFESSION_CUES: tuple[str, ...] = (
     r"regret",
     r"misjudg",
     r"miscalculat",
+    r"misread",
+    r"underestimat",
+    r"overestimat",
+    r"overpaid\b",
     r"should(?: not|n['\u2019]t)? have\b",
     r"failed to\b",
+    r"(?:my|our) (?:failure|fault|decision)",
+    r"cost us\b",
+    r"costly\b",
     r"embarrass",
+    r"foolish",
+    r"dumb",
+    r"stupid",
+    r"too (?:early|late|slow|long)\b",
+    r"in hindsight",
+    r"alas\b",
+    r"(?:paid|paying|pay) (?:far |way )?too much",
+    r"unfortunately",
+    r"disappoint",
 )
 _CONFESSION = re.compile(r"(?<!\w)(?:" + "|".join(CONFESSION_CUES) + ")", re.IGNORECASE)
+_FIRST_PERSON = re.compile(
+    r"(?<!\w)(?:I|I['\u2019](?:ve|d|m)|we|we['\u2019](?:ve|d|re)|us|our|my|me)(?!\w)", re.IGNORECASE
+)
+
+
+def first_person(sentence: str) -> bool:
+    """Whether ``sentence`` speaks in the first person ("I", "we", "our", "my", "us")."""
+    return _FIRST_PERSON.search(sentence) is not None
 
 
 def confession_sentences(text: str) -> list[str]:
-    """The chunk's :func:`sentence_choices` that hold a self-critical cue, in text order."""
-    return [s for s in sentence_choices(text) if _CONFESSION.search(s)]
+    """The chunk's :func:`sentence_choices` that hold a self-critical cue: those that also speak
+    in the first person ("I", "we", "our") first, then the others, each group in text order."""
+    cued = [s for s in sentence_choices(text) if _CONFESSION.search(s)]
+    return [s for s in cued if _FIRST_PERSON.search(s)] + [
+        s for s in cued if not _FIRST_PERSON.search(s)
+    ]
+
+
+# Cues of a general statement (a rule, a belief, a norm): they order the principle evidence
+# choices so that such sentences come first; the model still chooses, and enrich.judges asks
+# whether each chosen sentence is a principle.
+PRINCIPLE_CUES: tuple[str, ...] = (
+    r"(?:we|I) (?:believe|think|feel)\b",
+    r"should\b",
+    r"must\b",
+    r"never\b",
+    r"always\b",
+    r"rule\b",
+    r"the (?:best|key|wisest|only)\b",
+    r"it is (?:wise|foolish|important|essential|better)\b",
+    r"(?:an |the )?investors?\b",
+    r"managers?\b",
+    r"over (?:time|the long)",
+    r"in the long run",
+    r"(?:a|any) (?:business|company|manager|investor)\b",
+)
+_PRINCIPLE = re.compile(r"(?<!\w)(?:" + "|".join(PRINCIPLE_CUES) + ")", re.IGNORECASE)
+
+
+def principle_sentences(text: str) -> list[str]:
+    """The chunk's :func:`sentence_choices` that hold a general-statement cue, in text order."""
+    return [s for s in sentence_choices(text) if _PRINCIPLE.search(s)]

@@ -27,7 +27,6 @@ Settings are read from the environment only when :meth:`LLMSettings.from_env` is
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import os
@@ -50,6 +49,7 @@ from tenacity import (
 from letterchunk.errors import BackendError, ConfigError, LetterchunkError
 from letterchunk.install import pip_install
 from letterchunk.llm.cache import CachedAnswer, ResponseCache, cache_key
+from letterchunk.llm.transport import Transient, classify, short
 from letterchunk.redact import redact
 from letterchunk.text.tokens import count_tokens
 
@@ -298,80 +298,6 @@ def estimate_tokens(request: dict[str, Any]) -> int:
     return total + int(request.get("max_tokens") or 0)
 
 
-# --------------------------------------------------------------------------- transport
-
-
-class _Transient(Exception):
-    """Internal: a transport fault worth retrying; carries the wait the server asked for."""
-
-    def __init__(self, description: str, retry_after: float | None, cause: BaseException) -> None:
-        super().__init__(description)
-        self.description = description
-        self.retry_after = retry_after
-        self.cause = cause
-
-
-def _retry_after_seconds(response: Any) -> float | None:
-    """Seconds from ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date), if present."""
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(float(ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        if parsed is None:
-            return None
-        return max(parsed.timestamp() - time.time(), 0.0)
-
-
-def _classify(exc: BaseException, settings: LLMSettings) -> _Transient | BackendError | None:
-    """Map an openai exception to a retryable fault, a final BackendError, or None (not ours)."""
-    # deferred: openai takes ~0.5 s to import; only a model call pays it
-    import openai
-
-    where = redact(settings.base_url)
-    if isinstance(exc, openai.APITimeoutError):
-        return _Transient(f"no answer within {settings.timeout_s:g} s", None, exc)
-    if isinstance(exc, openai.APIConnectionError):
-        return _Transient(f"connection to {where} failed ({exc.__cause__ or exc})", None, exc)
-    if isinstance(exc, openai.RateLimitError):
-        return _Transient("HTTP 429 rate limited", _retry_after_seconds(exc.response), exc)
-    if isinstance(exc, openai.APIStatusError):
-        code = exc.status_code
-        if code >= 500 or code in (408, 409):
-            return _Transient(
-                f"HTTP {code} from the server", _retry_after_seconds(exc.response), exc
-            )
-        hint = {
-            401: "check OPENAI_API_KEY",
-            403: "check the key's permissions for this model",
-            404: f"check OPENAI_BASE_URL ({where}) and the model id {settings.model!r} "
-            "(LETTERCHUNK_MODEL)",
-        }.get(
-            code,
-            f"the server rejected the request; if it does not support instructor mode "
-            f"{settings.mode}, set LETTERCHUNK_INSTRUCTOR_MODE (e.g. JSON_SCHEMA, TOOLS, MD_JSON)",
-        )
-        return BackendError(f"LLM backend at {where} answered HTTP {code}: {_short(exc)}; {hint}")
-    return None
-
-
-def _short(exc: BaseException | str, limit: int = 300) -> str:
-    """One line of an error for a message; keys and URL passwords masked (``redact``)."""
-    text = redact(exc).replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 # --------------------------------------------------------------------------- client
 
 
@@ -464,7 +390,7 @@ class LLMClient:
     def _wait(self, retry_state: Any) -> float:
         exc = retry_state.outcome.exception()
         s = self.settings
-        if isinstance(exc, _Transient) and exc.retry_after is not None:
+        if isinstance(exc, Transient) and exc.retry_after is not None:
             return min(exc.retry_after, s.retry_after_max_s)
         backoff = min(s.backoff_cap_s, s.backoff_base_s * 2 ** (retry_state.attempt_number - 1))
         return backoff * (0.5 + random.random() / 2)  # jitter: concurrent workers spread out
@@ -478,12 +404,12 @@ class LLMClient:
         s = self.settings
 
         def log_retry(rs: RetryCallState) -> None:
-            # only _Transient is retried, so the failed attempt raised one
+            # only Transient is retried, so the failed attempt raised one
             exc = rs.outcome.exception() if rs.outcome is not None else None
             log.warning(
                 "%s: %s; retrying (attempt %d of %d)",
                 call.chunk_id,
-                exc.description if isinstance(exc, _Transient) else exc,
+                exc.description if isinstance(exc, Transient) else exc,
                 rs.attempt_number + 1,
                 s.transport_retries + 1,
             )
@@ -491,7 +417,7 @@ class LLMClient:
         retrying = Retrying(
             stop=stop_after_attempt(s.transport_retries + 1),
             wait=self._wait,
-            retry=retry_if_exception_type(_Transient),
+            retry=retry_if_exception_type(Transient),
             sleep=self._sleep,
             before_sleep=log_retry,
             reraise=False,
@@ -532,10 +458,10 @@ class LLMClient:
                 }
             return response
         except openai.OpenAIError as exc:
-            mapped = _classify(exc, self.settings)
+            mapped = classify(exc, self.settings)
             if mapped is None:
                 raise BackendError(
-                    f"{call.chunk_id}: unexpected error from the LLM client: {_short(exc)}"
+                    f"{call.chunk_id}: unexpected error from the LLM client: {short(exc)}"
                 ) from exc
             if isinstance(mapped, BackendError):
                 raise mapped from exc
@@ -606,14 +532,43 @@ class LLMClient:
     ) -> str:
         """The cache key of this question on these settings (a batch files its answer here)."""
         s = self.settings
-        return cache_key(
-            model=s.model,
-            messages=messages,
-            prompt_hash=self.prompt_hash if prompt_hash is None else prompt_hash,
+        return self.answer_key_for(
+            messages,
             schema=response_model.model_json_schema(),
             params=s.generation_params,
             mode=s.mode,
+            prompt_hash=prompt_hash,
         )
+
+    def answer_key_for(
+        self,
+        messages: list[dict],
+        *,
+        schema: dict,
+        params: dict[str, Any],
+        mode: str,
+        prompt_hash: str | None = None,
+    ) -> str:
+        """The cache key of a request that is not a structured answer (see ``llm.judge``)."""
+        return cache_key(
+            model=self.settings.model,
+            messages=messages,
+            prompt_hash=self.prompt_hash if prompt_hash is None else prompt_hash,
+            schema=schema,
+            params=params,
+            mode=mode,
+        )
+
+    def send_plain(self, request: dict[str, Any], *, chunk_id: str) -> tuple[Any, int]:
+        """One chat completion request as given (no response model, no cache), with the same
+        transport retries, limiter and errors as :meth:`complete`; (response, HTTP attempts)."""
+        call = _Call(chunk_id=chunk_id)
+        return self._send(call, **request), call.http_attempts
+
+    def count_usage(self, usage: Usage) -> None:
+        """Add what a :meth:`send_plain` request cost to the client's total."""
+        with self._lock:
+            self.usage = self.usage + usage
 
     def _ask(
         self, call: _Call, messages: list[dict], response_model: type[BaseModel]
@@ -649,7 +604,7 @@ class LLMClient:
                 raise cause from cause.__cause__
             if call.response is None:
                 raise BackendError(
-                    f"{call.chunk_id}: the LLM call failed before any answer: {_short(exc)}"
+                    f"{call.chunk_id}: the LLM call failed before any answer: {short(exc)}"
                 ) from exc
             return None, _describe_parse_error(exc)
         return value, None
@@ -664,7 +619,7 @@ class LLMClient:
         """(value, error) once the answer's own signals are read: a refusal or an answer cut at
         max_tokens is unusable even when what arrived happened to parse."""
         if refusal is not None:
-            return None, f"refusal: the model declined to answer ({_short(refusal, 200)})"
+            return None, f"refusal: the model declined to answer ({short(refusal, 200)})"
         if finish_reason == "length":
             return None, (
                 f"truncated: the answer hit max_tokens={self.settings.max_tokens} "
@@ -742,7 +697,7 @@ def _describe_parse_error(exc: BaseException) -> str:
     if isinstance(cause, ValidationError):
         errors = cause.errors(include_url=False)
         if any(e.get("type") == "json_invalid" for e in errors):
-            return f"malformed JSON: {_short(errors[0].get('msg', ''), 200)}"
+            return f"malformed JSON: {short(errors[0].get('msg', ''), 200)}"
         parts = [
             f"{'.'.join(str(p) for p in e.get('loc', ())) or '<root>'}: {e.get('msg')}"
             for e in errors[:10]
@@ -751,7 +706,7 @@ def _describe_parse_error(exc: BaseException) -> str:
         return "schema-invalid: " + "; ".join(parts) + more
     if isinstance(cause, json.JSONDecodeError):
         return f"malformed JSON: {cause.msg}"
-    return f"unparseable answer: {_short(cause, 200)}"
+    return f"unparseable answer: {short(cause, 200)}"
 
 
 def _rebuild_completion(hit: CachedAnswer, mode: str) -> Any:

@@ -154,6 +154,7 @@ class LetterTotals:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     repairs: int = 0  # repair re-asks
+    questions: int = 0  # one-token yes/no follow-ups (enrich.judges), cache hits included
     cache_hits: int = 0
     cache_misses: int = 0
     chunks: int = 0
@@ -172,6 +173,7 @@ class LetterTotals:
             "prompt_tokens",
             "completion_tokens",
             "repairs",
+            "questions",
             "cache_hits",
             "cache_misses",
             "chunks",
@@ -235,13 +237,17 @@ class Ledger:
         usage = outcome.usage
         calls = int(getattr(outcome, "calls", 1) or 0)
         hits = int(getattr(outcome, "cache_hits", 0) or 0)
+        verdicts = getattr(outcome, "verdicts", None)
+        questions = int(getattr(verdicts, "calls", 0) or 0)
+        question_hits = int(getattr(verdicts, "cache_hits", 0) or 0)
         with self._lock:
             t = self._letter(letter)
             t.chunks += 1
             t.failed_chunks += int(getattr(outcome, "chunk", None) is None)
-            t.cache_hits += hits
-            t.cache_misses += max(0, calls - hits)
+            t.cache_hits += hits + question_hits
+            t.cache_misses += max(0, calls - hits) + max(0, questions - question_hits)
             t.repairs += max(0, calls - 1)
+            t.questions += questions
             t.requests += int(getattr(usage, "requests", 0) or 0)
             t.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
             t.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
@@ -396,6 +402,7 @@ class Ledger:
             "completion_tokens": t.completion_tokens,
             "total_tokens": t.prompt_tokens + t.completion_tokens,
             "repairs": t.repairs,
+            "questions": t.questions,
             "cache_hits": t.cache_hits,
             "cache_misses": t.cache_misses,
             "chunks": t.chunks,

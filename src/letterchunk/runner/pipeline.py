@@ -59,7 +59,10 @@ from letterchunk.contract.validate import (
     validate_letter,
 )
 from letterchunk.enrich import (
+    Verdicts,
     apply_enrichment,
+    apply_verdicts,
+    ask_judges,
     build_messages,
     evidence_record,
     response_model_for,
@@ -101,6 +104,7 @@ class RunOptions:
     run_id: str = field(default_factory=new_run_id)  # tags this run's report records
     context_tokens: int | None = None  # the model's context: bigger requests are refused unsent
     profile: Profile = "auto"  # what a letter file holds (text.compilation)
+    judges: bool = True  # follow-up yes/no questions after each answer (enrich.judges)
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -122,6 +126,7 @@ class ChunkOutcome:
     violations: list[Any] = field(default_factory=list)  # error-level ones left when failed
     records: list[AttemptRecord] = field(default_factory=list)  # repair report, one per attempt
     latency_s: float | None = None  # seconds of the one call of a chunk valid on first answer
+    verdicts: Verdicts = field(default_factory=Verdicts)  # the follow-up yes/no questions
 
     @property
     def ok(self) -> bool:
@@ -205,13 +210,30 @@ class _CountingClient:
 def enrich_one(
     chunk: Chunk, job: LetterJob, client: CompletionClient, options: RunOptions
 ) -> ChunkOutcome:
-    """One chunk: one LLM call, apply, validate; the repair loop when the answer is not valid.
+    """One chunk: one structured LLM call, apply, validate; the repair loop when the answer is
+    not valid; then the follow-up yes/no questions (``options.judges``, :mod:`~letterchunk.enrich.
+    judges`), each a one-token request that reuses the chunk's prompt.
 
     Pure with respect to shared state (safe to run in a pool): reads ``job``, returns a result.
     """
     messages = build_messages(chunk, job.prompt)
     model = response_model_for(chunk, job.prompt)
-    first = client.complete(messages, model, chunk_id=chunk.chunk_id)  # the one call
+    first = client.complete(messages, model, chunk_id=chunk.chunk_id)  # the structured call
+    outcome = _answer(chunk, job, client, options, messages=messages, model=model, first=first)
+    return _judged(outcome, job, messages, client) if options.judges else outcome
+
+
+def _answer(
+    chunk: Chunk,
+    job: LetterJob,
+    client: CompletionClient,
+    options: RunOptions,
+    *,
+    messages: list[dict],
+    model: type,
+    first: Completion,
+) -> ChunkOutcome:
+    """The chunk as the structured answer (repaired when it is not valid) makes it."""
     hits = int(_source_of(first) == "cache")
 
     if first.value is not None:
@@ -237,6 +259,32 @@ def enrich_one(
     return _repair(
         chunk, job, client, options, messages=messages, model=model, first=first, hits=hits
     )
+
+
+def _judged(
+    outcome: ChunkOutcome, job: LetterJob, messages: list[dict], client: CompletionClient
+) -> ChunkOutcome:
+    """``outcome`` corrected by the follow-up yes/no questions (:mod:`letterchunk.enrich.judges`);
+    a correction the validator would reject is not applied (the answer stands)."""
+    if outcome.chunk is None or outcome.evidence is None:
+        return outcome
+    verdicts = ask_judges(outcome.chunk, outcome.evidence, messages, client)
+    if not verdicts.calls:
+        return outcome
+    chunk, evidence = apply_verdicts(outcome.chunk, outcome.evidence, verdicts)
+    evidence["judgements"] = verdicts.to_dict()
+    ctx = dataclasses.replace(job.context, evidence={chunk.chunk_id: evidence})
+    errors = [
+        v for v in validate_chunk(chunk, stage="enriched", context=ctx) if v.severity == "error"
+    ]
+    if errors:
+        log.warning(
+            "%s: the follow-up judgements would make the chunk invalid (%s); kept the answer",
+            chunk.chunk_id,
+            errors[0].code,
+        )
+        chunk, evidence = outcome.chunk, {**outcome.evidence, "judgements": verdicts.to_dict()}
+    return dataclasses.replace(outcome, chunk=chunk, evidence=evidence, verdicts=verdicts)
 
 
 def _repair(
@@ -286,6 +334,11 @@ def _section_key(chunk_id: str) -> str:
     return chunk_id.split("-")[1]  # "S3" of "2016-S3-T1-002"
 
 
+def _title_case(theme: str) -> str:
+    """A lower-case theme as a title: each word capitalised, words already capitalised kept."""
+    return " ".join(w[:1].upper() + w[1:] for w in theme.split())
+
+
 def unify_titles(original: Sequence[Chunk], enriched: Sequence[Chunk | None]) -> list[Chunk | None]:
     """One title per untitled section: the first enriched chunk's (output order) wins.
 
@@ -294,12 +347,16 @@ def unify_titles(original: Sequence[Chunk], enriched: Sequence[Chunk | None]) ->
     the title of the section's first chunk.  Deterministic whatever order the pool finished in.
     """
     chosen: dict[str, str] = {}
+    themes: dict[str, list[str]] = {}
     for before, after in zip(original, enriched, strict=True):
         if after is not None and before.metadata.section_title == UNTITLED:
-            chosen.setdefault(_section_key(before.chunk_id), after.metadata.section_title)
+            key = _section_key(before.chunk_id)
+            chosen.setdefault(key, after.metadata.section_title)
+            themes.setdefault(key, list(after.metadata.themes))
     # A model title may repeat another section's title (a small model names the opening after
-    # the next header): section titles stay unique within a letter, so the later-chosen copy
-    # gets its section number.  Segmenter titles are never changed.
+    # the next header): section titles stay unique within a letter, so the copy is replaced by
+    # the section's first theme that is no title yet ("annual results" -> "Annual Results"),
+    # else numbered.  Segmenter titles are never changed.
     taken = {
         c.metadata.section_title.casefold()
         for c in original
@@ -307,7 +364,8 @@ def unify_titles(original: Sequence[Chunk], enriched: Sequence[Chunk | None]) ->
     }
     for key in sorted(chosen, key=lambda k: int(k[1:])):
         if chosen[key].casefold() in taken:
-            chosen[key] = f"{chosen[key]} (section {key[1:]})"
+            free = [t for t in (_title_case(x) for x in themes[key]) if t.casefold() not in taken]
+            chosen[key] = free[0] if free else f"{chosen[key]} (section {key[1:]})"
         taken.add(chosen[key].casefold())
     out: list[Chunk | None] = []
     for before, after in zip(original, enriched, strict=True):
@@ -421,8 +479,13 @@ def _enrich_counted(
                 )
             )
         raise
+    # calls and cache_hits count the structured calls; the yes/no questions are counted by
+    # ``verdicts`` and their tokens added to the usage
     return dataclasses.replace(
-        outcome, usage=counted.usage, calls=counted.calls, cache_hits=counted.hits
+        outcome,
+        usage=counted.usage + outcome.verdicts.usage,
+        calls=counted.calls,
+        cache_hits=counted.hits,
     )
 
 

@@ -1,0 +1,187 @@
+"""Yes/no judgements that correct the one structured answer where a small model is weakest.
+
+A 1.5B model answering the whole enrichment schema almost never tags ``mistake_confession`` and
+rarely extracts a principle, yet its *probability* of answering "yes" to one focused question
+separates confessions from the rest well (``../shared/llm/README.md``).  So, once a chunk's
+answer is valid, short follow-up questions are asked (:func:`letterchunk.llm.judge.ask_yes_no`),
+each repeating the chunk's own enrichment prompt (system + user message) and adding one
+question after it, so the server reuses the prompt it holds and each question costs a few
+dozen prompt tokens and one generated token:
+
+* **confession** (narrative chunks): ``prompts/judge_confession.md`` asks whether the writer
+  says here that he or Berkshire got something wrong.  With p(yes) at or above
+  :data:`CONFESSION_THRESHOLD` the chunk is tagged ``mistake_confession``; below it a
+  ``mistake_confession`` answer becomes ``narrative``.
+* **confession sentences**: the first :data:`MAX_SENTENCE_QUESTIONS` self-critical sentences
+  in the first person that the code proposes (:func:`~letterchunk.enrich.candidates.
+  confession_sentences`) are each asked the same question about that one sentence
+  (``prompts/judge_confession_sentence.md``).  A tagged chunk quotes the one the model rates
+  highest (else the model's own evidence, else the first proposed sentence); a chunk with no
+  self-critical sentence at all keeps its type, since a tag needs a quote.
+* **principle** (one question per extracted principle): ``prompts/judge_principle.md`` asks
+  whether its evidence sentence is a general rule; a principle below
+  :data:`PRINCIPLE_THRESHOLD` is dropped.
+
+The thresholds are 0.5: "yes" more likely than "no", nothing fitted to particular letters.
+Decisions are made by code after every answer has arrived, so the requests never depend on a
+threshold.  When the backend gives no probability (``p_yes`` None: no logprobs, or a client
+without :meth:`~letterchunk.llm.client.LLMClient.send_plain`), the model's own answer stands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from letterchunk.contract.schema import Chunk
+from letterchunk.enrich.candidates import confession_sentences, first_person
+from letterchunk.llm import prompts
+from letterchunk.llm.client import Usage
+from letterchunk.llm.judge import YesNo, ask_yes_no
+
+__all__ = [
+    "CONFESSION_THRESHOLD",
+    "PRINCIPLE_THRESHOLD",
+    "Verdicts",
+    "ask_judges",
+    "apply_verdicts",
+    "can_judge",
+]
+
+CONFESSION_THRESHOLD = 0.5
+PRINCIPLE_THRESHOLD = 0.5
+MAX_SENTENCE_QUESTIONS = 2
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """The model's yes-probabilities for one chunk (None: not asked, or no probability)."""
+
+    confession: float | None = None
+    # (sentence, p) for each self-critical first-person sentence asked about
+    confession_sentences: tuple[tuple[str, float | None], ...] = ()
+    principles: tuple[float | None, ...] = ()  # one per extracted principle, in order
+    answers: tuple[YesNo, ...] = field(default=(), repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The probabilities as the evidence sidecar records them (``judgements``)."""
+        return {
+            "confession_p_yes": _rounded(self.confession),
+            "confession_sentences": [
+                {"sentence": s, "p_yes": _rounded(p)} for s, p in self.confession_sentences
+            ],
+            "principle_p_yes": [_rounded(p) for p in self.principles],
+        }
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for answer in self.answers:
+            total = total + answer.usage
+        return total
+
+    @property
+    def new_prompt_tokens(self) -> int:
+        """Prompt tokens of the questions that the server did not serve from its cache."""
+        return sum(a.usage.prompt_tokens - a.cached_tokens for a in self.answers)
+
+    @property
+    def calls(self) -> int:
+        return len(self.answers)
+
+    @property
+    def cache_hits(self) -> int:
+        return sum(1 for a in self.answers if a.source == "cache")
+
+
+def _rounded(p: float | None) -> float | None:
+    return None if p is None else round(p, 4)
+
+
+def can_judge(client: object) -> bool:
+    """Whether ``client`` can send a plain (logprobs) request: the real client can; test
+    doubles that only answer structured calls cannot, and their answers stand as given."""
+    return callable(getattr(client, "send_plain", None))
+
+
+def _question(messages: Sequence[dict], text: str) -> list[dict]:
+    """The chunk's enrichment prompt (system + user) followed by one more user turn."""
+    return [dict(m) for m in messages[:2]] + [{"role": "user", "content": text}]
+
+
+def ask_judges(chunk: Chunk, evidence: dict, messages: Sequence[dict], client: Any) -> Verdicts:
+    """Ask the follow-up questions for an enriched ``chunk`` (its evidence record beside it)
+    whose enrichment prompt was ``messages``; tables (Tier 3) are never asked."""
+    if chunk.metadata.chunk_tier == 3 or not can_judge(client):
+        return Verdicts()
+    answers: list[YesNo] = []
+    confession = ask_yes_no(
+        client,
+        _question(messages, prompts.render("judge_confession")),
+        chunk_id=chunk.chunk_id,
+    )
+    answers.append(confession)
+    asked: list[tuple[str, float | None]] = []
+    proposed = [s for s in confession_sentences(chunk.content) if first_person(s)]
+    for sentence in proposed[:MAX_SENTENCE_QUESTIONS]:
+        text = prompts.render("judge_confession_sentence", sentence=sentence)
+        answer = ask_yes_no(client, _question(messages, text), chunk_id=chunk.chunk_id)
+        answers.append(answer)
+        asked.append((sentence, answer.p_yes))
+    principles: list[float | None] = []
+    quotes = list(evidence.get("principle_evidence", []))
+    for quote in quotes[: len(chunk.metadata.principles)]:
+        text = prompts.render("judge_principle", sentence=quote)
+        answer = ask_yes_no(client, _question(messages, text), chunk_id=chunk.chunk_id)
+        answers.append(answer)
+        principles.append(answer.p_yes)
+    return Verdicts(confession.p_yes, tuple(asked), tuple(principles), tuple(answers))
+
+
+def _confession_quote(chunk: Chunk, verdicts: Verdicts) -> str | None:
+    """The sentence a confession tag quotes: the asked sentence rated highest, else the first
+    self-critical sentence the code proposes; None when there is none."""
+    rated = [(p, -i, s) for i, (s, p) in enumerate(verdicts.confession_sentences) if p is not None]
+    if rated:
+        return max(rated)[2]
+    proposed = confession_sentences(chunk.content)
+    return proposed[0] if proposed else None
+
+
+def apply_verdicts(chunk: Chunk, evidence: dict, verdicts: Verdicts) -> tuple[Chunk, dict]:
+    """``(chunk, evidence record)`` with the verdicts applied (see module docstring)."""
+    meta = chunk.metadata
+    update: dict[str, object] = {}
+    record = dict(evidence)
+    p = verdicts.confession
+    if p is not None and meta.chunk_tier != 3:
+        if p >= CONFESSION_THRESHOLD and meta.content_type != "mistake_confession":
+            quote = _confession_quote(chunk, verdicts)
+            if quote is not None:
+                update["content_type"] = "mistake_confession"
+                record["content_type_evidence"] = [quote]
+        elif p < CONFESSION_THRESHOLD and meta.content_type == "mistake_confession":
+            update["content_type"] = "narrative"
+            record["content_type_evidence"] = []
+    if verdicts.principles and len(verdicts.principles) == len(meta.principles):
+        keep = [
+            i for i, q in enumerate(verdicts.principles) if q is None or q >= PRINCIPLE_THRESHOLD
+        ]
+        if len(keep) < len(meta.principles):
+            update["principles"] = [meta.principles[i] for i in keep]
+            quotes = list(record.get("principle_evidence", []))
+            record["principle_evidence"] = [quotes[i] for i in keep if i < len(quotes)]
+    if not update:
+        return chunk, record
+    new_meta = meta.model_copy(update=update)
+    return (
+        Chunk.model_validate(
+            {
+                "chunk_id": chunk.chunk_id,
+                "content": chunk.content,
+                "metadata": new_meta.model_dump(mode="python"),
+            }
+        ),
+        record,
+    )

@@ -1,0 +1,117 @@
+"""One-token yes/no questions whose answer is read as a probability.
+
+A small model's boolean field in a grammar-constrained answer collapses to ``false``, but its
+probability of answering "yes" ranks passages well (``../shared/llm/README.md`` measured it).
+:func:`ask_yes_no` sends the conversation with ``max_tokens=1``, ``logprobs`` and
+``top_logprobs``, and reads ``p(yes) / (p(yes) + p(no))`` over the top tokens (any case,
+surrounding blanks ignored).  llama-server and the hosted OpenAI API both report
+``choices[0].logprobs.content[0].top_logprobs``.
+
+The conversation is meant to repeat the chunk's own enrichment prompt and add one short question
+after it: the server then reuses the prompt it already holds, and a question costs a few dozen
+new prompt tokens and one generated token.
+
+Answers are cached like structured ones (key: the messages, the question's settings and mode
+``LOGPROBS``), so a rerun asks nothing.  When the backend cannot give a probability (no
+``logprobs`` in its answer, or neither "yes" nor "no" among the top tokens), ``p_yes`` is
+``None`` and the caller decides without it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from letterchunk.llm.cache import CachedAnswer
+from letterchunk.llm.client import LLMClient, Usage, usage_of
+
+__all__ = ["TOP_LOGPROBS", "YesNo", "ask_yes_no", "yes_no_key"]
+
+TOP_LOGPROBS = 10  # within the hosted API's limit (20); "yes"/"no" are always among them here
+_MODE = "LOGPROBS"
+
+
+@dataclass(frozen=True)
+class YesNo:
+    """What one yes/no question gave."""
+
+    p_yes: float | None  # p(yes) / (p(yes) + p(no)); None when no probability was available
+    usage: Usage
+    source: Literal["cache", "live"]
+    http_attempts: int = 0
+    latency_s: float = 0.0
+    cached_tokens: int = 0  # prompt tokens the server reported as served from its cache
+
+
+def _params(client: LLMClient) -> dict[str, Any]:
+    s = client.settings
+    return {
+        "temperature": s.temperature,
+        "seed": s.seed,
+        "max_tokens": 1,
+        "logprobs": True,
+        "top_logprobs": TOP_LOGPROBS,
+    }
+
+
+def yes_no_key(client: LLMClient, messages: list[dict]) -> str:
+    """The cache key of this yes/no question on the client's settings."""
+    return client.answer_key_for(
+        messages, schema={"answer": "yes/no"}, params=_params(client), mode=_MODE
+    )
+
+
+def _p_yes(top: list[tuple[str, float]]) -> float | None:
+    yes = sum(math.exp(lp) for token, lp in top if token.strip().lower() == "yes")
+    no = sum(math.exp(lp) for token, lp in top if token.strip().lower() == "no")
+    return yes / (yes + no) if yes + no > 0 else None
+
+
+def _top_logprobs(response: Any) -> list[tuple[str, float]]:
+    """``(token, logprob)`` of the first generated token's alternatives; [] when absent."""
+    try:
+        first = response.choices[0].logprobs.content[0]
+        return [(str(t.token), float(t.logprob)) for t in first.top_logprobs]
+    except (AttributeError, IndexError, TypeError):
+        return []
+
+
+def ask_yes_no(client: LLMClient, messages: list[dict], *, chunk_id: str) -> YesNo:
+    """Ask the conversation ``messages`` (ending with a yes/no question) for one token."""
+    started = time.monotonic()
+    cache = client.cache
+    key = yes_no_key(client, messages)
+    if cache is not None:
+        hit = cache.lookup(key, chunk_id=chunk_id)  # offline miss raises CacheMiss
+        if hit is not None:
+            top = [(str(t), float(lp)) for t, lp in json.loads(hit.raw_text)]
+            return YesNo(_p_yes(top), Usage(), "cache", 0, time.monotonic() - started)
+    request = {"model": client.settings.model, "messages": messages, **_params(client)}
+    response, attempts = client.send_plain(request, chunk_id=chunk_id)
+    top = _top_logprobs(response)
+    usage = usage_of(response, request_messages=messages, raw_text=top[0][0] if top else "")
+    client.count_usage(usage)
+    if cache is not None:  # no logprobs is an answer too: a rerun must not ask again
+        cache.store(
+            key,
+            CachedAnswer(
+                raw_text=json.dumps(top),
+                finish_reason="length",
+                refusal=None,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                model=str(getattr(response, "model", client.settings.model)),
+            ),
+        )
+    return YesNo(
+        _p_yes(top), usage, "live", attempts, time.monotonic() - started, _cached_tokens(response)
+    )
+
+
+def _cached_tokens(response: Any) -> int:
+    """``usage.prompt_tokens_details.cached_tokens`` (llama-server and OpenAI report it), or 0."""
+    details = getattr(getattr(response, "usage", None), "prompt_tokens_details", None)
+    return int(getattr(details, "cached_tokens", 0) or 0)

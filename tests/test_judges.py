@@ -1,0 +1,221 @@
+"""The follow-up yes/no questions (enrich.judges, llm.judge), the abbreviation-aware sentence
+splitter and the typed entity enums, on synthetic chunks and a scripted server."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from conftest import _chunk
+from fake_openai import FakeOpenAI, is_yes_no_question, response_schema
+from letterchunk.contract.names import name_kind
+from letterchunk.contract.schema import Chunk, Principle
+from letterchunk.enrich import PromptContext, build_messages, response_model_for
+from letterchunk.enrich.judges import (
+    CONFESSION_THRESHOLD,
+    Verdicts,
+    apply_verdicts,
+    ask_judges,
+)
+from letterchunk.llm.cache import ResponseCache
+from letterchunk.llm.client import LLMClient, LLMSettings
+from letterchunk.llm.judge import _p_yes, ask_yes_no
+from letterchunk.text.sentences import sentences
+from test_fault_matrix import valid_for
+
+CONFESSING = (
+    "Our textile business earned little this year. I made a big mistake when I bought "
+    "the Waumbec mills in 1975, and we paid too much for them. The insurance companies did well."
+)
+
+
+def chunk(text: str = CONFESSING, tier: int = 1, content_type: str = "narrative") -> Chunk:
+    """A synthetic chunk of 1977 (conftest's builder) with the given tier and type."""
+    kind = "financial_table" if tier == 3 else content_type
+    return _chunk(f"1977-S2-T{tier}-001", text, 0, content_type=kind)
+
+
+# -- sentences -------------------------------------------------------------------------------
+
+
+def test_sentences_do_not_end_at_titles_initials_or_corporate_forms():
+    text = (
+        "Mr. Ken Chace runs Berkshire Hathaway Inc. with great skill. Our U.S. operations grew "
+        "by 5.5% in 1977. E. R. Jones agreed. Did it work?  Yes - it did."
+    )
+    assert sentences(text) == [
+        "Mr. Ken Chace runs Berkshire Hathaway Inc. with great skill.",
+        "Our U.S. operations grew by 5.5% in 1977.",
+        "E. R. Jones agreed.",
+        "Did it work?",
+        "Yes - it did.",
+    ]
+
+
+def test_sentences_keep_an_unended_tail_and_collapse_whitespace():
+    assert sentences("One line\nwraps here. And a tail without end") == [
+        "One line wraps here.",
+        "And a tail without end",
+    ]
+    assert sentences("   ") == []
+
+
+# -- reading a probability -------------------------------------------------------------------
+
+
+def test_p_yes_normalises_over_yes_and_no_in_any_case_and_ignores_other_tokens():
+    top = [("Yes", math.log(0.3)), (" yes", math.log(0.1)), ("No", math.log(0.4)), ("{", -0.5)]
+    assert _p_yes(top) == pytest.approx(0.4 / 0.8)
+    assert _p_yes([("{", -0.1)]) is None
+    assert _p_yes([]) is None
+
+
+def _client(server: FakeOpenAI, cache: ResponseCache | None = None) -> LLMClient:
+    settings = LLMSettings.from_env(
+        {}, base_url=server.base_url, api_key="sk-test", model="fake-model", transport_retries=0
+    )
+    return LLMClient(settings, cache=cache)
+
+
+def test_ask_yes_no_reads_the_servers_logprobs_and_caches_the_answer(tmp_path):
+    messages = [{"role": "user", "content": "Is this a question? Answer yes or no."}]
+    with FakeOpenAI(judge=lambda body: 0.8) as server:
+        with ResponseCache(tmp_path / "c") as cache, _client(server, cache) as client:
+            first = ask_yes_no(client, messages, chunk_id="x")
+            again = ask_yes_no(client, messages, chunk_id="x")
+        [request] = server.chat_requests
+    assert request.body["max_tokens"] == 1 and request.body["logprobs"] is True
+    assert request.body["top_logprobs"] >= 2
+    assert first.p_yes == pytest.approx(0.8) and first.source == "live"
+    assert first.usage.requests == 1 and first.usage.completion_tokens == 1
+    assert again.p_yes == pytest.approx(0.8) and again.source == "cache"
+    assert again.usage.requests == 0
+
+
+def test_a_server_without_logprobs_gives_no_probability(tmp_path):
+    with FakeOpenAI() as server, _client(server) as client:  # judge=None: no logprobs
+        answer = ask_yes_no(client, [{"role": "user", "content": "yes or no?"}], chunk_id="x")
+    assert answer.p_yes is None and answer.source == "live"
+
+
+# -- the judges on a chunk -------------------------------------------------------------------
+
+
+def _messages(c: Chunk) -> list[dict]:
+    return build_messages(c, PromptContext.for_letter(1977, ["Textiles", "Insurance"]))
+
+
+def test_ask_judges_asks_a_confession_question_and_one_per_principle_after_the_prompt():
+    c = chunk()
+    meta = c.metadata.model_copy(
+        update={"principles": [Principle(statement="Pay fair prices.", category="valuation")]}
+    )
+    c = Chunk.model_validate(
+        {"chunk_id": c.chunk_id, "content": c.content, "metadata": meta.model_dump()}
+    )
+    evidence = {"chunk_id": c.chunk_id, "principle_evidence": [sentences(CONFESSING)[1]]}
+    messages = _messages(c)
+    seen: list[dict] = []
+
+    def judge(body: dict) -> float:
+        seen.append(body)
+        return 0.9 if "admit a mistake" in body["messages"][-1]["content"] else 0.2
+
+    with FakeOpenAI(judge=judge) as server, _client(server) as client:
+        verdicts = ask_judges(c, evidence, messages, client)
+    assert verdicts.confession == pytest.approx(0.9)
+    assert verdicts.principles == pytest.approx((0.2,))
+    assert verdicts.calls == 2 and verdicts.usage.requests == 2
+    for body in seen:  # the chunk's own prompt first (a cached prefix), one question after it
+        assert body["messages"][:2] == messages and len(body["messages"]) == 3
+    assert sentences(CONFESSING)[1] in seen[1]["messages"][-1]["content"]
+
+
+def test_tables_and_clients_that_cannot_judge_are_not_asked():
+    class Structured:  # a client with only structured calls (a test double)
+        settings = None
+
+    assert ask_judges(chunk(tier=3), {}, [], object()) == Verdicts()
+    assert ask_judges(chunk(), {}, _messages(chunk()), Structured()) == Verdicts()
+
+
+def test_a_yes_tags_a_confession_quoting_a_first_person_self_critical_sentence():
+    tagged, record = apply_verdicts(chunk(), {"chunk_id": "x"}, Verdicts(confession=0.7))
+    assert tagged.metadata.content_type == "mistake_confession"
+    assert record["content_type_evidence"] == [
+        "I made a big mistake when I bought the Waumbec mills in 1975, and we paid too much "
+        "for them."
+    ]
+
+
+def test_a_no_undoes_the_models_confession_tag_and_its_evidence():
+    c = chunk(content_type="mistake_confession")
+    record = {"chunk_id": "x", "content_type_evidence": [sentences(CONFESSING)[1]]}
+    untagged, out = apply_verdicts(c, record, Verdicts(confession=CONFESSION_THRESHOLD - 0.01))
+    assert untagged.metadata.content_type == "narrative"
+    assert out["content_type_evidence"] == []
+
+
+def test_a_yes_without_any_self_critical_sentence_keeps_the_type():
+    plain = chunk("Revenues rose in 1977 and the mills ran at full capacity all year long.")
+    same, _ = apply_verdicts(plain, {"chunk_id": "x"}, Verdicts(confession=0.95))
+    assert same.metadata.content_type == "narrative"
+
+
+def test_principles_judged_no_are_dropped_with_their_quotes_and_unknown_ones_kept():
+    c = chunk()
+    meta = c.metadata.model_copy(
+        update={
+            "principles": [
+                Principle(statement="A.", category="general"),
+                Principle(statement="B.", category="general"),
+                Principle(statement="C.", category="general"),
+            ]
+        }
+    )
+    c = Chunk.model_validate(
+        {"chunk_id": c.chunk_id, "content": c.content, "metadata": meta.model_dump()}
+    )
+    record = {"chunk_id": "x", "principle_evidence": ["qa", "qb", "qc"]}
+    out, rec = apply_verdicts(c, record, Verdicts(principles=(0.9, 0.1, None)))
+    assert [p.statement for p in out.metadata.principles] == ["A.", "C."]
+    assert rec["principle_evidence"] == ["qa", "qc"]
+
+
+def test_no_probability_leaves_the_answer_as_it_is():
+    c = chunk(content_type="mistake_confession")
+    assert apply_verdicts(c, {"chunk_id": "x"}, Verdicts()) == (c, {"chunk_id": "x"})
+
+
+# -- typed entity enums ----------------------------------------------------------------------
+
+
+def test_the_grammar_offers_only_typed_names_in_each_entity_list():
+    text = (
+        "Mr. Ken Chace manages the mills of Berkshire Hathaway Inc. in New Bedford, and "
+        "Textile Operations earned little. Gene Abegg runs Illinois National Bank and Trust "
+        "Company."
+    )
+    c = chunk(text)
+    schema = response_model_for(c, PromptContext.for_letter(1977, [])).model_json_schema()
+    defs = schema["$defs"]
+    entities = defs["EnrichedEntities"]["properties"]
+
+    def offered(field: str) -> list[str]:
+        items = entities[field].get("items", {})
+        return items.get("enum", [items["const"]] if "const" in items else [])
+
+    assert offered("people") and offered("companies")
+    assert all(name_kind(n, text) == "person" for n in offered("people"))
+    assert all(name_kind(n, text) == "organisation" for n in offered("companies"))
+    assert any("Ken Chace" in n for n in offered("people"))
+    assert not any("Chace" in n for n in offered("companies"))
+    assert "New Bedford" not in offered("people") + offered("companies")
+
+
+def test_the_scripted_server_keeps_yes_no_questions_out_of_its_reply_script():
+    body = {"messages": [], "max_tokens": 1, "logprobs": True}
+    assert is_yes_no_question(body) and not is_yes_no_question({**body, "max_tokens": 5})
+    assert response_schema({"messages": []}) is None
+    assert valid_for({"messages": []}) == {}
