@@ -45,7 +45,10 @@ answers) beside the KEYWORD RULE applied to the *same* chunks:
   labels of chunks whose text has changed are reported stale and left out): precision, recall,
   F1 over (chunk, concept) pairs. Keyword rule: the concepts whose cues in
   ``schemas/buffett_concepts.json`` (or own name) occur in the chunk, as the vocabulary defines.
-* LLM calls, prompt and completion tokens per chunk (the keyword rule makes none).
+* LLM calls per chunk: structured calls (re-asks included) and the one-token yes/no questions
+  of ``enrich.judges`` apart, with the questions' prompt tokens and how many of them the server
+  did not have in its prompt cache (``usage.prompt_tokens_details.cached_tokens``); prompt and
+  completion tokens per chunk over all requests (the keyword rule makes none).
 
 Exit status 1 when a replay leaves recorded answers unplayed or fails a chunk (the recording no
 longer matches the requests: re-record, see tests/test_cassettes.py); otherwise 0.
@@ -66,6 +69,7 @@ from typing import Any
 
 from letterchunk.llm.replay import replayed_client
 from letterchunk.runner.pipeline import RunOptions, run_paths
+from letterchunk.text.sentences import sentence_spans, sentences
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "bench" / "gold"
@@ -87,45 +91,10 @@ def norm(text: str) -> str:
 
 # -- sentences ----------------------------------------------------------------------------------
 
-# a period after one of these (case-insensitive) does not end a sentence
-ABBREVIATIONS = frozenset(
-    """mr mrs ms dr sr jr st mt sir prof gen gov sen rep rev hon messrs inc corp co ltd llc plc
-    bros no nos vs etc approx dept est fig jan feb mar apr jun jul aug sep sept oct nov dec
-    e.g i.e u.s u.k u.s.a a.m p.m n.a""".split()
-)
-_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9*])")
+# sentences as the product splits them (letterchunk.text.sentences: no end at "Mr.", "U.S.",
+# "Inc." or initials), so "evidence is a sentence" is judged on the same units evidence is
+# chosen from
 _TERMINAL = ".!?\"'\u201d\u2019)]:;"
-
-
-def _abbreviation_before(text: str, dot: int) -> bool:
-    """True when the '.' at ``dot`` closes an abbreviation or an initial ("E.", "R.C.")."""
-    word = text[:dot].rsplit(None, 1)[-1] if text[:dot].strip() else ""
-    word = word.lstrip("(\"'\u201c\u2018[")
-    if word.lower() in ABBREVIATIONS:
-        return True
-    return bool(re.fullmatch(r"(?:[A-Za-z]\.)*[A-Z]", word))  # E. / R.C. / U.S. style initials
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence of ``text`` (already whitespace-normalised), in order."""
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for match in _END.finditer(text):
-        if text[match.start()] == "." and _abbreviation_before(text, match.start()):
-            continue
-        spans.append((start, match.end()))
-        start = match.end()
-        while start < len(text) and text[start] == " ":
-            start += 1
-    if start < len(text):
-        spans.append((start, len(text)))
-    return spans
-
-
-def sentences(text: str) -> list[str]:
-    """The sentences of ``text`` (whitespace-normalised), abbreviation-aware."""
-    flat = norm(text)
-    return [flat[s:e] for s, e in sentence_spans(flat)]
 
 
 def is_sentence_of(quote: str, content: str) -> bool:

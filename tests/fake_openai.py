@@ -363,9 +363,16 @@ class FakeOpenAI:
 
     # -- observations
     @property
-    def chat_requests(self) -> list[RecordedRequest]:
+    def all_chat_requests(self) -> list[RecordedRequest]:
+        """Every chat request, the one-token yes/no questions (``llm.judge``) included."""
         with self._lock:
             return [r for r in self.requests if r.path.rstrip("/").endswith("/chat/completions")]
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        """The structured chat requests (enrichment calls and re-asks), yes/no questions left out:
+        what a test of the answer script counts."""
+        return [r for r in self.all_chat_requests if not is_yes_no_question(r.body)]
 
     @property
     def chat_count(self) -> int:
@@ -373,13 +380,13 @@ class FakeOpenAI:
 
     @property
     def structured_requests(self) -> list[RecordedRequest]:
-        """Chat requests other than yes/no questions (the structured enrichment calls)."""
-        return [r for r in self.chat_requests if not is_yes_no_question(r.body)]
+        """Chat requests other than yes/no questions (same as :attr:`chat_requests`)."""
+        return self.chat_requests
 
     @property
     def question_count(self) -> int:
         """Yes/no questions asked (``llm.judge``)."""
-        return self.chat_count - len(self.structured_requests)
+        return len(self.all_chat_requests) - self.chat_count
 
     @property
     def usage_total(self) -> ServedUsage:

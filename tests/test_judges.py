@@ -84,7 +84,7 @@ def test_ask_yes_no_reads_the_servers_logprobs_and_caches_the_answer(tmp_path):
         with ResponseCache(tmp_path / "c") as cache, _client(server, cache) as client:
             first = ask_yes_no(client, messages, chunk_id="x")
             again = ask_yes_no(client, messages, chunk_id="x")
-        [request] = server.chat_requests
+        [request] = server.all_chat_requests
     assert request.body["max_tokens"] == 1 and request.body["logprobs"] is True
     assert request.body["top_logprobs"] >= 2
     assert first.p_yes == pytest.approx(0.8) and first.source == "live"
@@ -120,16 +120,22 @@ def test_ask_judges_asks_a_confession_question_and_one_per_principle_after_the_p
 
     def judge(body: dict) -> float:
         seen.append(body)
-        return 0.9 if "admit a mistake" in body["messages"][-1]["content"] else 0.2
+        question = body["messages"][-1]["content"]
+        if "principle" in question:
+            return 0.2
+        return 0.7 if "Sentence:" in question else 0.9
 
     with FakeOpenAI(judge=judge) as server, _client(server) as client:
         verdicts = ask_judges(c, evidence, messages, client)
+    admission = sentences(CONFESSING)[1]  # the one first-person self-critical sentence
     assert verdicts.confession == pytest.approx(0.9)
+    assert verdicts.confession_sentences == ((admission, pytest.approx(0.7)),)
     assert verdicts.principles == pytest.approx((0.2,))
-    assert verdicts.calls == 2 and verdicts.usage.requests == 2
+    assert verdicts.calls == 3 and verdicts.usage.requests == 3
     for body in seen:  # the chunk's own prompt first (a cached prefix), one question after it
         assert body["messages"][:2] == messages and len(body["messages"]) == 3
-    assert sentences(CONFESSING)[1] in seen[1]["messages"][-1]["content"]
+    assert admission in seen[1]["messages"][-1]["content"]
+    assert admission in seen[2]["messages"][-1]["content"]  # the principle's evidence
 
 
 def test_tables_and_clients_that_cannot_judge_are_not_asked():
@@ -219,3 +225,28 @@ def test_the_scripted_server_keeps_yes_no_questions_out_of_its_reply_script():
     assert is_yes_no_question(body) and not is_yes_no_question({**body, "max_tokens": 5})
     assert response_schema({"messages": []}) is None
     assert valid_for({"messages": []}) == {}
+
+
+def test_evidence_choices_keep_sentences_with_abbreviations_whole():
+    from letterchunk.enrich import sentence_choices
+
+    text = (
+        "Our textile operation is run by Mr. Ken Chace of Berkshire Hathaway Inc. in New "
+        "Bedford. It earned little in the U.S. market during 1977 as a whole."
+    )
+    assert sentence_choices(text) == [
+        "Our textile operation is run by Mr. Ken Chace of Berkshire Hathaway Inc. in New Bedford.",
+        "It earned little in the U.S. market during 1977 as a whole.",
+    ]
+
+
+def test_a_tagged_confession_quotes_the_sentence_the_model_rates_highest():
+    text = (
+        "We made a mistake in buying the mill, and it cost us dearly. I was wrong about the "
+        "price we paid for the insurer, and I should have known better by then."
+    )
+    first, second = sentences(text)
+    verdicts = Verdicts(confession=0.8, confession_sentences=((first, 0.55), (second, 0.9)))
+    tagged, record = apply_verdicts(chunk(text), {"chunk_id": "x"}, verdicts)
+    assert tagged.metadata.content_type == "mistake_confession"
+    assert record["content_type_evidence"] == [second]

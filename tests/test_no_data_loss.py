@@ -118,7 +118,7 @@ def test_enrich_that_stops_keeps_every_chunk_and_a_rerun_finishes(
     assert f"letter 1977 incomplete: {len(enriched)} of {len(lines)} chunk(s) enriched" in err
     assert f"letterchunk enrich {out}" in err
     # every answered request is in the ledger, the failed chunk's two included
-    assert ledger["totals"]["requests"] == server.chat_count
+    assert ledger["totals"]["requests"] == len(server.all_chat_requests)
     assert ledger["totals"]["total_tokens"] == server.usage_total.total_tokens
 
     # the rerun asks only what is left, and ends where one clean pass ends

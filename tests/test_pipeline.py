@@ -131,12 +131,12 @@ def test_parallel_run_and_cached_rerun_are_byte_identical(tmp_path):
             run_paths([LETTER], tmp_path / "serial", client, RunOptions(workers=1))
         with ResponseCache(cache_dir, "use") as cache, client_for(server, cache) as client:
             run_paths([LETTER], tmp_path / "parallel", client, RunOptions(workers=4))
-        asked = server.chat_count
+        asked = len(server.all_chat_requests)
         with ResponseCache(cache_dir, "use") as cache, client_for(server, cache) as client:
             [letter] = run_paths([LETTER], tmp_path / "rerun", client, RunOptions(workers=2))
             questions = sum(o.verdicts.calls for o in letter.outcomes)
             assert cache.misses == 0 and cache.hits == len(letter.outcomes) + questions > 7
-        assert server.chat_count == asked  # zero HTTP requests on the rerun
+        assert len(server.all_chat_requests) == asked  # zero HTTP requests on the rerun
     serial = files(tmp_path / "serial")
     assert files(tmp_path / "parallel") == serial == files(tmp_path / "rerun")
 

@@ -410,7 +410,8 @@ def _run_text(a: dict[str, Any]) -> list[str]:
         cost = "unknown" if r.get("cost_usd") is None else f"${r['cost_usd']:.4f}"
         lines += [
             "",
-            f"run ({r.get('status')}, model {r.get('model')}): {r.get('requests', 0)} requests, "
+            f"run ({r.get('status')}, model {r.get('model')}): {r.get('requests', 0)} requests "
+            f"({r.get('questions', 0)} of them yes/no questions), "
             f"{r.get('total_tokens', 0)} tokens, {r.get('cache_hits', 0)} cache hits, cost {cost}",
         ]
     if a["skipped"]:
