@@ -12,6 +12,7 @@ lets 1977 finish; 1978's first request must then be refused.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -36,20 +37,30 @@ def chunk_counts() -> tuple[int, int]:
 
 
 class Recorder:
-    """Valid grounded answers; remembers (estimate, served tokens) of every request."""
+    """Valid grounded answers; remembers the estimate and the letter year of every request, the
+    one-token yes/no questions (answered by :meth:`judge`, without a probability) included."""
 
     def __init__(self) -> None:
-        self.log: list[tuple[int, int]] = []
+        self.log: list[tuple[int, int]] = []  # (estimate, letter year)
+
+    def _note(self, body: dict) -> None:
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        year = int(re.search(r"Letter year: (\d{4})", user).group(1))
+        self.log.append((estimate_tokens(body), year))
 
     def __call__(self, body: dict):
-        self.log.append((estimate_tokens(body), -1))
+        self._note(body)
         return answer(valid_for(body))
+
+    def judge(self, body: dict) -> None:
+        self._note(body)
+        return None
 
 
 @pytest.fixture
 def server(monkeypatch):
     recorder = Recorder()
-    with FakeOpenAI(default=recorder) as srv:
+    with FakeOpenAI(default=recorder, judge=recorder.judge) as srv:
         srv.recorder = recorder
         monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-test-key")
@@ -76,15 +87,17 @@ def baseline(server, tmp_path):
     assert run(out, tmp_path / "cache-baseline") == 0
     served = [u.total_tokens for u in server.served]
     estimates = [e for e, _ in server.recorder.log]
-    assert len(served) == len(estimates) == chunk_counts()[1]  # one request per chunk
+    years = [y for _, y in server.recorder.log]
+    # one structured request per chunk, each chunk's yes/no questions right after it
+    assert len(served) == len(estimates) > server.chat_count == chunk_counts()[1]
+    assert years == sorted(years)  # the letters are asked in turn
     server.served.clear()
     server.requests.clear()
     server.recorder.log.clear()
-    return files(out), estimates, served
+    return files(out), estimates, served, years.count(1977)
 
 
-def cap_that_stops_after_1977(estimates: list[int], served: list[int]) -> int:
-    n77 = chunk_counts()[0]
+def cap_that_stops_after_1977(estimates: list[int], served: list[int], n77: int) -> int:
     needed = max(sum(served[:i]) + estimates[i] for i in range(n77))  # every 1977 request fits
     refused = sum(served[:n77]) + estimates[n77]  # 1978's first would pass
     assert needed < refused, "the fixture letters no longer separate; pick other letters"
@@ -93,8 +106,8 @@ def cap_that_stops_after_1977(estimates: list[int], served: list[int]) -> int:
 
 @pytest.mark.parametrize("kind", ["tokens", "cost"])
 def test_cap_stops_before_passing_and_rerun_resumes(server, baseline, tmp_path, capsys, kind):
-    expected, estimates, served = baseline
-    cap = cap_that_stops_after_1977(estimates, served)
+    expected, estimates, served, n77 = baseline
+    cap = cap_that_stops_after_1977(estimates, served, n77)
     out, cache = tmp_path / "out", tmp_path / "cache"
     if kind == "tokens":
         flags = ["--max-tokens-total", str(cap)]

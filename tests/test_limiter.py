@@ -255,3 +255,18 @@ def test_learned_ratio_keeps_a_rate_limited_server_free_of_429s():
             t.join()
         assert errors == [] and server.rate_limited_count == 0
         assert lim.stats().prompt_ratio is not None and lim.stats().prompt_ratio < 0.8
+
+
+def test_one_token_questions_do_not_inflate_the_learned_prompt_ratio():
+    """A yes/no question's estimate holds 1 completion token, not the run's max_tokens: taking
+    the run's allowance off it made every later full request look 2-3x bigger."""
+    allowance = 1000
+    lim = RateLimiter(tpm=10**7, window_s=60, completion_allowance=allowance)
+    for _ in range(6):  # full answers whose prompts were estimated right
+        lim.acquire(3000)
+        lim.settle(3000, 2000 + 300, prompt_tokens=2000, completion_tokens=300)
+    before = lim._rate_charge_locked(3000, allowance)
+    for _ in range(6):  # questions: 2000-token prompts, one token out
+        lim.acquire(2001, max_tokens=1)
+        lim.settle(2001, 2001, prompt_tokens=2000, completion_tokens=1)
+    assert lim._rate_charge_locked(3000, allowance) == before <= 3000 * 1.2

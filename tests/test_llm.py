@@ -51,7 +51,7 @@ class FakeLimiter:
         self.calls: list[tuple] = []
         self.fail_with = fail_with
 
-    def acquire(self, estimated_tokens: int) -> None:
+    def acquire(self, estimated_tokens: int, *, max_tokens: int | None = None) -> None:
         self.calls.append(("acquire", estimated_tokens))
         if self.fail_with is not None:
             raise self.fail_with

@@ -147,7 +147,9 @@ def test_halted_run_counts_every_call_and_enrich_finishes_it(tmp_path, capsys, b
     ledger = json.loads((out / "run.json").read_text())
     assert ledger["status"] == "halted"
     assert server.chat_count == 3  # chunk 1, chunk 2 and its re-ask
-    assert ledger["totals"]["requests"] == 3
+    # ... and chunk 1's yes/no questions: every answered request is in the ledger
+    assert server.question_count > 0
+    assert ledger["totals"]["requests"] == 3 + server.question_count
     assert ledger["totals"]["total_tokens"] == server.usage_total.total_tokens
     assert ledger["letters"]["1977"]["failed_chunks"] == 1
 
@@ -229,7 +231,8 @@ def test_ctrl_c_keeps_the_chunks_enriched_so_far(tmp_path, capsys):
     assert _validate(capsys, out, "segmented")[0] == 0
     ledger = json.loads((out / "run.json").read_text())
     assert ledger["status"] == "interrupted" and ledger["incomplete_letters"] == ["1977"]
-    assert ledger["totals"]["requests"] == 2  # the two answers received; the third never came
+    # the answers received (two chunks' calls and yes/no questions); the third never came
+    assert ledger["totals"]["requests"] == len(server.all_chat_requests) - 1
 
 
 # ----------------------------------------------------------------- one process per folder

@@ -268,7 +268,7 @@ class Completion:
 class Limiter(Protocol):
     """Rate limiter / budget hook (implemented in ``limiter.py``)."""
 
-    def acquire(self, estimated_tokens: int) -> None: ...
+    def acquire(self, estimated_tokens: int, *, max_tokens: int | None = None) -> None: ...
 
     def settle(
         self,
@@ -444,8 +444,8 @@ class LLMClient:
         import openai
 
         estimate = estimate_tokens(request)
-        if self.limiter is not None:
-            self.limiter.acquire(estimate)  # may raise BudgetExceeded: not caught here
+        if self.limiter is not None:  # may raise BudgetExceeded: not caught here
+            self.limiter.acquire(estimate, max_tokens=request.get("max_tokens"))
         call.http_attempts += 1
         split: dict[str, int] = {}
         try:

@@ -80,6 +80,7 @@ class _Charge:
     est: int = 0  # the estimate the caller passed (to match settle calls)
     budget: int = 0  # budget-cap tokens of this charge (the estimate until settled)
     settled: bool = False
+    allowance: int | None = None  # the max_tokens this estimate includes
 
 
 @dataclass(frozen=True)
@@ -184,16 +185,20 @@ class RateLimiter:
             v is not None for v in (self.tpm, self.rpm, self.max_tokens_total, self.max_cost)
         )
 
-    def acquire(self, estimated_tokens: int) -> None:
+    def acquire(self, estimated_tokens: int, *, max_tokens: int | None = None) -> None:
         """Block until a request of ``estimated_tokens`` fits the limits, then charge it.
+
+        ``max_tokens``: the completion allowance this request's estimate includes, when it is
+        not the run's ``completion_allowance`` (a one-token yes/no question asks for 1).
 
         Raises :class:`BudgetExceeded` (before anything is sent) when the request would pass
         ``max_tokens_total`` / ``max_cost``, and :class:`ConfigError` when it can never fit the
         TPM limit.
         """
         est = max(0, int(estimated_tokens))
+        allowance = self.completion_allowance if max_tokens is None else max_tokens
         with self._cond:
-            charge_tokens = self._rate_charge_locked(est)
+            charge_tokens = self._rate_charge_locked(est, allowance)
             if self.tpm is not None and charge_tokens > self.tpm:
                 raise ConfigError(
                     f"one request is estimated at {charge_tokens} tokens, more than the TPM limit "
@@ -215,7 +220,12 @@ class RateLimiter:
                 self._waits += 1
                 self._waited_s += self._clock() - started
             charge = _Charge(
-                at=self._clock(), tokens=charge_tokens, cost=cost, est=est, budget=budget_tokens
+                at=self._clock(),
+                tokens=charge_tokens,
+                cost=cost,
+                est=est,
+                budget=budget_tokens,
+                allowance=allowance,
             )
             self._window.append(charge)
             self._unsettled.append(charge)
@@ -260,8 +270,13 @@ class RateLimiter:
                 worst = max(self._ratios)
                 if worst > 1.0:
                     self._scale = min(worst * 1.05, 4.0)
-                allowance = self.completion_allowance
-                if allowance is not None and est > allowance:
+                # the prompt side of the estimate: without the allowance of this very request
+                allowance = charge.allowance
+                if (
+                    allowance is not None
+                    and allowance == self.completion_allowance
+                    and est > allowance
+                ):
                     self._prompt_ratios.append(actual / (est - allowance))
             self._cond.notify_all()
 
@@ -304,9 +319,11 @@ class RateLimiter:
             pending = self._local.pending = []
         return pending
 
-    def _rate_charge_locked(self, est: int) -> int:
-        """What a request of estimate ``est`` holds in the rate window until it is settled."""
-        allowance = self.completion_allowance
+    def _rate_charge_locked(self, est: int, allowance: int | None) -> int:
+        """What a request of estimate ``est`` (``allowance`` of it for the completion) holds in
+        the rate window until it is settled."""
+        if allowance is not None and allowance != self.completion_allowance:
+            return math.ceil(est * self._scale)  # learned only for full answers
         if allowance is not None and est > allowance and len(self._prompt_ratios) >= _MIN_SAMPLES:
             ratio = max(self._prompt_ratios) * _RATIO_MARGIN
             return math.ceil((est - allowance) * ratio) + allowance
