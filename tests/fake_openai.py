@@ -239,6 +239,7 @@ class ServedUsage:
 
     prompt_tokens: int
     completion_tokens: int
+    question: bool = False  # the answer to a one-token yes/no question (``llm.judge``)
 
     @property
     def total_tokens(self) -> int:
@@ -396,6 +397,15 @@ class FakeOpenAI:
                 sum(u.completion_tokens for u in self.served),
             )
 
+    @property
+    def answers_usage_total(self) -> ServedUsage:
+        """Usage of the structured answers only (the repair report's records), questions out."""
+        with self._lock:
+            served = [u for u in self.served if not u.question]
+        return ServedUsage(
+            sum(u.prompt_tokens for u in served), sum(u.completion_tokens for u in served)
+        )
+
     # -- Batch API (called by the handler)
     def completion(self, reply: Reply, body: dict) -> tuple[int, dict]:
         """(status, JSON body) of one chat answer; usage recorded in ``served``."""
@@ -429,7 +439,7 @@ class FakeOpenAI:
         if message.get("tool_calls") and finish == "stop":
             finish = "tool_calls"
         with self._lock:
-            self.served.append(ServedUsage(p_tok, c_tok))
+            self.served.append(ServedUsage(p_tok, c_tok, is_yes_no_question(body)))
         return 200, {
             "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
             "object": "chat.completion",

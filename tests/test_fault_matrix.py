@@ -353,7 +353,7 @@ def test_fault_matrix(
                 on_failure,
             ]
         )
-        served = server.usage_total
+        served = server.answers_usage_total  # the report records structured calls only
         http_requests = server.chat_count
         used_tools = ["tools" in r.body for r in server.chat_requests]
     err = capsys.readouterr().err

@@ -333,7 +333,7 @@ def two_runs(tmp_path_factory) -> dict:
             ):
                 mp.delenv(name, raising=False)
             assert main(args) == 0
-            live = server.usage_total
+            live = server.answers_usage_total  # the report records structured calls only
             first = jsonl(out / "1977.report.jsonl")
             assert main(args) == 0
             assert server.chat_count == len([r for r in first if r["kind"] in ("enrich", "reask")])

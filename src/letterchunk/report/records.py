@@ -235,6 +235,13 @@ def chunk_records(
         span = (ss.start_char, ss.end_char_exclusive)
         year = chunk.metadata.letter_year
     latency = outcome.latency_s
+    # the record is the structured call's: the yes/no questions asked after it (their usage is
+    # in the outcome's total and in run.json) are not attempts of the repair loop
+    asked = getattr(getattr(outcome, "verdicts", None), "usage", None)
+    prompt = int(outcome.usage.prompt_tokens or 0) - int(getattr(asked, "prompt_tokens", 0))
+    completion = int(outcome.usage.completion_tokens or 0) - int(
+        getattr(asked, "completion_tokens", 0)
+    )
     return [
         AttemptRecord(
             chunk_id=outcome.chunk_id,
@@ -242,8 +249,8 @@ def chunk_records(
             attempt=1,
             kind="enrich",
             outcome="valid" if chunk is not None else "failed",
-            prompt_tokens=int(outcome.usage.prompt_tokens or 0),
-            completion_tokens=int(outcome.usage.completion_tokens or 0),
+            prompt_tokens=prompt,
+            completion_tokens=completion,
             latency_s=round(float(latency), 4) if latency is not None else None,
             source="cache" if outcome.cache_hits else (source or "live"),
             span=span,

@@ -237,15 +237,14 @@ class Ledger:
         usage = outcome.usage
         calls = int(getattr(outcome, "calls", 1) or 0)
         hits = int(getattr(outcome, "cache_hits", 0) or 0)
-        verdicts = getattr(outcome, "verdicts", None)
-        questions = int(getattr(verdicts, "calls", 0) or 0)
-        question_hits = int(getattr(verdicts, "cache_hits", 0) or 0)
+        # the yes/no questions are counted apart; cache hits and misses are the structured calls'
+        questions = int(getattr(getattr(outcome, "verdicts", None), "calls", 0) or 0)
         with self._lock:
             t = self._letter(letter)
             t.chunks += 1
             t.failed_chunks += int(getattr(outcome, "chunk", None) is None)
-            t.cache_hits += hits + question_hits
-            t.cache_misses += max(0, calls - hits) + max(0, questions - question_hits)
+            t.cache_hits += hits
+            t.cache_misses += max(0, calls - hits)
             t.repairs += max(0, calls - 1)
             t.questions += questions
             t.requests += int(getattr(usage, "requests", 0) or 0)
