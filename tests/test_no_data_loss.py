@@ -206,9 +206,11 @@ def test_ctrl_c_keeps_the_chunks_enriched_so_far(tmp_path, capsys):
     out = tmp_path / "out"
     segmented = _segment(out)
     procs: list[subprocess.Popen] = []
+    structured = [0]  # structured requests answered by this responder (questions go elsewhere)
 
     def respond(request: dict):
-        if len(server.chat_requests) == 3:  # the third request: Ctrl-C while it is in flight
+        structured[0] += 1
+        if structured[0] == 3:  # the third structured request: Ctrl-C while it is in flight
             procs[0].send_signal(signal.SIGINT)
             time.sleep(0.5)
         return answer(valid_for(request))
