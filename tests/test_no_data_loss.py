@@ -222,6 +222,9 @@ def test_ctrl_c_keeps_the_chunks_enriched_so_far(tmp_path, capsys):
                 env=_env(server),
                 stderr=subprocess.PIPE,
                 text=True,
+                # a shell's background job starts with SIGINT ignored, and Python then never
+                # raises KeyboardInterrupt: give the CLI the disposition a terminal gives it
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
             )
         )
         _, err = procs[0].communicate(timeout=120)
