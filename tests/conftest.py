@@ -34,7 +34,7 @@ _ISOLATED_PREFIXES = ("OPENAI_", "LETTERCHUNK_")
 _HARNESS_VARS = frozenset({"LETTERCHUNK_LIVE", "LETTERCHUNK_CHROMIUM"})
 # Re-recording cassettes (tests/test_cassettes.py) starts the real server on purpose; read here,
 # before the autouse fixture removes LETTERCHUNK_* variables from each test's environment.
-_RECORDING = os.environ.get("LETTERCHUNK_RECORD") == "1"
+_RECORDING = os.environ.get("LETTERCHUNK_RECORD") in ("1", "update")
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,11 @@ Re-record (needs ``pip install -e '.[local]'``; ~1-2 min per chunk on 2 CPU core
     LETTERCHUNK_RECORD=1 python -m pytest -q -s tests/test_cassettes.py
 
 Re-record after changing a prompt, the response models, the generation settings, the repair
-loop's re-ask messages, or the segmentation of a recorded letter.
+loop's re-ask messages, or the segmentation of a recorded letter.  ``LETTERCHUNK_RECORD=update``
+keeps every recorded interaction that is still requested, asks the real server only the
+requests the cassette cannot answer, and drops the recorded ones no longer requested
+(``letterchunk.llm.replay.recorder``): after a change to the yes/no questions alone it records
+those questions in seconds each instead of re-asking every chunk's structured call.
 """
 
 from __future__ import annotations
@@ -45,7 +49,9 @@ CASSETTES = ROOT / "cassettes"
 # the early letter of the seed, a modern one with Tier-3 tables, and the three letters with
 # hand-made gold (bench/gold/), which bench/enrichment_quality.py replays
 LETTERS = [1977, 1995, 1996, 2016]
-RECORD = os.environ.get("LETTERCHUNK_RECORD") == "1"
+# "1": record every request anew; "update": record only what the cassette cannot answer
+RECORD_MODE = {"1": "all", "update": "update"}.get(os.environ.get("LETTERCHUNK_RECORD", ""))
+RECORD = RECORD_MODE is not None
 # the user's model cache, read before the autouse fixture isolates HOME (recording only)
 REAL_MODEL_DIR = os.environ.get("LETTERCHUNK_MODEL_DIR") or str(
     Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "letterchunk" / "models"
@@ -83,11 +89,12 @@ def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
         from letterchunk.llm.backend import embedded_server
 
         monkeypatch.setenv("LETTERCHUNK_MODEL_DIR", REAL_MODEL_DIR)
-        path.unlink(missing_ok=True)
+        if RECORD_MODE == "all":
+            path.unlink(missing_ok=True)
         started = time.monotonic()
         with (
             embedded_server() as base_url,
-            recorder("all").use_cassette(str(path), allow_playback_repeats=False) as cassette,
+            recorder(RECORD_MODE).use_cassette(str(path), allow_playback_repeats=False) as cassette,
         ):
             env = {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-no-key-required"}
             outcome = _run(year, out, env)

@@ -29,14 +29,20 @@ REPLAY_ENV = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_API_KEY": "
 
 
 def recorder(record_mode: str = "none") -> Any:
-    """A vcrpy recorder with letterchunk's matching rules: ``"none"`` replays, ``"all"`` records."""
+    """A vcrpy recorder with letterchunk's matching rules: ``"none"`` replays, ``"all"`` records
+    everything anew, ``"update"`` replays the recorded interactions that are still requested,
+    records only the requests the cassette has no answer for, and drops the recorded ones no
+    longer requested (a changed follow-up question re-records that question, not the chunk's
+    minute-long structured call, whose recorded answer the same deterministic server gave)."""
     import vcr  # deferred: vcrpy comes with the test extra, needed only to record or replay
 
+    update = record_mode == "update"
     return vcr.VCR(
-        record_mode=record_mode,
+        record_mode="new_episodes" if update else record_mode,
         match_on=["method", "scheme", "host", "path", "body"],
         filter_headers=["authorization", "cookie", "set-cookie"],
         decode_compressed_response=True,
+        drop_unused_requests=update,
     )
 
 
