@@ -69,8 +69,13 @@ def _ids(hits):
 
 
 def _all_ids(hits):
-    """The hits' chunks and the other passages of their sections (``more``)."""
-    return [h.chunk_id for h in hits] + [m.chunk_id for h in hits for m in h.more]
+    """The hits' chunks and the other ranked passages of their sections: outside the hit's
+    window (``more``) or inside it (``within``)."""
+    return (
+        [h.chunk_id for h in hits]
+        + [m.chunk_id for h in hits for m in h.more]
+        + [c for h in hits for c in h.within]
+    )
 
 
 def test_windows_cover_long_text_whole_and_overlap():
@@ -393,7 +398,9 @@ def test_cli_expand_and_the_other_passages_of_a_section(letter_dir, tmp_path, ca
     out = capsys.readouterr().out
     first = out.split("\n2. ")[0]
     assert first.startswith("1. 1987-S2-T")
-    assert "   also 1987-S2-T" in first and "1987_cleaned.txt[" in first
+    assert "1987_cleaned.txt[" in first
+    # the section's other ranked passage: in the hit's window, or beside it
+    assert "   within 1987-S2-T" in first or "   also 1987-S2-T" in first
 
 
 def test_a_covered_parent_embeds_no_text_twice_and_is_found_by_its_children(tier2_dir, tmp_path):
@@ -437,7 +444,7 @@ def test_a_token_budget_takes_passages_in_rank_order_while_they_fit(tier2_dir, t
     small, large = (passages(search(db, query, k=None, tokens=b, mode="bm25")) for b in (800, 2000))
     assert len(large) > len(small)
     # a budget takes from the same ranking: what it takes, an uncapped search returns too
-    assert set(large) <= set(passages(search(db, query, k=50, mode="bm25")))
+    assert set(large) <= set(passages(search(db, query, k=50, mode="bm25", window=None)))
     with pytest.raises(ConfigError, match="k, a token budget"):
         search(db, query, k=None, mode="bm25")
     assert main(["search", query, "--db", str(db), "--tokens", "800", "--json"]) == 0
