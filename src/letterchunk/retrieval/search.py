@@ -19,18 +19,20 @@ filter ranks every chunk of that tier instead, one hit each (``--tier 1`` search
 sections).
 
 Small to big (sentence window): a leaf is small (a paragraph, a table) so that it ranks
-precisely, but a reader needs the text around it.  Each hit returns a window: its leaf, grown in
-document order by whole sentences of its Tier-1 parent, one sentence after it, then one before,
-and so on, while the window stays within ``window`` tokens (default :data:`WINDOW_TOKENS`, the
-800 tokens peer chunkers cut at: a hit hands the reader about one chunk's worth of text).  A
-table is never cut: the window takes it whole or stops at its edge.  A side stops growing when
-its next sentence would pass the allowance or the parent ends; a parent that fits whole is
-returned whole.  The hit's ``start_char``/``end_char``/``content`` are the window's, its
-``chunk_id`` and ``leaf_start_char``/``leaf_end_char`` the leaf's; ``more`` keeps the
-section's other ranked passages that lie outside the window, ``within`` names those inside it.  A leaf without a Tier-1 parent
-(a Tier-1 chunk) is its own window, and a leaf larger than the allowance is returned whole.
-``window=None`` returns bare leaves; a token budget (``tokens``) always does, since it already
-fills the context with the best-ranked passages.
+precisely, but a reader needs the text around it.  Each hit returns one window of at most
+``window`` tokens (default :data:`WINDOW_TOKENS`: 800, the size peer chunkers cut at, so a hit
+hands the reader about one chunk's worth of text).  The window starts as the leaf, takes in its
+section's other ranked passages, best first, while the span covering them fits (they merge, the
+text between them included), then grows in document order by whole sentences of its Tier-1
+parent, one after it, then one before, and so on, while it still fits.  A table is never cut:
+the window takes it whole or stops at its edge.  A parent that fits whole is returned whole.  The
+hit's ``start_char``/``end_char``/``content`` are the window's; its ``chunk_id`` and
+``leaf_start_char``/``leaf_end_char`` are the leaf's; ``within`` names the section's other
+ranked passages inside the window, and those it could not take are left out (``more`` is empty;
+``window=None`` returns them).  A leaf without a Tier-1 parent (a Tier-1 chunk) is its own
+window, and a leaf over the allowance is returned whole.  ``window=None`` returns bare leaves
+and their ``more`` passages.  A token budget (``tokens``) always does, since it already fills
+the context with the best-ranked passages.
 
 Tier expansion (seed 000 §4.1): a Tier-3 (table) or Tier-2 (paragraph) hit names its Tier-1
 parent (id, title, span) in ``parent``, so an answer about a figure or a quote can fetch the
@@ -296,6 +298,7 @@ def _group(
     return list(groups.values())
 
 
+# long function: one growth loop whose two sides share the allowance, kept whole to read as one
 def sentence_window(
     text: str,
     leaf: tuple[int, int],
@@ -303,20 +306,26 @@ def sentence_window(
     *,
     tables: Sequence[tuple[int, int]] = (),
     cuts: Iterable[int] = (),
+    passages: Sequence[tuple[int, int]] = (),
     count: Callable[[int, int], int] | None = None,
 ) -> tuple[int, int]:
-    """``(start, end)`` of the window of ``text`` around ``text[leaf[0]:leaf[1]]``.
+    """``(start, end)``: the window of ``text`` around the leaf ``text[leaf[0]:leaf[1]]``.
 
-    The window grows from the leaf one step after it, then one before, and so on; a step ends at
-    the next sentence boundary of ``text`` or at one of ``cuts`` (its chunks' edges), never
-    strictly inside a ``tables`` span, so a table comes whole or not at all.  A side stops for
-    good when its next step would take the window past ``allowance`` tokens (``count(a, b)``:
-    the tokens of ``text[a:b]``, o200k by default) or when ``text`` ends.  The leaf is always
-    inside, even when it alone is over the allowance; the window neither starts nor ends with
-    whitespace outside the leaf.
+    The window holds at most ``allowance`` tokens (``count(a, b)``: the tokens of
+    ``text[a:b]``, o200k by default).  It starts as the leaf and first takes in the section's
+    other ranked ``passages``, best first, each when the span covering the window and the
+    passage still fits (they merge: the text between them comes too).  Then it grows one step
+    after it, then one before, and so on; a step ends at the next sentence boundary of ``text``
+    or at one of ``cuts`` (its chunks' edges), never strictly inside a ``tables`` span, so a
+    table comes whole or not at all.  A side stops for good when its next step would pass the
+    allowance or ``text`` ends.  The leaf is always inside, even when it alone is over the
+    allowance; the window neither starts nor ends with whitespace outside the leaf.
     """
     count = count or SpanCounter(text).count
     start, end = leaf
+    for a, b in passages:
+        if count(min(a, start), max(b, end)) <= allowance:
+            start, end = min(a, start), max(b, end)
     points = {0, len(text), *cuts}
     for a, b in sentence_spans(text):
         points.update((a, b))
@@ -350,10 +359,15 @@ def sentence_window(
 
 
 def _window(
-    conn: Any, parent_id: str, start: int, end: int, allowance: int
+    conn: Any,
+    parent_id: str,
+    leaf: tuple[int, int],
+    passages: list[Passage],
+    allowance: int,
 ) -> tuple[int, int, str] | None:
-    """The window (start, end, text) of a Tier-2/Tier-3 leaf at source ``[start, end)`` in its
-    Tier-1 parent ``parent_id`` (see :func:`sentence_window`), or None without such a parent."""
+    """The window (start, end, text) of a Tier-2/Tier-3 leaf at source span ``leaf`` in its
+    Tier-1 parent ``parent_id``, merged with the section's ranked ``passages`` that fit (see
+    :func:`sentence_window`); None when the leaf has no Tier-1 parent in the index."""
     row = conn.execute(
         "SELECT start_char, content FROM chunks WHERE chunk_id = ? AND chunk_tier = 1",
         (parent_id,),
@@ -368,10 +382,11 @@ def _window(
     spans = [(tier, a - origin, b - origin) for tier, a, b in children]
     a, b = sentence_window(
         text,
-        (start - origin, end - origin),
+        (leaf[0] - origin, leaf[1] - origin),
         allowance,
         tables=[(a, b) for tier, a, b in spans if tier == 3],
         cuts=[p for _, a, b in spans for p in (a, b)],
+        passages=[(m.start_char - origin, m.end_char - origin) for m in passages],
     )
     return origin + a, origin + b, text[a:b]
 
@@ -397,9 +412,12 @@ def _hit(
         return ranking.index(rowid) + 1 if rowid in ranking else None
 
     span = (start, end, content)
-    if window is not None and parent and tier in (2, 3):
-        span = _window(conn, parent, start, end, window) or span
     passages = [_passage(conn, r) for r in more or []]
+    beside = passages
+    if window is not None and parent and tier in (2, 3):
+        windowed = _window(conn, parent, (start, end), passages, window)
+        if windowed:  # one window per hit: ranked passages it could not take are left out
+            span, beside = windowed, []
     return Hit(
         chunk_id=chunk_id,
         letter_year=year,
@@ -417,8 +435,8 @@ def _hit(
         bm25_rank=rank("bm25"),
         dense_rank=rank("dense"),
         parent=_parent(conn, parent, expand) if parent and tier in (2, 3) else None,
-        # a passage the window already holds is named, not returned twice
-        more=[m for m in passages if not _holds(span, m)],
+        # a passage the window holds is named, not returned twice
+        more=[m for m in beside if not _holds(span, m)],
         within=[m.chunk_id for m in passages if _holds(span, m)],
         metadata=json.loads(md),
     )
