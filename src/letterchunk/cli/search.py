@@ -3,16 +3,17 @@
 Ranks the most specific chunks of an index built by `letterchunk index` (Tier-2 paragraphs,
 Tier-3 tables, Tier-1 chunks without children): BM25 and dense similarity fused by reciprocal
 rank (or one of them alone), after the filters, with each chunk's section rank added.  The k hits
-are k different sections: each hit is a section's best passage, plus its other passages that
-rank before the first passage of a (k+1)-th section ("also").  Each hit returns a window: its
-passage grown by whole sentences of its section, alternately after and before it, up to
---window N tokens (default 800, one peer chunk's worth; a table is never cut); the hit's span is
-the window's, "leaf" gives the ranked passage's own span, and passages the window holds are
-named ("within").  --leaves returns the bare passages instead.  A Tier-3 or Tier-2 hit names its
-Tier-1 parent; --expand returns the parent's text too.  --tokens N fills a context budget
-instead: bare passages in rank order while their tokens fit N.  --tier N ranks every chunk of
-tier N, one hit each.  Each hit shows its chunk id, year, section, score and exact source span
-(source_file[start:end]).  --json prints one JSON object per hit and line.
+are k different sections, each led by its best passage.  Each hit returns one window of at most
+--window N tokens (default 800, one peer chunk's worth): the passage, merged with its section's
+other ranked passages while the span covering them fits, then grown by whole sentences of its
+section, alternately after and before it; a table is never cut.  The hit's span is the
+window's; "leaf" gives the ranked passage's own span and "within" names the other ranked
+passages the window holds.  --leaves returns the bare passages instead, each with its section's
+other passages that rank before the first passage of a (k+1)-th section ("also").  A Tier-3 or
+Tier-2 hit names its Tier-1 parent; --expand returns the parent's text too.  --tokens N fills a
+context budget instead: bare passages in rank order while their tokens fit N.  --tier N ranks
+every chunk of tier N, one hit each.  Each hit shows its chunk id, year, section, score and
+exact source span (source_file[start:end]).  --json prints one JSON object per hit and line.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--tokens",
         type=int,
         metavar="N",
-        help="context budget: passages in rank order while their tokens fit N",
+        help="context budget: bare passages in rank order while their tokens fit N",
     )
     f = p.add_argument_group("filters")
     f.add_argument("--year", type=int, metavar="Y", help="letter_year")
@@ -88,7 +89,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         metavar="N",
         default=WINDOW_TOKENS,
-        help="tokens of text around each hit's passage, in its section (default %(default)s)",
+        help="tokens each hit returns: its passage and the text around it (default %(default)s)",
     )
     w.add_argument(
         "--leaves",

@@ -314,7 +314,8 @@ def sentence_window(
     The window holds at most ``allowance`` tokens (``count(a, b)``: the tokens of
     ``text[a:b]``, o200k by default).  It starts as the leaf and first takes in the section's
     other ranked ``passages``, best first, each when the span covering the window and the
-    passage still fits (they merge: the text between them comes too).  Then it grows one step
+    passage (and whole any table that span would cut) still fits: they merge, the text between
+    them comes too.  Then it grows one step
     after it, then one before, and so on; a step ends at the next sentence boundary of ``text``
     or at one of ``cuts`` (its chunks' edges), never strictly inside a ``tables`` span, so a
     table comes whole or not at all.  A side stops for good when its next step would pass the
@@ -324,8 +325,15 @@ def sentence_window(
     count = count or SpanCounter(text).count
     start, end = leaf
     for a, b in passages:
-        if count(min(a, start), max(b, end)) <= allowance:
-            start, end = min(a, start), max(b, end)
+        # the covering span; an edge it moves into a table moves to the table's edge
+        a = min(a, start)
+        b = max(b, end)
+        if a < start:
+            a = min([a, *(ta for ta, tb in tables if ta < a < tb)])
+        if b > end:
+            b = max([b, *(tb for ta, tb in tables if ta < b < tb)])
+        if count(a, b) <= allowance:
+            start, end = a, b
     points = {0, len(text), *cuts}
     for a, b in sentence_spans(text):
         points.update((a, b))
