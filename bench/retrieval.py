@@ -27,9 +27,13 @@ so a second run embeds nothing.
 
 What k = 5 returns, and what is counted: a hit answers a question when the evidence
 (whitespace-normalised) lies inside the text the hit returns.  ``search`` returns k hits, each a
-section's best leaf plus the section's other leaves that rank before a (k+1)-th section's first
-(``more``); the parent is a pointer.  The main rows count the leaves returned; ``+parents`` rows
-count each Tier-2/Tier-3 hit's parent text too (``search(expand=True)``, the seed's tier expansion).
+section's best leaf grown into a window of its section's sentences of at most 800 tokens (the
+peers' chunk size; ``search``'s default), plus the section's other leaves outside the window
+that rank before a (k+1)-th section's first (``more``); the parent is a pointer.  The main rows
+count the windows and passages returned; ``leaves`` rows the bare leaves (``window=None``,
+``letterchunk search --leaves``); ``+parents`` rows count each Tier-2/Tier-3 hit's parent text
+too (``search(expand=True)``, the seed's tier expansion).  A peer chunk has no parent: its
+window is itself.
 Context tokens: o200k tokens of the union of the returned spans of each letter (an overlap is
 counted once), the same count for every chunker.  ``@peer ctx`` rows ask ``ours`` with a token
 budget instead of k (``search(tokens=N)``, ``letterchunk search --tokens N``), N the smallest
@@ -80,6 +84,7 @@ BUDGET = 4000  # context tokens: five peer chunks of 800; the equal-context comp
 DEPTH = 20  # hits fetched per search; the first K give the @5 figures
 OURS, OURS_BARE = "ours", "ours -summary"
 PEER_CTX = " @peer ctx"  # ours with a token budget: the smallest peer's mean k=5 context
+LEAVES = " leaves"  # ours with bare leaves, no window around them
 PEERS = ("chonkie", "semchunk", "langchain")
 
 
@@ -387,7 +392,9 @@ def evaluate(
                 runs = [("", False, hits)]
                 if name.startswith(OURS):
                     fitted = ask(k=None, tokens=budgets[mode])
-                    runs += [(" +parents", True, hits), (PEER_CTX, False, fitted)]
+                    bare = ask(k=K, window=None)
+                    runs += [(LEAVES, False, bare), (" +parents", True, hits)]
+                    runs += [(PEER_CTX, False, fitted)]
                 subsets = ["all", q.kind] + (["enriched"] if q.year in ENRICHED else [])
                 for suffix, expand, got in runs:
                     pieces = [p for h in got for p in returned(h, expand)]
@@ -437,7 +444,7 @@ def report(
         peers = {p: scores[(mode, p, "all")] for p in PEERS}
         best = max(peers, key=lambda p: (mean(peers[p].recall), mean(peers[p].rr)))
         b = peers[best]
-        for ours in (OURS, OURS + PEER_CTX, OURS_BARE, OURS_BARE + PEER_CTX):
+        for ours in (OURS, OURS + LEAVES, OURS + PEER_CTX, OURS_BARE, OURS_BARE + PEER_CTX):
             o = scores[(mode, ours, "all")]
             print(
                 f"  {mode:<9} {ours:<24} vs {best:<9}  recall@5 "
@@ -452,7 +459,7 @@ def report(
     if "hybrid" in modes:
         peers = {p: scores[("hybrid", p, "all")] for p in PEERS}
         best = max(peers, key=lambda p: mean(peers[p].recall))
-        for ours in (OURS, OURS + PEER_CTX):
+        for ours in (OURS, OURS + LEAVES, OURS + PEER_CTX):
             o = scores[("hybrid", ours, "all")]
             above = all(mean(o.recall) > mean(p.recall) for p in peers.values())
             print(
@@ -511,7 +518,7 @@ def main(argv: list[str]) -> int:
         questions, {n: b[0] for n, b in built.items()}, modes, model, texts, args.year_filter
     )
     names = [
-        *(n + suffix for n in (OURS, OURS_BARE) for suffix in ("", " +parents", PEER_CTX)),
+        *(n + suffix for n in (OURS, OURS_BARE) for suffix in ("", LEAVES, " +parents", PEER_CTX)),
         *PEERS,
     ]
     report(scores, modes, names, questions, budgets)

@@ -69,8 +69,13 @@ def _ids(hits):
 
 
 def _all_ids(hits):
-    """The hits' chunks and the other passages of their sections (``more``)."""
-    return [h.chunk_id for h in hits] + [m.chunk_id for h in hits for m in h.more]
+    """The hits' chunks and the other ranked passages of their sections: outside the hit's
+    window (``more``) or inside it (``within``)."""
+    return (
+        [h.chunk_id for h in hits]
+        + [m.chunk_id for h in hits for m in h.more]
+        + [c for h in hits for c in h.within]
+    )
 
 
 def test_windows_cover_long_text_whole_and_overlap():
@@ -393,7 +398,9 @@ def test_cli_expand_and_the_other_passages_of_a_section(letter_dir, tmp_path, ca
     out = capsys.readouterr().out
     first = out.split("\n2. ")[0]
     assert first.startswith("1. 1987-S2-T")
-    assert "   also 1987-S2-T" in first and "1987_cleaned.txt[" in first
+    assert "1987_cleaned.txt[" in first
+    # the section's other ranked passage: in the hit's window, or beside it
+    assert "   within 1987-S2-T" in first or "   also 1987-S2-T" in first
 
 
 def test_a_covered_parent_embeds_no_text_twice_and_is_found_by_its_children(tier2_dir, tmp_path):
@@ -437,7 +444,7 @@ def test_a_token_budget_takes_passages_in_rank_order_while_they_fit(tier2_dir, t
     small, large = (passages(search(db, query, k=None, tokens=b, mode="bm25")) for b in (800, 2000))
     assert len(large) > len(small)
     # a budget takes from the same ranking: what it takes, an uncapped search returns too
-    assert set(large) <= set(passages(search(db, query, k=50, mode="bm25")))
+    assert set(large) <= set(passages(search(db, query, k=50, mode="bm25", window=None)))
     with pytest.raises(ConfigError, match="k, a token budget"):
         search(db, query, k=None, mode="bm25")
     assert main(["search", query, "--db", str(db), "--tokens", "800", "--json"]) == 0
@@ -464,3 +471,154 @@ def test_section_rank_lifts_a_leaf_and_hits_group_by_section():
     assert [[r for r, _ in g] for g in _group(ranked, section_of, 1, size, None)] == [[1]]
     # a budget of 250 tokens takes the first two leaves in rank order, then nothing fits
     assert [[r for r, _ in g] for g in _group(ranked, section_of, None, size, 250)] == [[1], [2]]
+
+
+# --- small to big: each hit's window around its leaf ------------------------------------------
+
+
+def _words(text):
+    """A token count for the window tests: whitespace-separated words."""
+    return lambda a, b: len(text[a:b].split())
+
+
+def test_sentence_window_grows_by_whole_sentences_alternately_within_the_allowance():
+    from letterchunk.retrieval.search import sentence_window
+
+    sentences = [f"S{i} one two three." for i in range(9)]  # 4 words each
+    text = " ".join(sentences)
+    starts = [text.index(s) for s in sentences]
+    leaf = (starts[4], starts[4] + len(sentences[4]))
+    for allowance, first, last in ((4, 4, 4), (8, 4, 5), (12, 3, 5), (16, 3, 6), (99, 0, 8)):
+        a, b = sentence_window(text, leaf, allowance, count=_words(text))
+        # one sentence after the leaf, then one before, and so on, never past the allowance
+        assert (a, b) == (starts[first], starts[last] + len(sentences[last])), allowance
+        assert len(text[a:b].split()) <= max(allowance, 4)
+    # a side whose next sentence does not fit stops; the other side goes on
+    long_after = text[: starts[5]] + "S5 " + "x " * 20 + "end. " + text[starts[6] :]
+    a, b = sentence_window(long_after, leaf, 12, count=_words(long_after))
+    assert (a, b) == (long_after.index("S2"), leaf[1])
+    # a leaf over the allowance is returned whole, and alone
+    assert sentence_window(text, leaf, 2, count=_words(text)) == leaf
+
+
+def test_sentence_window_never_cuts_a_table_and_merges_ranked_passages_that_fit():
+    from letterchunk.retrieval.search import sentence_window
+
+    text = "Intro one. Intro two. Row a 1 2. Row b 3 4. Row c 5 6. After one. After two."
+    table = (text.index("Row a"), text.index("After one") - 1)
+    leaf = (0, text.index("Intro two") - 1)  # "Intro one."
+    count = _words(text)
+    # the table (9 words) does not fit beside 4 words in 10: the window stops at its edge
+    assert sentence_window(text, leaf, 10, tables=[table], count=count) == (0, table[0] - 1)
+    # it fits in 16 (2 + 2 + 12 words): it comes whole, never a row of it
+    assert sentence_window(text, leaf, 16, tables=[table], count=count) == (0, table[1])
+    # without the table span, 10 words stop inside the rows
+    assert table[0] < sentence_window(text, leaf, 10, count=count)[1] < table[1]
+    # a ranked passage of the section merges in first when the span covering both fits
+    after = (text.index("After two"), len(text))
+    assert sentence_window(text, leaf, 20, tables=[table], passages=[after], count=count) == (
+        0,
+        len(text),
+    )
+    assert sentence_window(text, leaf, 10, tables=[table], passages=[after], count=count) == (
+        0,
+        table[0] - 1,
+    )
+    # a passage reaching into a table merges only with the whole table
+    into = (text.index("Intro two"), text.index("Row b") - 1)
+    assert sentence_window(text, leaf, 16, tables=[table], passages=[into], count=count) == (
+        0,
+        table[1],
+    )
+    assert sentence_window(text, leaf, 10, tables=[table], passages=[into], count=count) == (
+        0,
+        table[0] - 1,
+    )
+
+
+def test_each_hit_returns_a_window_of_its_section_around_its_leaf(tier2_dir, tmp_path):
+    from letterchunk.retrieval.search import WINDOW_TOKENS
+    from letterchunk.text.clean import load_letter
+    from letterchunk.text.tokens import count_tokens
+
+    folder, chunks = tier2_dir
+    by_id = {c.chunk_id: c for c in chunks}
+    text = load_letter(CORPUS / "1977.txt").text
+    db = tmp_path / "window.sqlite"
+    build_index(folder, db)
+    widened = 0
+    for query in ("insurance premium volume underwriting", "textile operations", "Blue Chip"):
+        windowed = search(db, query, k=5, mode="bm25")
+        bare = search(db, query, k=5, mode="bm25", window=None)
+        # the window changes what a hit returns, never what is ranked
+        assert _ids(windowed) == _ids(bare)
+        assert all(not h.more for h in windowed)
+        for hit, leaf in zip(windowed, bare, strict=True):
+            own = by_id[hit.chunk_id].metadata.source_span
+            assert (hit.leaf_start_char, hit.leaf_end_char) == (
+                own.start_char,
+                own.end_char_exclusive,
+            )
+            assert (leaf.start_char, leaf.end_char) == (leaf.leaf_start_char, leaf.leaf_end_char)
+            assert text[hit.start_char : hit.end_char] == hit.content  # the exact span
+            assert hit.start_char <= hit.leaf_start_char < hit.leaf_end_char <= hit.end_char
+            if hit.chunk_tier == 1:  # a Tier-1 leaf is its own window
+                assert (hit.start_char, hit.end_char) == (hit.leaf_start_char, hit.leaf_end_char)
+                continue
+            section = by_id[hit.metadata["parent_chunk_id"]].metadata.source_span
+            assert section.start_char <= hit.start_char
+            assert hit.end_char <= section.end_char_exclusive
+            if (hit.start_char, hit.end_char) != (hit.leaf_start_char, hit.leaf_end_char):
+                widened += 1
+                assert count_tokens(hit.content) <= WINDOW_TOKENS
+            for chunk_id in hit.within:  # named passages are really inside the window
+                span = by_id[chunk_id].metadata.source_span
+                assert hit.start_char <= span.start_char
+                assert span.end_char_exclusive <= hit.end_char
+            for child in by_id[hit.metadata["parent_chunk_id"]].metadata.child_chunk_ids:
+                c = by_id[child]
+                if c.metadata.chunk_tier == 3:  # a table is in the window whole, or not at all
+                    s = c.metadata.source_span
+                    inside = hit.start_char <= s.start_char and s.end_char_exclusive <= hit.end_char
+                    outside = s.end_char_exclusive <= hit.start_char or hit.end_char <= s.start_char
+                    # the leaf itself may reach into a table (a paragraph holding its caption)
+                    overlaps_leaf = s.start_char < hit.leaf_end_char and (
+                        hit.leaf_start_char < s.end_char_exclusive
+                    )
+                    assert inside or outside or overlaps_leaf, (hit.chunk_id, child)
+        small = search(db, "insurance premium volume underwriting", k=5, mode="bm25", window=200)
+        assert all(
+            count_tokens(h.content) <= 200
+            or (h.start_char, h.end_char) == (h.leaf_start_char, h.leaf_end_char)
+            for h in small
+        )
+    assert widened, "some hit's window holds more than its leaf"
+    with pytest.raises(ConfigError, match="window=None"):
+        search(db, "textile", mode="bm25", window=0)
+
+
+def test_cli_windows_by_default_and_leaves_on_request(tier2_dir, tmp_path, capsys):
+    folder, _ = tier2_dir
+    db = tmp_path / "cli-window.sqlite"
+    assert main(["index", str(folder), "--db", str(db), "--no-dense"]) == 0
+    capsys.readouterr()
+    argv = ["search", "insurance premium volume underwriting", "--db", str(db), "--json"]
+
+    def run(*extra):
+        assert main([*argv, *extra]) == 0
+        return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+    windowed, bare, narrow = run(), run("--leaves"), run("--window", "100")
+    assert [h["chunk_id"] for h in windowed] == [h["chunk_id"] for h in bare]
+    for h in bare:
+        assert (h["start_char"], h["end_char"]) == (h["leaf_start_char"], h["leaf_end_char"])
+    assert any(
+        h["end_char"] - h["start_char"] > b["end_char"] - b["start_char"]
+        for h, b in zip(windowed, bare, strict=True)
+    )
+    assert sum(len(h["content"]) for h in narrow) < sum(len(h["content"]) for h in windowed)
+    assert main([*argv[:4]]) == 0  # the text listing names the leaf inside its window
+    assert "   leaf 1977_cleaned.txt[" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main([*argv, "--leaves", "--window", "300"])
+    assert main([*argv, "--window", "0"]) != 0

@@ -3,12 +3,17 @@
 Ranks the most specific chunks of an index built by `letterchunk index` (Tier-2 paragraphs,
 Tier-3 tables, Tier-1 chunks without children): BM25 and dense similarity fused by reciprocal
 rank (or one of them alone), after the filters, with each chunk's section rank added.  The k hits
-are k different sections: each hit is a section's best passage, plus its other passages that
-rank before the first passage of a (k+1)-th section ("also").  A Tier-3 or Tier-2 hit names its
-Tier-1 parent; --expand returns the parent's text too.  --tokens N fills a context budget
-instead: passages in rank order while their tokens fit N.  --tier N ranks every chunk of tier N,
-one hit each.  Each hit shows its chunk id, year, section, score and exact source span
-(source_file[start:end]).  --json prints one JSON object per hit and line.
+are k different sections, each led by its best passage.  Each hit returns one window of at most
+--window N tokens (default 800, one peer chunk's worth): the passage, merged with its section's
+other ranked passages while the span covering them fits, then grown by whole sentences of its
+section, alternately after and before it; a table is never cut.  The hit's span is the
+window's; "leaf" gives the ranked passage's own span and "within" names the other ranked
+passages the window holds.  --leaves returns the bare passages instead, each with its section's
+other passages that rank before the first passage of a (k+1)-th section ("also").  A Tier-3 or
+Tier-2 hit names its Tier-1 parent; --expand returns the parent's text too.  --tokens N fills a
+context budget instead: bare passages in rank order while their tokens fit N.  --tier N ranks
+every chunk of tier N, one hit each.  Each hit shows its chunk id, year, section, score and
+exact source span (source_file[start:end]).  --json prints one JSON object per hit and line.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from letterchunk.cli import HelpFormatter
 from letterchunk.cli.index import add_embed_options
 from letterchunk.errors import ConfigError
 from letterchunk.retrieval.embed import open_embedder
-from letterchunk.retrieval.search import Filters, search
+from letterchunk.retrieval.search import WINDOW_TOKENS, Filters, search
 
 EXAMPLES = """\
 Examples:
@@ -35,6 +40,8 @@ Examples:
   letterchunk search "what makes an insurer worth owning" --db letters.sqlite --tokens 2000
   # the section around each paragraph or table hit, too
   letterchunk search "why float can cost nothing" --db letters.sqlite --expand
+  # the ranked paragraphs and tables alone, without the sentences around them
+  letterchunk search "why float can cost nothing" --db letters.sqlite --leaves
 """
 
 
@@ -58,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--tokens",
         type=int,
         metavar="N",
-        help="context budget: passages in rank order while their tokens fit N",
+        help="context budget: bare passages in rank order while their tokens fit N",
     )
     f = p.add_argument_group("filters")
     f.add_argument("--year", type=int, metavar="Y", help="letter_year")
@@ -76,6 +83,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--expand", action="store_true", help="include each hit's parent text (parent.content)"
     )
+    w = p.add_mutually_exclusive_group()
+    w.add_argument(
+        "--window",
+        type=int,
+        metavar="N",
+        default=WINDOW_TOKENS,
+        help="tokens each hit returns: its passage and the text around it (default %(default)s)",
+    )
+    w.add_argument(
+        "--leaves",
+        action="store_true",
+        help="return the ranked passages bare, without the text around them",
+    )
     add_embed_options(p)
     p.set_defaults(func=run, mode="hybrid")
 
@@ -86,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("-k must be >= 1")
     if args.tokens is not None and args.tokens < 1:
         raise ConfigError("--tokens must be >= 1")
+    if args.window < 1:
+        raise ConfigError("--window must be >= 1; --leaves returns bare passages")
     k = args.k if args.k is not None or args.tokens is not None else 5
     filters = Filters(args.year, args.company, args.concept, args.content_type, args.tier)
 
@@ -106,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
         mode=args.mode,
         embedder=embedder,
         expand=args.expand,
+        window=None if args.leaves else args.window,
     )
     for n, hit in enumerate(hits, 1):
         if args.json:
@@ -118,6 +141,10 @@ def run(args: argparse.Namespace) -> int:
             f"score {hit.score:.4f}  {hit.source_file}[{hit.start_char}:{hit.end_char}]"
         )
         print(textwrap.indent(textwrap.shorten(hit.summary or hit.content, 300), "   "))
+        if (hit.leaf_start_char, hit.leaf_end_char) != (hit.start_char, hit.end_char):
+            print(f"   leaf {hit.source_file}[{hit.leaf_start_char}:{hit.leaf_end_char}]")
+        for chunk_id in hit.within:
+            print(f"   within {chunk_id}")
         for m in hit.more:
             print(f"   also {m.chunk_id} {m.source_file}[{m.start_char}:{m.end_char}]")
         if hit.parent:

@@ -18,6 +18,22 @@ budget (``tokens``) the walk instead takes leaves while their token counts fit i
 filter ranks every chunk of that tier instead, one hit each (``--tier 1`` searches whole
 sections).
 
+Small to big (sentence window): a leaf is small (a paragraph, a table) so that it ranks
+precisely, but a reader needs the text around it.  Each hit returns one window of at most
+``window`` tokens (default :data:`WINDOW_TOKENS`: 800, the size peer chunkers cut at, so a hit
+hands the reader about one chunk's worth of text).  The window starts as the leaf, takes in its
+section's other ranked passages, best first, while the span covering them fits (they merge, the
+text between them included), then grows in document order by whole sentences of its Tier-1
+parent, one after it, then one before, and so on, while it still fits.  A table is never cut:
+the window takes it whole or stops at its edge.  A parent that fits whole is returned whole.  The
+hit's ``start_char``/``end_char``/``content`` are the window's; its ``chunk_id`` and
+``leaf_start_char``/``leaf_end_char`` are the leaf's; ``within`` names the section's other
+ranked passages inside the window, and those it could not take are left out (``more`` is empty;
+``window=None`` returns them).  A leaf without a Tier-1 parent (a Tier-1 chunk) is its own
+window, and a leaf over the allowance is returned whole.  ``window=None`` returns bare leaves
+and their ``more`` passages.  A token budget (``tokens``) always does, since it already fills
+the context with the best-ranked passages.
+
 Tier expansion (seed 000 §4.1): a Tier-3 (table) or Tier-2 (paragraph) hit names its Tier-1
 parent (id, title, span) in ``parent``, so an answer about a figure or a quote can fetch the
 surrounding text; with ``expand`` the parent's text comes with it.  Every hit carries its exact
@@ -28,7 +44,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -37,12 +53,28 @@ from letterchunk.errors import ConfigError
 from letterchunk.retrieval.embed import Embedder, load_numpy, windows
 from letterchunk.retrieval.index import SCHEMA_VERSION
 from letterchunk.retrieval.store import connect
+from letterchunk.text.sentences import sentence_spans
+from letterchunk.text.tokens import SpanCounter
 
-__all__ = ["Context", "Filters", "Hit", "Mode", "Passage", "RRF_K", "fts_query", "search"]
+__all__ = [
+    "Context",
+    "Filters",
+    "Hit",
+    "Mode",
+    "Passage",
+    "RRF_K",
+    "WINDOW_TOKENS",
+    "fts_query",
+    "search",
+    "sentence_window",
+]
 
 Mode = Literal["hybrid", "bm25", "dense"]
 RRF_K = 60
 POOL = 50  # candidates each retriever contributes before fusion
+# o200k tokens a hit's window may hold: the chunk size of the peer chunkers letterchunk is
+# measured against (chonkie, semchunk, LangChain at 800), so a hit carries one chunk's worth
+WINDOW_TOKENS = 800
 
 
 @dataclass(frozen=True)
@@ -109,14 +141,17 @@ class Hit:
     content_type: str
     score: float
     source_file: str
-    start_char: int
+    start_char: int  # the returned window: source_file[start_char:end_char] == content
     end_char: int
+    leaf_start_char: int  # the ranked leaf (chunk_id) itself, inside the window
+    leaf_end_char: int
     summary: str
     content: str
     bm25_rank: int | None = None
     dense_rank: int | None = None
     parent: Context | None = None
     more: list[Passage] = field(default_factory=list)
+    within: list[str] = field(default_factory=list)  # ids of ranked passages the window holds
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
@@ -263,6 +298,111 @@ def _group(
     return list(groups.values())
 
 
+# long function: one growth loop whose two sides share the allowance, kept whole to read as one
+def sentence_window(
+    text: str,
+    leaf: tuple[int, int],
+    allowance: int,
+    *,
+    tables: Sequence[tuple[int, int]] = (),
+    cuts: Iterable[int] = (),
+    passages: Sequence[tuple[int, int]] = (),
+    count: Callable[[int, int], int] | None = None,
+) -> tuple[int, int]:
+    """``(start, end)``: the window of ``text`` around the leaf ``text[leaf[0]:leaf[1]]``.
+
+    The window holds at most ``allowance`` tokens (``count(a, b)``: the tokens of
+    ``text[a:b]``, o200k by default).  It starts as the leaf and first takes in the section's
+    other ranked ``passages``, best first, each when the span covering the window and the
+    passage (and whole any table that span would cut) still fits: they merge, the text between
+    them comes too.  Then it grows one step
+    after it, then one before, and so on; a step ends at the next sentence boundary of ``text``
+    or at one of ``cuts`` (its chunks' edges), never strictly inside a ``tables`` span, so a
+    table comes whole or not at all.  A side stops for good when its next step would pass the
+    allowance or ``text`` ends.  The leaf is always inside, even when it alone is over the
+    allowance; the window neither starts nor ends with whitespace outside the leaf.
+    """
+    count = count or SpanCounter(text).count
+    start, end = leaf
+    for a, b in passages:
+        # the covering span; an edge it moves into a table moves to the table's edge
+        a = min(a, start)
+        b = max(b, end)
+        if a < start:
+            a = min([a, *(ta for ta, tb in tables if ta < a < tb)])
+        if b > end:
+            b = max([b, *(tb for ta, tb in tables if ta < b < tb)])
+        if count(a, b) <= allowance:
+            start, end = a, b
+    points = {0, len(text), *cuts}
+    for a, b in sentence_spans(text):
+        points.update((a, b))
+    edges = sorted(
+        p for p in points if 0 <= p <= len(text) and not any(a < p < b for a, b in tables)
+    )
+    after = [p for p in reversed(edges) if p > end]  # nearest last: pop() takes the next step
+    before = [p for p in edges if p < start]
+    growing = {"after": True, "before": True}
+    while any(growing.values()):
+        for side, points_left in (("after", after), ("before", before)):
+            if not growing[side]:
+                continue
+            growing[side] = False
+            while points_left:
+                p = points_left.pop()
+                a, b = (start, p) if side == "after" else (p, end)
+                if not text[a:start].strip() and not text[end:b].strip():
+                    continue  # only blanks up to this point: the step adds no text
+                if count(a, b) <= allowance:
+                    start, end = a, b
+                    growing[side] = True
+                else:
+                    points_left.clear()  # the window only grows: this side can never fit again
+                break
+    while end > leaf[1] and text[end - 1].isspace():
+        end -= 1
+    while start < leaf[0] and text[start].isspace():
+        start += 1
+    return start, end
+
+
+def _window(
+    conn: Any,
+    parent_id: str,
+    leaf: tuple[int, int],
+    passages: list[Passage],
+    allowance: int,
+) -> tuple[int, int, str] | None:
+    """The window (start, end, text) of a Tier-2/Tier-3 leaf at source span ``leaf`` in its
+    Tier-1 parent ``parent_id``, merged with the section's ranked ``passages`` that fit (see
+    :func:`sentence_window`); None when the leaf has no Tier-1 parent in the index."""
+    row = conn.execute(
+        "SELECT start_char, content FROM chunks WHERE chunk_id = ? AND chunk_tier = 1",
+        (parent_id,),
+    ).fetchone()
+    if not row:
+        return None
+    origin, text = row
+    children = conn.execute(
+        "SELECT chunk_tier, start_char, end_char FROM chunks WHERE parent_chunk_id = ?",
+        (parent_id,),
+    ).fetchall()
+    spans = [(tier, a - origin, b - origin) for tier, a, b in children]
+    a, b = sentence_window(
+        text,
+        (leaf[0] - origin, leaf[1] - origin),
+        allowance,
+        tables=[(a, b) for tier, a, b in spans if tier == 3],
+        cuts=[p for _, a, b in spans for p in (a, b)],
+        passages=[(m.start_char - origin, m.end_char - origin) for m in passages],
+    )
+    return origin + a, origin + b, text[a:b]
+
+
+def _holds(span: tuple[int, int, str], passage: Passage) -> bool:
+    return span[0] <= passage.start_char and passage.end_char <= span[1]
+
+
 def _hit(
     conn: Any,
     rowid: int,
@@ -270,6 +410,7 @@ def _hit(
     ranks: dict[str, list[int]],
     expand: bool,
     more: list[int] | None = None,
+    window: int | None = None,
 ) -> Hit:
     row = conn.execute(f"SELECT {_COLUMNS} FROM chunks WHERE rowid = ?", (rowid,)).fetchone()
     (_, chunk_id, year, title, tier, ctype, source, start, end, summary, content, parent, md) = row
@@ -278,6 +419,13 @@ def _hit(
         ranking = ranks.get(name, [])
         return ranking.index(rowid) + 1 if rowid in ranking else None
 
+    span = (start, end, content)
+    passages = [_passage(conn, r) for r in more or []]
+    beside = passages
+    if window is not None and parent and tier in (2, 3):
+        windowed = _window(conn, parent, (start, end), passages, window)
+        if windowed:  # one window per hit: ranked passages it could not take are left out
+            span, beside = windowed, []
     return Hit(
         chunk_id=chunk_id,
         letter_year=year,
@@ -286,14 +434,18 @@ def _hit(
         content_type=ctype,
         score=round(score, 6),
         source_file=source,
-        start_char=start,
-        end_char=end,
+        start_char=span[0],
+        end_char=span[1],
+        leaf_start_char=start,
+        leaf_end_char=end,
         summary=summary,
-        content=content,
+        content=span[2],
         bm25_rank=rank("bm25"),
         dense_rank=rank("dense"),
         parent=_parent(conn, parent, expand) if parent and tier in (2, 3) else None,
-        more=[_passage(conn, r) for r in more or []],
+        # a passage the window holds is named, not returned twice
+        more=[m for m in beside if not _holds(span, m)],
+        within=[m.chunk_id for m in passages if _holds(span, m)],
         metadata=json.loads(md),
     )
 
@@ -308,6 +460,7 @@ def search(
     embedder: Callable[[str], Embedder] | None = None,
     expand: bool = False,
     tokens: int | None = None,
+    window: int | None = WINDOW_TOKENS,
 ) -> list[Hit]:
     """The ``k`` best sections' leaves in the index ``db`` for ``query`` (see the module doc).
 
@@ -315,12 +468,17 @@ def search(
     modes only); an index built with ``--no-dense`` searches in ``bm25`` mode.  ``expand`` puts
     each Tier-2/Tier-3 hit's parent text in ``hit.parent.content``.  ``tokens`` is a context
     budget: passages are taken in rank order while their token counts fit it (``k=None`` then
-    leaves the number of sections to the budget).
+    leaves the number of sections to the budget), and returned bare.  ``window`` is each hit's
+    allowance in tokens for the text around its leaf; ``None`` returns bare leaves.
     """
     if k is None and tokens is None:
         raise ConfigError("search needs k, a token budget, or both")
     if not Path(db).is_file():
         raise ConfigError(f"{db}: no such index; build it with `letterchunk index DIR --db {db}`")
+    if window is not None and window < 1:
+        raise ConfigError("a window needs at least 1 token; pass window=None for bare leaves")
+    if tokens is not None:
+        window = None  # a budget is filled with ranked passages, not with the text around them
     filters = filters or Filters()
     where, params = filters.sql()
     conn, has_vec = connect(db)
@@ -340,7 +498,9 @@ def search(
             fused = _fuse(list(ranks.values()))
             _, size = _sections(conn, [rowid for rowid, _ in fused])
             hits = _group(fused, {r: r for r, _ in fused}, k, size, tokens)
-            return [_hit(conn, rowid, score, ranks, expand) for [(rowid, score)] in hits]
+            return [
+                _hit(conn, rowid, score, ranks, expand, window=window) for [(rowid, score)] in hits
+            ]
         leaves = rank(where + " AND c.leaf = 1")
         sections = rank(where + " AND c.chunk_tier = 1")
         candidates = sorted({r for ranking in leaves.values() for r in ranking})
@@ -348,8 +508,8 @@ def search(
         ranked = _fuse_sections(leaves, sections, section_of)
         groups = _group(ranked, section_of, k, size, tokens)
         return [
-            _hit(conn, group[0][0], group[0][1], leaves, expand, [r for r, _ in group[1:]])
-            for group in groups
+            _hit(conn, rowid, score, leaves, expand, [r for r, _ in rest], window)
+            for (rowid, score), *rest in groups
         ]
     finally:
         conn.close()
