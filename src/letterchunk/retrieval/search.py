@@ -65,6 +65,7 @@ __all__ = [
     "RRF_K",
     "WINDOW_TOKENS",
     "fts_query",
+    "query_years",
     "search",
     "sentence_window",
 ]
@@ -153,6 +154,16 @@ class Hit:
     more: list[Passage] = field(default_factory=list)
     within: list[str] = field(default_factory=list)  # ids of ranked passages the window holds
     metadata: dict[str, Any] = field(default_factory=dict)
+
+
+# a year 1950-2029 written in a query ("in 1982", "mid-1991", "1977's"), not part of a longer
+# number or a percentage
+_YEAR = re.compile(r"(?<![\d.,$])(19[5-9]\d|20[0-2]\d)(?![\d%]|,\d)")
+
+
+def query_years(text: str) -> list[int]:
+    """The years 1950-2029 written in ``text``, in order of first mention."""
+    return list(dict.fromkeys(int(y) for y in _YEAR.findall(text)))
 
 
 def fts_query(text: str) -> str:
@@ -485,24 +496,36 @@ def search(
     try:
         vector = _query_vector(conn, db, query, mode, embedder)
 
-        def rank(condition: str) -> dict[str, list[int]]:
+        def rank(condition: str, extra: Sequence[Any] = ()) -> dict[str, list[int]]:
             ranks: dict[str, list[int]] = {}
             if mode in ("hybrid", "bm25"):
-                ranks["bm25"] = _bm25(conn, query, condition, params)
+                ranks["bm25"] = _bm25(conn, query, condition, [*params, *extra])
             if vector is not None:
-                ranks["dense"] = _dense(conn, vector, condition, params, has_vec)
+                ranks["dense"] = _dense(conn, vector, condition, [*params, *extra], has_vec)
+            return ranks
+
+        # a year the query names (and no --year filter) is a soft signal: one more ranking,
+        # the fused ranking of that letter's chunks alone, so they rise without shutting out
+        # a later letter that reports the event
+        years = query_years(query) if filters.year is None else []
+
+        def rank_with_year(condition: str) -> dict[str, list[int]]:
+            ranks = rank(condition)
+            if years:
+                among = f" AND c.letter_year IN ({', '.join('?' * len(years))})"
+                ranks["year"] = [r for r, _ in _fuse(list(rank(condition + among, years).values()))]
             return ranks
 
         if filters.tier is not None:  # one hit per chunk: each is its own section
-            ranks = rank(where)
+            ranks = rank_with_year(where)
             fused = _fuse(list(ranks.values()))
             _, size = _sections(conn, [rowid for rowid, _ in fused])
             hits = _group(fused, {r: r for r, _ in fused}, k, size, tokens)
             return [
                 _hit(conn, rowid, score, ranks, expand, window=window) for [(rowid, score)] in hits
             ]
-        leaves = rank(where + " AND c.leaf = 1")
-        sections = rank(where + " AND c.chunk_tier = 1")
+        leaves = rank_with_year(where + " AND c.leaf = 1")
+        sections = rank_with_year(where + " AND c.chunk_tier = 1")
         candidates = sorted({r for ranking in leaves.values() for r in ranking})
         section_of, size = _sections(conn, candidates)
         ranked = _fuse_sections(leaves, sections, section_of)
