@@ -622,3 +622,63 @@ def test_cli_windows_by_default_and_leaves_on_request(tier2_dir, tmp_path, capsy
     with pytest.raises(SystemExit):
         main([*argv, "--leaves", "--window", "300"])
     assert main([*argv, "--window", "0"]) != 0
+
+
+# --- a year named in the query: a soft signal -------------------------------------------------
+
+
+def test_query_years_reads_years_not_amounts_or_decades():
+    from letterchunk.retrieval.search import query_years
+
+    assert query_years("How big was it by 1977, and in 1977's letter?") == [1977]
+    assert query_years("the shoe company bought in mid-1991") == [1991]
+    assert query_years("the loss in 1982 versus the result in 1981") == [1982, 1981]
+    assert query_years("at 2019.") == [2019]
+    # amounts, decades and years outside 1950-2029 are not letter years
+    for text in ("$1985 million", "1,977 shares", "19.85% of it", "the 1990s", "1949", "2030"):
+        assert query_years(text) == [], text
+
+
+@pytest.fixture(scope="module")
+def two_letters_db(tmp_path_factory):
+    """1977 and 1978 segmented with Tier-2 chunks, indexed for BM25."""
+    from letterchunk.contract.schema import dump_chunk
+    from letterchunk.text.clean import load_letter
+    from letterchunk.text.segment import segment_letter
+
+    folder = tmp_path_factory.mktemp("two")
+    for year in (1977, 1978):
+        chunks = segment_letter(load_letter(CORPUS / f"{year}.txt"), tier2=True)
+        (folder / f"{year}.jsonl").write_text("".join(dump_chunk(c) + "\n" for c in chunks))
+    db = folder / "two.sqlite"
+    build_index(folder, db)
+    return db
+
+
+def test_a_year_in_the_query_lifts_that_letter_without_filtering_the_others(
+    two_letters_db, monkeypatch
+):
+    from letterchunk.retrieval import search as search_module
+
+    query = "insurance premium volume"
+    plain = search(two_letters_db, query, k=5, mode="bm25")
+    assert plain[0].letter_year == 1977 and {h.letter_year for h in plain} == {1977, 1978}
+    named = search(two_letters_db, query + " in 1978", k=5, mode="bm25")
+    assert named[0].letter_year == 1978
+    with monkeypatch.context() as m:  # the word "1978" as a BM25 term alone does not do it
+        m.setattr(search_module, "query_years", lambda text: [])
+        assert search(two_letters_db, query + " in 1978", k=5, mode="bm25")[0].letter_year == 1977
+    assert sum(h.letter_year == 1978 for h in named) > sum(h.letter_year == 1978 for h in plain)
+    # soft: the other letter's chunks still rank, below the named letter's best
+    deep = search(two_letters_db, query + " in 1978", k=30, mode="bm25")
+    assert any(h.letter_year == 1977 for h in deep)
+    # one hit per chunk with a tier filter: the year lifts those too
+    tier = search(two_letters_db, query + " in 1978", k=3, mode="bm25", filters=Filters(tier=2))
+    assert tier[0].letter_year == 1978 and tier[0].chunk_tier == 2
+
+
+def test_an_explicit_year_filter_overrides_a_year_in_the_query(two_letters_db):
+    hits = search(
+        two_letters_db, "insurance premium volume in 1978", k=5, mode="bm25", filters=Filters(1977)
+    )
+    assert hits and {h.letter_year for h in hits} == {1977}

@@ -18,6 +18,14 @@ budget (``tokens``) the walk instead takes leaves while their token counts fit i
 filter ranks every chunk of that tier instead, one hit each (``--tier 1`` searches whole
 sections).
 
+A year in the query: most questions name the year they ask about ("by 1977", "in the 1982
+letter", "mid-1991").  A year 1950-2029 written in the query (not an amount such as "$1985" or
+"1,977", not a decade such as "1990s") is a soft signal: one more ranking joins the fusion, for
+the leaves and for the sections alike, the retrievers' fused ranking of the chunks of that
+year's letter alone.  Those chunks rise; the others are still ranked, since an event of one year
+is often reported in a later letter.  An explicit year filter (``Filters.year``, ``--year``)
+turns the signal off: it already keeps only that letter.
+
 Small to big (sentence window): a leaf is small (a paragraph, a table) so that it ranks
 precisely, but a reader needs the text around it.  Each hit returns one window of at most
 ``window`` tokens (default :data:`WINDOW_TOKENS`: 800, the size peer chunkers cut at, so a hit
@@ -158,7 +166,7 @@ class Hit:
 
 # a year 1950-2029 written in a query ("in 1982", "mid-1991", "1977's"), not part of a longer
 # number or a percentage
-_YEAR = re.compile(r"(?<![\d.,$])(19[5-9]\d|20[0-2]\d)(?![\d%]|,\d)")
+_YEAR = re.compile(r"(?<![\d.,$])(19[5-9]\d|20[0-2]\d)(?![\d%]|,\d|s\b)")
 
 
 def query_years(text: str) -> list[int]:
