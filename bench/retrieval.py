@@ -19,8 +19,10 @@ Every chunker cuts the SAME cleaned text of those eight letters:
 Each chunker's chunks are written as canonical chunk files (peer chunks as Tier-1 chunks with
 exact source spans, no title, no summary) and indexed by ``letterchunk.retrieval.index`` into
 its own SQLite file, then searched by ``letterchunk.retrieval.search``: the retriever is the
-same code for every chunker (context headers, leaf ranking with section ranks, grouping by
-section: a peer chunk is a leaf and its own section, so a peer's k hits are its k best chunks).
+same code for every chunker (context headers, leaf ranking with section ranks, the soft signal
+of a year named in the question, grouping by section: a peer chunk is a leaf and its own
+section, so a peer's k hits are its k best chunks).  Without ``--year-filter`` the questions
+are asked as written, with no filter.
 Indexes and a vector cache shared by the chunkers (``vectors.sqlite``, keyed by model and exact
 text) live in the cache folder (``--cache``, default ``~/.cache/letterchunk/bench-retrieval``),
 so a second run embeds nothing.
