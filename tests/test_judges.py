@@ -12,8 +12,11 @@ from fake_openai import FakeOpenAI, is_yes_no_question, response_schema
 from letterchunk.contract.names import name_kind
 from letterchunk.contract.schema import Chunk, Principle
 from letterchunk.enrich import PromptContext, build_messages, response_model_for
+from letterchunk.enrich.candidates import confession_paragraphs
 from letterchunk.enrich.judges import (
     CONFESSION_THRESHOLD,
+    MAX_PARAGRAPH_QUESTIONS,
+    PARAGRAPH_THRESHOLD,
     Verdicts,
     apply_verdicts,
     ask_judges,
@@ -123,18 +126,19 @@ def test_ask_judges_asks_a_confession_question_and_one_per_principle_after_the_p
         question = body["messages"][-1]["content"]
         if "principle" in question:
             return 0.2
-        return 0.7 if "Sentence:" in question else 0.9
+        return 0.7 if "Paragraph:" in question else 0.9
 
     with FakeOpenAI(judge=judge) as server, _client(server) as client:
         verdicts = ask_judges(c, evidence, messages, client)
     admission = sentences(CONFESSING)[1]  # the one first-person self-critical sentence
     assert verdicts.confession == pytest.approx(0.9)
-    assert verdicts.confession_sentences == ((admission, pytest.approx(0.7)),)
+    # its paragraph (here the whole chunk) is asked about, the sentence kept as the quote
+    assert verdicts.confession_paragraphs == ((admission, pytest.approx(0.7)),)
     assert verdicts.principles == pytest.approx((0.2,))
     assert verdicts.calls == 3 and verdicts.usage.requests == 3
     for body in seen:  # the chunk's own prompt first (a cached prefix), one question after it
         assert body["messages"][:2] == messages and len(body["messages"]) == 3
-    assert admission in seen[1]["messages"][-1]["content"]
+    assert f'Paragraph: "{CONFESSING}"' in seen[1]["messages"][-1]["content"]
     assert admission in seen[2]["messages"][-1]["content"]  # the principle's evidence
 
 
@@ -240,13 +244,63 @@ def test_evidence_choices_keep_sentences_with_abbreviations_whole():
     ]
 
 
-def test_a_tagged_confession_quotes_the_sentence_the_model_rates_highest():
+def test_a_tagged_confession_quotes_the_paragraph_the_model_rates_highest():
     text = (
-        "We made a mistake in buying the mill, and it cost us dearly. I was wrong about the "
-        "price we paid for the insurer, and I should have known better by then."
+        "We made a mistake in buying the mill, and it cost us dearly.\n\n"
+        "Prices rose. I was wrong about the price we paid for the insurer."
     )
-    first, second = sentences(text)
-    verdicts = Verdicts(confession=0.8, confession_sentences=((first, 0.55), (second, 0.9)))
+    first, second = confession_paragraphs(text)
+    assert first == ("We made a mistake in buying the mill, and it cost us dearly.",) * 2
+    assert second == (
+        "Prices rose. I was wrong about the price we paid for the insurer.",
+        "I was wrong about the price we paid for the insurer.",
+    )
+    verdicts = Verdicts(confession=0.2, confession_paragraphs=((first[1], 0.72), (second[1], 0.9)))
     tagged, record = apply_verdicts(chunk(text), {"chunk_id": "x"}, verdicts)
+    # a low chunk score does not overrule a paragraph the model rates as an admission
     assert tagged.metadata.content_type == "mistake_confession"
-    assert record["content_type_evidence"] == [second]
+    assert record["content_type_evidence"] == [second[1]]
+
+
+def test_paragraphs_below_their_threshold_overrule_a_high_chunk_score():
+    c = chunk(content_type="mistake_confession")
+    record = {"chunk_id": "x", "content_type_evidence": [sentences(CONFESSING)[1]]}
+    below = PARAGRAPH_THRESHOLD - 0.01
+    verdicts = Verdicts(confession=0.95, confession_paragraphs=((sentences(CONFESSING)[1], below),))
+    untagged, out = apply_verdicts(c, record, verdicts)
+    assert untagged.metadata.content_type == "narrative"
+    assert out["content_type_evidence"] == []
+    # paragraphs asked without a probability leave the answer as it is
+    unknown = Verdicts(confession=0.1, confession_paragraphs=((sentences(CONFESSING)[1], None),))
+    assert apply_verdicts(c, record, unknown) == (c, record)
+
+
+def test_only_paragraphs_with_a_first_person_self_critical_sentence_are_proposed():
+    text = (
+        "The competitors made a big mistake in pricing.\n\n"
+        "Our mills ran well.\n\n"
+        "In hindsight,   we paid too much\n for the insurer. It still earns well."
+    )
+    assert confession_paragraphs(text) == [
+        (
+            "In hindsight, we paid too much for the insurer. It still earns well.",
+            "In hindsight, we paid too much for the insurer.",
+        )
+    ]
+
+
+def test_at_most_the_first_paragraphs_are_asked():
+    text = "\n\n".join(f"In {1970 + i} I made a mistake buying mill number {i}." for i in range(5))
+    c = chunk(text)
+    asked: list[str] = []
+
+    def judge(body: dict) -> float:
+        asked.append(body["messages"][-1]["content"])
+        return 0.8
+
+    with FakeOpenAI(judge=judge) as server, _client(server) as client:
+        verdicts = ask_judges(c, {"chunk_id": c.chunk_id}, _messages(c), client)
+    paragraphs = [q for q in asked if "Paragraph:" in q]
+    assert len(paragraphs) == MAX_PARAGRAPH_QUESTIONS
+    assert [p for _, p in verdicts.confession_paragraphs] == [pytest.approx(0.8)] * 3
+    assert "mill number 0" in paragraphs[0] and "mill number 2" in paragraphs[-1]

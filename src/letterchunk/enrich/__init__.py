@@ -46,8 +46,9 @@ three concepts of the alphabetical vocabulary, and never tagged a confession):
   only propose evidence.  With a grammar, ``content_type`` may be ``mistake_confession`` only
   when such a sentence exists, and ``content_type_evidence`` lists those sentences first; the
   user prompt names them as "possible confession sentences".  Whether the chunk *is* a
-  confession is then the model's yes-probability to one focused question
-  (:mod:`~letterchunk.enrich.judges`), which overrides the structured answer's tag.
+  confession is then the model's yes-probability to focused questions about the chunk and about
+  each paragraph holding a first-person self-critical sentence (:func:`confession_paragraphs`,
+  :mod:`~letterchunk.enrich.judges`), which overrides the structured answer's tag.
 * **Principles** — :func:`principle_sentences` picks sentences with a general-statement cue
   (:data:`PRINCIPLE_CUES`: "we believe", "should", "never", "always", "the best", "investors",
   …).  They come first among the principle evidence choices, and when there is one the grammar
@@ -87,6 +88,7 @@ from letterchunk.enrich.apply import apply_enrichment, complete_sentences, evide
 from letterchunk.enrich.candidates import (
     CONFESSION_CUES,
     PRINCIPLE_CUES,
+    confession_paragraphs,
     confession_sentences,
     cued_concepts,
     name_candidates,
@@ -117,6 +119,7 @@ __all__ = [
     "sentence_choices",
     "complete_sentences",
     "cued_concepts",
+    "confession_paragraphs",
     "confession_sentences",
     "CONFESSION_CUES",
     "PRINCIPLE_CUES",

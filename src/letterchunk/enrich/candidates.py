@@ -208,6 +208,22 @@ def confession_sentences(text: str) -> list[str]:
     ]
 
 
+def confession_paragraphs(text: str) -> list[tuple[str, str]]:
+    """``(paragraph, sentence)`` for each paragraph of ``text`` that holds a self-critical
+    sentence in the first person (:func:`confession_sentences`), in text order: the paragraph
+    with its whitespace normalised, and its first such sentence (the quote a confession tag
+    would take from it)."""
+    cued = [s for s in confession_sentences(text) if first_person(s)]
+    found: list[tuple[str, str]] = []
+    for para in re.split(r"\n\s*\n", text):
+        flat = normalise_ws(para)
+        mine = [s for s in cued if normalise_ws(s) in flat]
+        if mine:
+            first = min(mine, key=lambda s: flat.index(normalise_ws(s)))
+            found.append((flat, first))
+    return found
+
+
 # Cues of a general statement (a rule, a belief, a norm): they order the principle evidence
 # choices so that such sentences come first; the model still chooses, and enrich.judges asks
 # whether each chosen sentence is a principle.
