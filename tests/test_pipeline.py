@@ -18,6 +18,7 @@ from letterchunk.cli import main
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.contract.validate import validate_path
 from letterchunk.enrich import sentence_choices
+from letterchunk.enrich.judges import MAX_PARAGRAPH_QUESTIONS
 from letterchunk.errors import RepairExhausted
 from letterchunk.llm.cache import ResponseCache
 from letterchunk.llm.client import LLMClient, LLMSettings
@@ -98,11 +99,12 @@ def test_run_writes_valid_enriched_files_with_one_call_per_chunk(tmp_path):
         structured = server.structured_requests
         assert len(structured) == len(letter.outcomes) == len(letter.chunks) > 3
         # the yes/no follow-ups: a confession question per narrative chunk, one per principle,
-        # and one per first-person self-critical sentence (at most two)
+        # and one per paragraph holding a first-person self-critical sentence (at most three)
         narrative = [o for o in letter.outcomes if o.chunk.metadata.chunk_tier != 3]
         least = sum(1 + len(o.chunk.metadata.principles) for o in narrative)
         asked = sum(o.verdicts.calls for o in letter.outcomes)
-        assert server.question_count == asked and least <= asked <= least + 2 * len(narrative)
+        most = least + MAX_PARAGRAPH_QUESTIONS * len(narrative)
+        assert server.question_count == asked and least <= asked <= most
     assert all(o.calls == 1 for o in letter.outcomes)
     assert sorted(files(out)) == ["1977.evidence.jsonl", "1977.jsonl", "1977_cleaned.txt"]
     assert (out / "1977.report.jsonl").is_file()
