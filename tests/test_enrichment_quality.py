@@ -51,9 +51,9 @@ FLOORS = {
         "concept_precision": 0.46,  # 0.4615
         "concept_recall": 0.26,  # 0.2609
     },
-    1995: {  # measured: 12/14 confessions, 3 of 4 tagged chunks right, companies 37/38
-        "confession_recall": 0.85,  # 0.8571
-        "confession_precision": 0.75,
+    1995: {  # measured: 13/14 confessions, 4 of 5 tagged chunks right, companies 37/38
+        "confession_recall": 0.92,  # 0.9286
+        "confession_precision": 0.8,
         "principle_coverage": 1.0,
         "principle_coverage_grounded": 1.0,
         "people_precision": 1.0,
@@ -74,10 +74,10 @@ FLOORS = {
         "concept_recall": 0.75,
     },
 }
-# pooled over the three letters: 26/28 confessions, 8 of 11 tagged chunks right
-POOLED_FLOORS = {"confession_recall": 0.92, "confession_f1": 0.81}
+# pooled over the three letters: 27/28 confessions, 9 of 12 tagged chunks right, F1 0.8438
+POOLED_FLOORS = {"confession_recall": 0.96, "confession_f1": 0.84}
 MAX_CALLS_PER_CHUNK = 1.3  # one structured call per chunk, re-asks included, stays under this
-# with the one-token yes/no questions of enrich.judges (each ~60 new prompt tokens, 1 generated)
+# with the one-token yes/no questions of enrich.judges (each ~80 new prompt tokens, 1 generated)
 MAX_REQUESTS_PER_CHUNK = 3.5
 
 
