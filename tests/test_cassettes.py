@@ -84,6 +84,11 @@ def _run(year: int, out: Path, env: dict[str, str], source: str | None = None):
     return outcome
 
 
+def _recorded(path: Path) -> int:
+    """The interactions saved in the cassette file ``path``."""
+    return len(yaml.safe_load(path.read_text(encoding="utf-8"))["interactions"])
+
+
 @pytest.mark.parametrize("year", LETTERS)
 def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
     path = CASSETTES / f"{year}.yaml"
@@ -101,8 +106,9 @@ def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
         ):
             env = {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-no-key-required"}
             outcome = _run(year, out, env)
-        kept = len(yaml.safe_load(path.read_text(encoding="utf-8"))["interactions"])
-        print(f"\nrecorded {year}: {kept} request(s) in {time.monotonic() - started:.0f}s")
+        print(
+            f"\nrecorded {year}: {_recorded(path)} request(s) in {time.monotonic() - started:.0f}s"
+        )
     else:
         if not path.is_file():
             pytest.fail(
@@ -123,8 +129,7 @@ def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
     assert outcome.failed == []
     # every recorded request: structured calls and the yes/no follow-ups (enrich.judges); read
     # from the file, since an update recording drops the unasked ones only when it saves
-    recorded = len(yaml.safe_load(path.read_text(encoding="utf-8"))["interactions"])
-    assert recorded == sum(o.calls + o.verdicts.calls for o in outcome.outcomes)
+    assert _recorded(path) == sum(o.calls + o.verdicts.calls for o in outcome.outcomes)
     for o in outcome.outcomes:  # exactly one request for a chunk the repair loop left alone
         reasked = any(r.kind == "reask" for r in o.records)
         assert o.calls == 1 or reasked, o.chunk_id

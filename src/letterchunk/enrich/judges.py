@@ -153,12 +153,16 @@ def ask_judges(chunk: Chunk, evidence: dict, messages: Sequence[dict], client: A
 def _confession_tag(chunk: Chunk, verdicts: Verdicts) -> tuple[bool, str | None] | None:
     """``(tagged, quote)`` as the module docstring decides; None when no probability was
     given (the structured answer stands)."""
-    rated = [(p, -i, s) for i, (s, p) in enumerate(verdicts.confession_paragraphs) if p is not None]
-    if rated:
+    if verdicts.confession_paragraphs:  # the paragraphs decide, the best one quoted
+        rated = [
+            (p, -i, s) for i, (s, p) in enumerate(verdicts.confession_paragraphs) if p is not None
+        ]
+        if not rated:
+            return None
         best, _, sentence = max(rated)
         return best >= PARAGRAPH_THRESHOLD, sentence
     p = verdicts.confession
-    if p is None or verdicts.confession_paragraphs:
+    if p is None:
         return None
     proposed = confession_sentences(chunk.content)
     return p >= CONFESSION_THRESHOLD, proposed[0] if proposed else None
