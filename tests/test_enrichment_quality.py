@@ -62,9 +62,9 @@ FLOORS = {
         "concept_precision": 0.2,
         "concept_recall": 0.2,
     },
-    2016: {  # measured: 9/9 confessions, 3 of 5 tagged chunks right, companies 46/48
+    2016: {  # measured: 9/9 confessions, 3 of 3 tagged chunks right, companies 46/48
         "confession_recall": 1.0,
-        "confession_precision": 0.6,
+        "confession_precision": 1.0,
         "principle_coverage": 1.0,
         "principle_coverage_grounded": 0.91,  # 0.9167
         "people_precision": 1.0,
@@ -74,8 +74,8 @@ FLOORS = {
         "concept_recall": 0.75,
     },
 }
-# pooled over the three letters: 27/28 confessions, 9 of 12 tagged chunks right, F1 0.8438
-POOLED_FLOORS = {"confession_recall": 0.96, "confession_f1": 0.84}
+# pooled over the three letters: 27/28 confessions, 9 of 10 tagged chunks right, F1 0.9310
+POOLED_FLOORS = {"confession_recall": 0.96, "confession_precision": 0.9, "confession_f1": 0.93}
 MAX_CALLS_PER_CHUNK = 1.3  # one structured call per chunk, re-asks included, stays under this
 # with the one-token yes/no questions of enrich.judges (each ~80 new prompt tokens, 1 generated)
 MAX_REQUESTS_PER_CHUNK = 3.5

@@ -12,7 +12,7 @@ from fake_openai import FakeOpenAI, is_yes_no_question, response_schema
 from letterchunk.contract.names import name_kind
 from letterchunk.contract.schema import Chunk, Principle
 from letterchunk.enrich import PromptContext, build_messages, response_model_for
-from letterchunk.enrich.candidates import confession_paragraphs
+from letterchunk.enrich.candidates import confession_paragraphs, speaks_of_writer
 from letterchunk.enrich.judges import (
     CONFESSION_THRESHOLD,
     MAX_PARAGRAPH_QUESTIONS,
@@ -109,7 +109,7 @@ def _messages(c: Chunk) -> list[dict]:
     return build_messages(c, PromptContext.for_letter(1977, ["Textiles", "Insurance"]))
 
 
-def test_ask_judges_asks_a_confession_question_and_one_per_principle_after_the_prompt():
+def test_ask_judges_asks_about_the_chunk_each_confession_paragraph_and_each_principle():
     c = chunk()
     meta = c.metadata.model_copy(
         update={"principles": [Principle(statement="Pay fair prices.", category="valuation")]}
@@ -131,7 +131,7 @@ def test_ask_judges_asks_a_confession_question_and_one_per_principle_after_the_p
     with FakeOpenAI(judge=judge) as server, _client(server) as client:
         verdicts = ask_judges(c, evidence, messages, client)
     admission = sentences(CONFESSING)[1]  # the one first-person self-critical sentence
-    assert verdicts.confession == pytest.approx(0.9)
+    assert verdicts.asked and verdicts.confession == pytest.approx(0.9)
     # its paragraph (here the whole chunk) is asked about, the sentence kept as the quote
     assert verdicts.confession_paragraphs == ((admission, pytest.approx(0.7)),)
     assert verdicts.principles == pytest.approx((0.2,))
@@ -142,6 +142,19 @@ def test_ask_judges_asks_a_confession_question_and_one_per_principle_after_the_p
     assert admission in seen[2]["messages"][-1]["content"]  # the principle's evidence
 
 
+def test_a_chunk_with_no_self_critical_paragraph_about_the_writer_gets_no_confession_question():
+    c = chunk("Too many managements report adjusted earnings, a mistake that misleads owners.")
+    asked: list[str] = []
+
+    def judge(body: dict) -> float:
+        asked.append(body["messages"][-1]["content"])
+        return 0.9
+
+    with FakeOpenAI(judge=judge) as server, _client(server) as client:
+        verdicts = ask_judges(c, {"chunk_id": c.chunk_id}, _messages(c), client)
+    assert asked == [] and verdicts == Verdicts(asked=True)
+
+
 def test_tables_and_clients_that_cannot_judge_are_not_asked():
     class Structured:  # a client with only structured calls (a test double)
         settings = None
@@ -150,8 +163,18 @@ def test_tables_and_clients_that_cannot_judge_are_not_asked():
     assert ask_judges(chunk(), {}, _messages(chunk()), Structured()) == Verdicts()
 
 
-def test_a_yes_tags_a_confession_quoting_a_first_person_self_critical_sentence():
-    tagged, record = apply_verdicts(chunk(), {"chunk_id": "x"}, Verdicts(confession=0.7))
+def _rated(chunk_p: float | None, paragraph_p: float | None) -> Verdicts:
+    """Verdicts of CONFESSING: the chunk question and its one paragraph rated as given."""
+    return Verdicts(True, chunk_p, ((confession_paragraphs(CONFESSING)[0][1], paragraph_p),))
+
+
+@pytest.mark.parametrize(
+    "chunk_p, paragraph_p",
+    [(CONFESSION_THRESHOLD, 0.1), (0.1, PARAGRAPH_THRESHOLD)],
+    ids=["the chunk question", "the paragraph question"],
+)
+def test_either_yes_tags_a_confession_quoting_its_self_critical_sentence(chunk_p, paragraph_p):
+    tagged, record = apply_verdicts(chunk(), {"chunk_id": "x"}, _rated(chunk_p, paragraph_p))
     assert tagged.metadata.content_type == "mistake_confession"
     assert record["content_type_evidence"] == [
         "I made a big mistake when I bought the Waumbec mills in 1975, and we paid too much "
@@ -159,18 +182,26 @@ def test_a_yes_tags_a_confession_quoting_a_first_person_self_critical_sentence()
     ]
 
 
-def test_a_no_undoes_the_models_confession_tag_and_its_evidence():
+def test_two_noes_undo_the_models_confession_tag_and_its_evidence():
     c = chunk(content_type="mistake_confession")
     record = {"chunk_id": "x", "content_type_evidence": [sentences(CONFESSING)[1]]}
-    untagged, out = apply_verdicts(c, record, Verdicts(confession=CONFESSION_THRESHOLD - 0.01))
+    below = _rated(CONFESSION_THRESHOLD - 0.01, PARAGRAPH_THRESHOLD - 0.01)
+    untagged, out = apply_verdicts(c, record, below)
     assert untagged.metadata.content_type == "narrative"
     assert out["content_type_evidence"] == []
 
 
-def test_a_yes_without_any_self_critical_sentence_keeps_the_type():
-    plain = chunk("Revenues rose in 1977 and the mills ran at full capacity all year long.")
-    same, _ = apply_verdicts(plain, {"chunk_id": "x"}, Verdicts(confession=0.95))
-    assert same.metadata.content_type == "narrative"
+def test_a_chunk_without_a_self_critical_paragraph_about_the_writer_is_no_confession():
+    others = chunk(
+        "Too many managements report adjusted earnings, a mistake that misleads owners.",
+        content_type="mistake_confession",
+    )
+    record = {"chunk_id": "x", "content_type_evidence": ["a mistake"]}
+    untagged, out = apply_verdicts(others, record, Verdicts(asked=True))
+    assert untagged.metadata.content_type == "narrative"
+    assert out["content_type_evidence"] == []
+    # with nothing asked (a client that cannot judge) the model's own tag stands
+    assert apply_verdicts(others, record, Verdicts()) == (others, record)
 
 
 def test_principles_judged_no_are_dropped_with_their_quotes_and_unknown_ones_kept():
@@ -255,38 +286,43 @@ def test_a_tagged_confession_quotes_the_paragraph_the_model_rates_highest():
         "Prices rose. I was wrong about the price we paid for the insurer.",
         "I was wrong about the price we paid for the insurer.",
     )
-    verdicts = Verdicts(confession=0.2, confession_paragraphs=((first[1], 0.72), (second[1], 0.9)))
+    verdicts = Verdicts(True, 0.2, ((first[1], 0.72), (second[1], 0.9)))
     tagged, record = apply_verdicts(chunk(text), {"chunk_id": "x"}, verdicts)
-    # a low chunk score does not overrule a paragraph the model rates as an admission
     assert tagged.metadata.content_type == "mistake_confession"
     assert record["content_type_evidence"] == [second[1]]
 
 
-def test_paragraphs_below_their_threshold_overrule_a_high_chunk_score():
+def test_paragraphs_asked_without_a_probability_leave_the_answer_as_it_is():
     c = chunk(content_type="mistake_confession")
     record = {"chunk_id": "x", "content_type_evidence": [sentences(CONFESSING)[1]]}
-    below = PARAGRAPH_THRESHOLD - 0.01
-    verdicts = Verdicts(confession=0.95, confession_paragraphs=((sentences(CONFESSING)[1], below),))
-    untagged, out = apply_verdicts(c, record, verdicts)
-    assert untagged.metadata.content_type == "narrative"
-    assert out["content_type_evidence"] == []
-    # paragraphs asked without a probability leave the answer as it is
-    unknown = Verdicts(confession=0.1, confession_paragraphs=((sentences(CONFESSING)[1], None),))
-    assert apply_verdicts(c, record, unknown) == (c, record)
+    assert apply_verdicts(c, record, _rated(None, None)) == (c, record)
 
 
-def test_only_paragraphs_with_a_first_person_self_critical_sentence_are_proposed():
+def test_only_paragraphs_with_a_self_critical_sentence_about_the_writer_are_proposed():
     text = (
         "The competitors made a big mistake in pricing.\n\n"
         "Our mills ran well.\n\n"
-        "In hindsight,   we paid too much\n for the insurer. It still earns well."
+        "In hindsight,   we paid too much\n for the insurer. It still earns well.\n\n"
+        "In my opinion, the disappointing results of hedge funds will recur.\n\n"
+        "Unfortunately, your Chairman sold the stock too early."
     )
     assert confession_paragraphs(text) == [
         (
             "In hindsight, we paid too much for the insurer. It still earns well.",
             "In hindsight, we paid too much for the insurer.",
-        )
+        ),
+        # the letters' own names for the writer count as the first person
+        ("Unfortunately, your Chairman sold the stock too early.",) * 2,
     ]
+
+
+def test_an_opinion_frame_alone_does_not_make_the_writer_the_one_who_erred():
+    assert not speaks_of_writer("In my opinion, their disappointing results will recur.")
+    assert not speaks_of_writer("I'm certain the managers there made a costly mistake.")
+    # a first-person word outside the frame still counts, as do "Berkshire" and "our"
+    assert speaks_of_writer("I think I made a mistake.")
+    assert speaks_of_writer("Berkshire paid too much for the mill.")
+    assert speaks_of_writer("Alas, our error cost us dearly.")
 
 
 def test_at_most_the_first_paragraphs_are_asked():

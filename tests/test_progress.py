@@ -133,7 +133,7 @@ def test_run_off_a_terminal_prints_progress_while_it_runs_and_one_summary(tmp_pa
     assert code == 0, text
     assert stdout == ""  # progress and summary never touch stdout
     assert served == 11
-    assert questions > 11  # a confession question per narrative chunk, one per principle
+    assert questions > 0  # the yes/no questions (principles, confession candidates) come apart
 
     progress = [(PROGRESS.match(line), live) for line, live in lines if PROGRESS.match(line)]
     assert len(progress) == 11, text  # interval 0: a line per chunk

@@ -208,12 +208,37 @@ def confession_sentences(text: str) -> list[str]:
     ]
 
 
+# A frame that states an opinion ("in my opinion, the results of hedge funds were
+# disappointing") puts the writer in the sentence without making him the one who erred, so its
+# first-person words do not count; a first-person word elsewhere in the sentence still does.
+_OPINION_FRAME = re.compile(
+    r"(?<!\w)(?:in my (?:opinion|view|judgment)"
+    r"|I (?:believe|think|suspect|guess)"
+    r"|I(?:['\u2019]m| am) (?:certain|sure|confident))(?!\w)",
+    re.IGNORECASE,
+)
+# How the letters' writer names himself or the company he runs besides the first person.
+_SELF_REFERENCE = re.compile(
+    r"(?<!\w)(?:your (?:chairman|management)|Berkshire)(?!\w)", re.IGNORECASE
+)
+
+
+def speaks_of_writer(sentence: str) -> bool:
+    """Whether ``sentence`` is about the writer or Berkshire: a first-person word outside an
+    opinion frame ("I sold", "our error"; not "in my opinion, their results…"), or one of the
+    letters' names for the writer and his company ("your Chairman", "your management",
+    "Berkshire")."""
+    if _SELF_REFERENCE.search(sentence):
+        return True
+    return first_person(_OPINION_FRAME.sub(" ", sentence))
+
+
 def confession_paragraphs(text: str) -> list[tuple[str, str]]:
     """``(paragraph, sentence)`` for each paragraph of ``text`` that holds a self-critical
-    sentence in the first person (:func:`confession_sentences`), in text order: the paragraph
-    with its whitespace normalised, and its first such sentence (the quote a confession tag
-    would take from it)."""
-    cued = [s for s in confession_sentences(text) if first_person(s)]
+    sentence (:func:`confession_sentences`) about the writer or Berkshire
+    (:func:`speaks_of_writer`), in text order: the paragraph with its whitespace normalised,
+    and its first such sentence (the quote a confession tag would take from it)."""
+    cued = [s for s in confession_sentences(text) if speaks_of_writer(s)]
     found: list[tuple[str, str]] = []
     for para in re.split(r"\n\s*\n", text):
         flat = normalise_ws(para)

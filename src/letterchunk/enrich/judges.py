@@ -8,20 +8,25 @@ each repeating the chunk's own enrichment prompt (system + user message) and add
 question after it, so the server reuses the prompt it holds and each question costs a few
 dozen prompt tokens and one generated token:
 
-* **confession** (narrative chunks): ``prompts/judge_confession.md`` asks whether the writer
+* **candidates**: a confession is the writer's own, so only a chunk with a paragraph that holds
+  a self-critical sentence about the writer or Berkshire (:func:`~letterchunk.enrich.candidates.
+  confession_paragraphs`: the first person outside an opinion frame, or "your Chairman", "your
+  management", "Berkshire") can be one.  A chunk whose self-critical words are all about others
+  (managements' "adjusted earnings", the results of hedge funds) or that has none is never
+  asked, and is not a confession.
+* **confession** (a candidate chunk): ``prompts/judge_confession.md`` asks whether the writer
   says here that he or Berkshire got something wrong.
-* **confession paragraphs**: each of the first :data:`MAX_PARAGRAPH_QUESTIONS` paragraphs that
-  holds a self-critical sentence in the first person (:func:`~letterchunk.enrich.candidates.
-  confession_paragraphs`) is asked whether in it the writer admits a mistake, misjudgement or
-  bad decision of his own or of Berkshire's (``prompts/judge_confession_paragraph.md``).  A long
-  chunk dilutes one admission among pages of other matter, and the chunk question then misses
-  it; asked about its own paragraph the model rates it high.
-* **the tag**: a chunk with such paragraphs is ``mistake_confession`` when the best of them
-  reaches :data:`PARAGRAPH_THRESHOLD`, and quotes that paragraph's self-critical sentence; a
-  chunk without one (no first-person self-critical sentence: "mistakes have been made") is
-  tagged when the chunk question reaches :data:`CONFESSION_THRESHOLD`, and quotes its first
-  self-critical sentence (a chunk with none keeps its type, since a tag needs a quote).  Below
-  the threshold a ``mistake_confession`` answer becomes ``narrative``.
+* **confession paragraphs**: each of the candidate chunk's first
+  :data:`MAX_PARAGRAPH_QUESTIONS` such paragraphs is asked whether in it the writer admits a
+  mistake, misjudgement or bad decision of his own or of Berkshire's
+  (``prompts/judge_confession_paragraph.md``).  A long chunk dilutes one admission among pages
+  of other matter; asked about its own paragraph the model rates it high.
+* **the tag**: a candidate chunk is ``mistake_confession`` when its best paragraph reaches
+  :data:`PARAGRAPH_THRESHOLD` or the chunk question reaches :data:`CONFESSION_THRESHOLD`, and
+  quotes its best paragraph's self-critical sentence.  The two questions fail differently: a
+  paragraph question rates an admission in the passive voice ("some major mistakes have been
+  made") lower, the chunk question misses an admission diluted in a long chunk.  Otherwise a
+  ``mistake_confession`` answer becomes ``narrative``.
 * **principle** (one question per extracted principle): ``prompts/judge_principle.md`` asks
   whether its evidence sentence is a general rule; a principle below
   :data:`PRINCIPLE_THRESHOLD` is dropped.
@@ -29,12 +34,11 @@ dozen prompt tokens and one generated token:
 :data:`CONFESSION_THRESHOLD` and :data:`PRINCIPLE_THRESHOLD` are 0.5: "yes" more likely than
 "no".  The paragraph question's probabilities run higher (a paragraph that merely mentions a
 disappointment scores 0.55-0.65), so :data:`PARAGRAPH_THRESHOLD` is 0.7, chosen on the
-paragraph scores of the three hand-annotated letters (``bench/gold``): in each of the eight
-chunks with such paragraphs that hold a gold confession the best paragraph scored 0.74 or more;
-in six of the eight other chunks asked the best stayed below 0.7.
+paragraph scores of the three hand-annotated letters (``bench/gold``).
 Decisions are made by code after every answer has arrived, so the requests never depend on a
 threshold.  When the backend gives no probability (``p_yes`` None: no logprobs, or a client
-without :meth:`~letterchunk.llm.client.LLMClient.send_plain`), the model's own answer stands.
+without :meth:`~letterchunk.llm.client.LLMClient.send_plain`: nothing was asked), the model's
+own answer stands.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from letterchunk.contract.schema import Chunk
-from letterchunk.enrich.candidates import confession_paragraphs, confession_sentences
+from letterchunk.enrich.candidates import confession_paragraphs
 from letterchunk.llm import prompts
 from letterchunk.llm.client import Usage
 from letterchunk.llm.judge import YesNo, ask_yes_no
@@ -67,9 +71,10 @@ MAX_PARAGRAPH_QUESTIONS = 3
 
 @dataclass(frozen=True)
 class Verdicts:
-    """The model's yes-probabilities for one chunk (None: not asked, or no probability)."""
+    """The model's yes-probabilities for one chunk (None: no probability)."""
 
-    confession: float | None = None
+    asked: bool = False  # whether the questions were put (a judging client, not a table)
+    confession: float | None = None  # the chunk question (a candidate chunk only)
     # (sentence, p) for each paragraph asked about: its first-person self-critical sentence
     # (the quote a tag takes from it) and the paragraph's yes-probability
     confession_paragraphs: tuple[tuple[str, float | None], ...] = ()
@@ -128,14 +133,18 @@ def ask_judges(chunk: Chunk, evidence: dict, messages: Sequence[dict], client: A
     if chunk.metadata.chunk_tier == 3 or not can_judge(client):
         return Verdicts()
     answers: list[YesNo] = []
-    confession = ask_yes_no(
-        client,
-        _question(messages, prompts.render("judge_confession")),
-        chunk_id=chunk.chunk_id,
-    )
-    answers.append(confession)
+    paragraphs = confession_paragraphs(chunk.content)[:MAX_PARAGRAPH_QUESTIONS]
+    confession = None
+    if paragraphs:  # a candidate chunk: the chunk question first, then each paragraph
+        chunk_answer = ask_yes_no(
+            client,
+            _question(messages, prompts.render("judge_confession")),
+            chunk_id=chunk.chunk_id,
+        )
+        answers.append(chunk_answer)
+        confession = chunk_answer.p_yes
     asked: list[tuple[str, float | None]] = []
-    for paragraph, sentence in confession_paragraphs(chunk.content)[:MAX_PARAGRAPH_QUESTIONS]:
+    for paragraph, sentence in paragraphs:
         text = prompts.render("judge_confession_paragraph", paragraph=paragraph)
         answer = ask_yes_no(client, _question(messages, text), chunk_id=chunk.chunk_id)
         answers.append(answer)
@@ -147,25 +156,21 @@ def ask_judges(chunk: Chunk, evidence: dict, messages: Sequence[dict], client: A
         answer = ask_yes_no(client, _question(messages, text), chunk_id=chunk.chunk_id)
         answers.append(answer)
         principles.append(answer.p_yes)
-    return Verdicts(confession.p_yes, tuple(asked), tuple(principles), tuple(answers))
+    return Verdicts(True, confession, tuple(asked), tuple(principles), tuple(answers))
 
 
-def _confession_tag(chunk: Chunk, verdicts: Verdicts) -> tuple[bool, str | None] | None:
-    """``(tagged, quote)`` as the module docstring decides; None when no probability was
-    given (the structured answer stands)."""
-    if verdicts.confession_paragraphs:  # the paragraphs decide, the best one quoted
-        rated = [
-            (p, -i, s) for i, (s, p) in enumerate(verdicts.confession_paragraphs) if p is not None
-        ]
-        if not rated:
-            return None
-        best, _, sentence = max(rated)
-        return best >= PARAGRAPH_THRESHOLD, sentence
-    p = verdicts.confession
-    if p is None:
+def _confession_tag(verdicts: Verdicts) -> tuple[bool, str | None] | None:
+    """``(tagged, quote)`` as the module docstring decides; None when nothing was asked or no
+    probability was given (the structured answer stands)."""
+    if not verdicts.asked:
         return None
-    proposed = confession_sentences(chunk.content)
-    return p >= CONFESSION_THRESHOLD, proposed[0] if proposed else None
+    if not verdicts.confession_paragraphs:  # no self-critical paragraph about the writer
+        return False, None
+    rated = [(p, -i, s) for i, (s, p) in enumerate(verdicts.confession_paragraphs) if p is not None]
+    if not rated or verdicts.confession is None:
+        return None
+    best, _, sentence = max(rated)  # the best paragraph is quoted
+    return best >= PARAGRAPH_THRESHOLD or verdicts.confession >= CONFESSION_THRESHOLD, sentence
 
 
 def apply_verdicts(chunk: Chunk, evidence: dict, verdicts: Verdicts) -> tuple[Chunk, dict]:
@@ -173,7 +178,7 @@ def apply_verdicts(chunk: Chunk, evidence: dict, verdicts: Verdicts) -> tuple[Ch
     meta = chunk.metadata
     update: dict[str, object] = {}
     record = dict(evidence)
-    decided = None if meta.chunk_tier == 3 else _confession_tag(chunk, verdicts)
+    decided = None if meta.chunk_tier == 3 else _confession_tag(verdicts)
     if decided is not None:
         tagged, quote = decided
         if tagged and meta.content_type != "mistake_confession" and quote is not None:
