@@ -142,16 +142,22 @@ def test_ask_judges_asks_about_the_chunk_each_confession_paragraph_and_each_prin
     assert admission in seen[2]["messages"][-1]["content"]  # the principle's evidence
 
 
-def test_a_chunk_with_no_self_critical_paragraph_about_the_writer_gets_no_confession_question():
-    c = chunk("Too many managements report adjusted earnings, a mistake that misleads owners.")
+def _asked_at(c: Chunk, p: float) -> tuple[Verdicts, list[str]]:
+    """The verdicts on ``c`` from a server answering every question ``p``, and the questions."""
     asked: list[str] = []
 
     def judge(body: dict) -> float:
         asked.append(body["messages"][-1]["content"])
-        return 0.9
+        return p
 
     with FakeOpenAI(judge=judge) as server, _client(server) as client:
         verdicts = ask_judges(c, {"chunk_id": c.chunk_id}, _messages(c), client)
+    return verdicts, asked
+
+
+def test_a_chunk_with_no_self_critical_paragraph_about_the_writer_gets_no_confession_question():
+    c = chunk("Too many managements report adjusted earnings, a mistake that misleads owners.")
+    verdicts, asked = _asked_at(c, 0.9)
     assert asked == [] and verdicts == Verdicts(asked=True)
 
 
@@ -327,15 +333,7 @@ def test_an_opinion_frame_alone_does_not_make_the_writer_the_one_who_erred():
 
 def test_at_most_the_first_paragraphs_are_asked():
     text = "\n\n".join(f"In {1970 + i} I made a mistake buying mill number {i}." for i in range(5))
-    c = chunk(text)
-    asked: list[str] = []
-
-    def judge(body: dict) -> float:
-        asked.append(body["messages"][-1]["content"])
-        return 0.8
-
-    with FakeOpenAI(judge=judge) as server, _client(server) as client:
-        verdicts = ask_judges(c, {"chunk_id": c.chunk_id}, _messages(c), client)
+    verdicts, asked = _asked_at(chunk(text), 0.8)
     paragraphs = [q for q in asked if "Paragraph:" in q]
     assert len(paragraphs) == MAX_PARAGRAPH_QUESTIONS
     assert [p for _, p in verdicts.confession_paragraphs] == [pytest.approx(0.8)] * 3
