@@ -46,9 +46,10 @@ three concepts of the alphabetical vocabulary, and never tagged a confession):
   only propose evidence.  With a grammar, ``content_type`` may be ``mistake_confession`` only
   when such a sentence exists, and ``content_type_evidence`` lists those sentences first; the
   user prompt names them as "possible confession sentences".  Whether the chunk *is* a
-  confession is then the model's yes-probability to a focused question about each paragraph
-  holding a self-critical sentence about the writer or Berkshire (:func:`confession_paragraphs`,
-  :mod:`~letterchunk.enrich.judges`), which overrides the structured answer's tag.
+  confession is then the model's yes-probability to focused questions about a chunk that has
+  paragraphs holding a self-critical sentence about the writer or Berkshire and about each such
+  paragraph (:func:`confession_paragraphs`, :mod:`~letterchunk.enrich.judges`), which overrides
+  the structured answer's tag.
 * **Principles** — :func:`principle_sentences` picks sentences with a general-statement cue
   (:data:`PRINCIPLE_CUES`: "we believe", "should", "never", "always", "the best", "investors",
   …).  They come first among the principle evidence choices, and when there is one the grammar

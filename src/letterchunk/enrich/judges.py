@@ -75,7 +75,7 @@ class Verdicts:
 
     asked: bool = False  # whether the questions were put (a judging client, not a table)
     confession: float | None = None  # the chunk question (a candidate chunk only)
-    # (sentence, p) for each paragraph asked about: its first-person self-critical sentence
+    # (sentence, p) for each paragraph asked about: its self-critical sentence about the writer
     # (the quote a tag takes from it) and the paragraph's yes-probability
     confession_paragraphs: tuple[tuple[str, float | None], ...] = ()
     principles: tuple[float | None, ...] = ()  # one per extracted principle, in order
