@@ -77,7 +77,7 @@ FLOORS = {
 # pooled over the three letters: 27/28 confessions, 9 of 10 tagged chunks right, F1 0.9310
 POOLED_FLOORS = {"confession_recall": 0.96, "confession_precision": 0.9, "confession_f1": 0.93}
 MAX_CALLS_PER_CHUNK = 1.3  # one structured call per chunk, re-asks included, stays under this
-# with the one-token yes/no questions of enrich.judges (each ~80 new prompt tokens, 1 generated)
+# with the one-token yes/no questions of enrich.judges (each ~100 new prompt tokens, 1 generated)
 MAX_REQUESTS_PER_CHUNK = 3.5
 
 

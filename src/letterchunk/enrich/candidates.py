@@ -203,9 +203,7 @@ def confession_sentences(text: str) -> list[str]:
     """The chunk's :func:`sentence_choices` that hold a self-critical cue: those that also speak
     in the first person ("I", "we", "our") first, then the others, each group in text order."""
     cued = [s for s in sentence_choices(text) if _CONFESSION.search(s)]
-    return [s for s in cued if _FIRST_PERSON.search(s)] + [
-        s for s in cued if not _FIRST_PERSON.search(s)
-    ]
+    return [s for s in cued if first_person(s)] + [s for s in cued if not first_person(s)]
 
 
 # A frame that states an opinion ("in my opinion, the results of hedge funds were
