@@ -29,9 +29,10 @@ so a second run embeds nothing.
 
 What k = 5 returns, and what is counted: a hit answers a question when the evidence
 (whitespace-normalised) lies inside the text the hit returns.  ``search`` returns k hits, each a
-section's best leaf grown into a window of its section's sentences of at most 800 tokens (the
-peers' chunk size; ``search``'s default), plus the section's other leaves outside the window
-that rank before a (k+1)-th section's first (``more``); the parent is a pointer.  The main rows
+section's best leaf grown into a window of whole paragraphs of its section of at most 800
+tokens (the peers' chunk size; ``search``'s default), taking in the section's other leaves that
+rank before a (k+1)-th section's first where they fit; a leaf over 800 tokens gives the 800
+tokens of it that best match the question.  The parent is a pointer.  The main rows
 count the windows and passages returned; ``leaves`` rows the bare leaves (``window=None``,
 ``letterchunk search --leaves``); ``+parents`` rows count each Tier-2/Tier-3 hit's parent text
 too (``search(expand=True)``, the seed's tier expansion).  A peer chunk has no parent: its
@@ -460,7 +461,7 @@ def report(
     )
     if "hybrid" in modes:
         peers = {p: scores[("hybrid", p, "all")] for p in PEERS}
-        best = max(peers, key=lambda p: mean(peers[p].recall))
+        best = max(peers, key=lambda p: (mean(peers[p].recall), mean(peers[p].rr)))
         for ours in (OURS, OURS + LEAVES, OURS + PEER_CTX):
             o = scores[("hybrid", ours, "all")]
             above = all(mean(o.recall) > mean(p.recall) for p in peers.values())

@@ -16,6 +16,7 @@ from letterchunk.retrieval import embed as embed_module
 from letterchunk.retrieval.embed import Window, windows
 from letterchunk.retrieval.index import build_index
 from letterchunk.retrieval.search import Filters, fts_query, search
+from letterchunk.text.sentences import sentence_spans
 
 np = pytest.importorskip("numpy", reason="dense scoring needs numpy (test extra)")
 
@@ -88,9 +89,15 @@ def test_windows_cover_long_text_whole_and_overlap():
     assert windows(embedder, "short text") == [Window(0, 10)]
 
 
-def test_fts_query_quotes_every_word():
-    assert fts_query('GEICO\'s "float" OR NEAR(') == '"geico" OR "s" OR "float" OR "or" OR "near"'
+def test_fts_query_quotes_every_content_word():
+    assert fts_query('GEICO\'s "float" OR NEAR(') == '"geico" OR "float" OR "near"'
     assert fts_query("?!") == ""
+    # function words are left out ...
+    assert fts_query("Why does Berkshire let its managers run with so little oversight?") == (
+        '"berkshire" OR "let" OR "managers" OR "run" OR "little" OR "oversight"'
+    )
+    # ... unless the query has nothing else
+    assert fts_query("What is it?") == '"what" OR "is" OR "it"'
 
 
 def test_bm25_index_needs_no_model_and_hits_carry_exact_spans(
@@ -481,56 +488,61 @@ def _words(text):
     return lambda a, b: len(text[a:b].split())
 
 
-def test_sentence_window_grows_by_whole_sentences_alternately_within_the_allowance():
-    from letterchunk.retrieval.search import sentence_window
+def _sentence_window(text, leaf, allowance, **kwargs):
+    """A window grown by the sentences of ``text``."""
+    from letterchunk.retrieval.window import grow_window
+    from letterchunk.text.sentences import sentence_spans
 
+    steps = [p for a, b in sentence_spans(text) for p in (a, b)]
+    return grow_window(text, leaf, allowance, steps=steps, **kwargs)
+
+
+def test_a_window_grows_by_whole_steps_alternately_within_the_allowance():
     sentences = [f"S{i} one two three." for i in range(9)]  # 4 words each
     text = " ".join(sentences)
     starts = [text.index(s) for s in sentences]
     leaf = (starts[4], starts[4] + len(sentences[4]))
     for allowance, first, last in ((4, 4, 4), (8, 4, 5), (12, 3, 5), (16, 3, 6), (99, 0, 8)):
-        a, b = sentence_window(text, leaf, allowance, count=_words(text))
+        a, b = _sentence_window(text, leaf, allowance, count=_words(text))
         # one sentence after the leaf, then one before, and so on, never past the allowance
         assert (a, b) == (starts[first], starts[last] + len(sentences[last])), allowance
         assert len(text[a:b].split()) <= max(allowance, 4)
     # a side whose next sentence does not fit stops; the other side goes on
     long_after = text[: starts[5]] + "S5 " + "x " * 20 + "end. " + text[starts[6] :]
-    a, b = sentence_window(long_after, leaf, 12, count=_words(long_after))
+    a, b = _sentence_window(long_after, leaf, 12, count=_words(long_after))
     assert (a, b) == (long_after.index("S2"), leaf[1])
     # a leaf over the allowance is returned whole, and alone
-    assert sentence_window(text, leaf, 2, count=_words(text)) == leaf
+    assert _sentence_window(text, leaf, 2, count=_words(text)) == leaf
 
 
-def test_sentence_window_never_cuts_a_table_and_merges_ranked_passages_that_fit():
-    from letterchunk.retrieval.search import sentence_window
-
+def test_a_window_never_cuts_a_table_and_merges_ranked_passages_that_fit():
     text = "Intro one. Intro two. Row a 1 2. Row b 3 4. Row c 5 6. After one. After two."
     table = (text.index("Row a"), text.index("After one") - 1)
     leaf = (0, text.index("Intro two") - 1)  # "Intro one."
     count = _words(text)
     # the table (9 words) does not fit beside 4 words in 10: the window stops at its edge
-    assert sentence_window(text, leaf, 10, tables=[table], count=count) == (0, table[0] - 1)
+    assert _sentence_window(text, leaf, 10, tables=[table], count=count) == (0, table[0] - 1)
     # it fits in 16 (2 + 2 + 12 words): it comes whole, never a row of it
-    assert sentence_window(text, leaf, 16, tables=[table], count=count) == (0, table[1])
+    assert _sentence_window(text, leaf, 16, tables=[table], count=count) == (0, table[1])
     # without the table span, 10 words stop inside the rows
-    assert table[0] < sentence_window(text, leaf, 10, count=count)[1] < table[1]
+    assert table[0] < _sentence_window(text, leaf, 10, count=count)[1] < table[1]
     # a ranked passage of the section merges in first when the span covering both fits
     after = (text.index("After two"), len(text))
-    assert sentence_window(text, leaf, 20, tables=[table], passages=[after], count=count) == (
+    assert _sentence_window(text, leaf, 20, tables=[table], passages=[after], count=count) == (
         0,
         len(text),
     )
-    assert sentence_window(text, leaf, 10, tables=[table], passages=[after], count=count) == (
+    assert _sentence_window(text, leaf, 10, tables=[table], passages=[after], count=count) == (
         0,
         table[0] - 1,
     )
     # a passage reaching into a table merges only with the whole table
     into = (text.index("Intro two"), text.index("Row b") - 1)
-    assert sentence_window(text, leaf, 16, tables=[table], passages=[into], count=count) == (
+    assert _sentence_window(text, leaf, 16, tables=[table], passages=[into], count=count) == (
         0,
         table[1],
     )
-    assert sentence_window(text, leaf, 10, tables=[table], passages=[into], count=count) == (
+    assert _sentence_window(text, leaf, 10, tables=[table], passages=[into], count=count) == (
         0,
         table[0] - 1,
     )
@@ -562,6 +574,10 @@ def test_each_hit_returns_a_window_of_its_section_around_its_leaf(tier2_dir, tmp
             assert (leaf.start_char, leaf.end_char) == (leaf.leaf_start_char, leaf.leaf_end_char)
             assert text[hit.start_char : hit.end_char] == hit.content  # the exact span
             assert hit.start_char <= hit.leaf_start_char < hit.leaf_end_char <= hit.end_char
+            if hit.metadata["token_count"] > WINDOW_TOKENS:  # over the window: a part of it
+                assert hit.leaf_start_char <= hit.start_char < hit.end_char <= hit.leaf_end_char
+                assert count_tokens(hit.content) <= WINDOW_TOKENS
+                continue
             if hit.chunk_tier == 1:  # a Tier-1 leaf is its own window
                 assert (hit.start_char, hit.end_char) == (hit.leaf_start_char, hit.leaf_end_char)
                 continue
@@ -571,6 +587,10 @@ def test_each_hit_returns_a_window_of_its_section_around_its_leaf(tier2_dir, tmp
             if (hit.start_char, hit.end_char) != (hit.leaf_start_char, hit.leaf_end_char):
                 widened += 1
                 assert count_tokens(hit.content) <= WINDOW_TOKENS
+                # whole paragraphs: the window starts and ends where a paragraph or a chunk of
+                # the section does
+                edges = _paragraph_and_chunk_edges(text, section, by_id, hit)
+                assert hit.start_char in edges and hit.end_char in edges, hit.chunk_id
             for chunk_id in hit.within:  # named passages are really inside the window
                 span = by_id[chunk_id].metadata.source_span
                 assert hit.start_char <= span.start_char
@@ -587,14 +607,98 @@ def test_each_hit_returns_a_window_of_its_section_around_its_leaf(tier2_dir, tmp
                     )
                     assert inside or outside or overlaps_leaf, (hit.chunk_id, child)
         small = search(db, "insurance premium volume underwriting", k=5, mode="bm25", window=200)
-        assert all(
-            count_tokens(h.content) <= 200
-            or (h.start_char, h.end_char) == (h.leaf_start_char, h.leaf_end_char)
-            for h in small
-        )
+        for h in small:  # a leaf over 200 tokens gives its sentences that fit (one at least)
+            assert count_tokens(h.content) <= 200 or len(sentence_spans(h.content)) == 1
+            assert text[h.start_char : h.end_char] == h.content
     assert widened, "some hit's window holds more than its leaf"
     with pytest.raises(ConfigError, match="window=None"):
         search(db, "textile", mode="bm25", window=0)
+
+
+def _paragraph_and_chunk_edges(text, section, by_id, hit):
+    """Where a window grown by whole steps may start or end: the section's paragraph edges and
+    its chunks' edges, each moved past the blanks the window trims."""
+    from letterchunk.retrieval.window import paragraph_edges
+
+    start, end = section.start_char, section.end_char_exclusive
+    points = {start + p for p in paragraph_edges(text[start:end])}
+    for child in by_id[hit.metadata["parent_chunk_id"]].metadata.child_chunk_ids:
+        span = by_id[child].metadata.source_span
+        points |= {span.start_char, span.end_char_exclusive}
+    edges = set()
+    for p in points:
+        after, before = p, p
+        while after < end and text[after].isspace():
+            after += 1
+        while before > start and text[before - 1].isspace():
+            before -= 1
+        edges |= {p, after, before}
+    return edges
+
+
+def test_paragraph_edges_are_the_blocks_between_blank_lines():
+    from letterchunk.retrieval.window import paragraph_edges
+
+    text = "One a.\nOne b.\n\nTwo.\n  \n\n   Three."
+    edges = paragraph_edges(text)
+    assert [text[a:b].strip() for a, b in zip(edges[::2], edges[1::2], strict=True)] == [
+        "One a.\nOne b.",
+        "Two.",
+        "Three.",
+    ]
+    assert paragraph_edges("") == [0]
+
+
+def test_focus_window_gives_the_rows_of_a_long_table_that_the_query_names():
+    from letterchunk.retrieval.window import focus_window, line_spans
+
+    heading = "Results by Year\n  Year    Sales    Profit\n"
+    text = heading + "\n".join(f"  {1960 + i}    {100 + i}    {10 + i}" for i in range(40))
+    count = _words(text)
+    lines = line_spans(text)
+    # a row's edges, its first figure too: a window does not start with blanks
+    edges = {p for a, b in lines for p in (a, b, a + len(text[a:b]) - len(text[a:b].lstrip()))}
+    question = "What were the sales and profit in 1975?"
+    a, b = focus_window(text, question, 12, table=True, count=count)
+    assert "1975" in text[a:b] and count(a, b) <= 12
+    assert a in edges and b in edges  # whole rows
+    # the heading repeats the question's words, but the row of figures is what it picks out
+    assert "Profit" not in text[a:b]
+    # no word of the query in the table: its beginning, title and headings first
+    a, b = focus_window(text, "zebra crossing", 12, table=True, count=count)
+    assert a == 0 and text[a:b].startswith("Results by Year") and count(a, b) <= 12
+    # prose: whole sentences around the best one
+    prose = " ".join(f"Sentence {n} is about topic{n}." for n in range(30))
+    a, b = focus_window(prose, "topic17", 15, table=False, count=_words(prose))
+    assert "topic17." in prose[a:b] and len(prose[a:b].split()) <= 15
+    assert prose[a:b].startswith("Sentence") and prose[a:b].endswith(".")
+
+
+def test_a_hit_on_a_table_longer_than_its_window_returns_the_rows_asked_about(tmp_path):
+    from letterchunk.contract.schema import dump_chunk
+    from letterchunk.retrieval.search import WINDOW_TOKENS
+    from letterchunk.text.clean import load_letter
+    from letterchunk.text.segment import segment_letter
+    from letterchunk.text.tokens import count_tokens
+
+    letter = load_letter(CORPUS / "2019.txt")
+    chunks = segment_letter(letter, tier2=True)
+    (tmp_path / "2019.jsonl").write_text("".join(dump_chunk(c) + "\n" for c in chunks))
+    build_index(tmp_path, tmp_path / "2019.sqlite")
+    # the 55-year performance table: about 4,900 tokens, over six windows' worth
+    table = next(c for c in chunks if c.metadata.chunk_tier == 3 and c.metadata.token_count > 4000)
+    db, query = tmp_path / "2019.sqlite", "Berkshire's market value in 1987"
+    hits = search(db, query, k=5, mode="bm25")
+    hit = next(h for h in hits if h.chunk_id == table.chunk_id)
+    span = table.metadata.source_span
+    assert (hit.leaf_start_char, hit.leaf_end_char) == (span.start_char, span.end_char_exclusive)
+    assert span.start_char <= hit.start_char < hit.end_char <= span.end_char_exclusive
+    assert letter.text[hit.start_char : hit.end_char] == hit.content
+    assert count_tokens(hit.content) <= WINDOW_TOKENS
+    assert any(line.strip().startswith("1987 ") for line in hit.content.splitlines())
+    # bare leaves (no window) return the table whole
+    bare = search(db, query, k=5, mode="bm25", window=None)
+    assert next(h for h in bare if h.chunk_id == table.chunk_id).content == table.content
 
 
 def test_cli_windows_by_default_and_leaves_on_request(tier2_dir, tmp_path, capsys):

@@ -2,18 +2,20 @@
 
 Ranks the most specific chunks of an index built by `letterchunk index` (Tier-2 paragraphs,
 Tier-3 tables, Tier-1 chunks without children): BM25 and dense similarity fused by reciprocal
-rank (or one of them alone), after the filters, with each chunk's section rank added.  The k hits
-are k different sections, each led by its best passage.  Each hit returns one window of at most
+rank (or one of them alone), after the filters, with each chunk's section rank added. The k hits
+are k different sections, each led by its best passage. Each hit returns one window of at most
 --window N tokens (default 800, one peer chunk's worth): the passage, merged with its section's
-other ranked passages while the span covering them fits, then grown by whole sentences of its
-section, alternately after and before it; a table is never cut.  The hit's span is the
-window's; "leaf" gives the ranked passage's own span and "within" names the other ranked
-passages the window holds.  --leaves returns the bare passages instead, each with its section's
-other passages that rank before the first passage of a (k+1)-th section ("also").  A Tier-3 or
-Tier-2 hit names its Tier-1 parent; --expand returns the parent's text too.  --tokens N fills a
-context budget instead: bare passages in rank order while their tokens fit N.  --tier N ranks
-every chunk of tier N, one hit each.  Each hit shows its chunk id, year, section, score and
-exact source span (source_file[start:end]).  --json prints one JSON object per hit and line.
+other ranked passages while the span covering them fits, then grown by whole paragraphs of its
+section, alternately after and before it; a table is never cut. A passage longer than the window
+(a 50-year table) gives the window's worth of its rows or sentences that best match the query.
+The hit's span is the window's; "leaf" gives the ranked passage's own span and "within" names
+the other ranked passages the window holds. --leaves returns the bare passages instead, each
+with its section's other passages that rank before the first passage of a (k+1)-th section
+("also"). A Tier-3 or Tier-2 hit names its Tier-1 parent; --expand returns the parent's text
+too. --tokens N fills a context budget instead: bare passages in rank order while their tokens
+fit N. --tier N ranks every chunk of tier N, one hit each. Each hit shows its chunk id, year,
+section, score and exact source span (source_file[start:end]). --json prints one JSON object per
+hit and line.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ Examples:
   letterchunk search "what makes an insurer worth owning" --db letters.sqlite --tokens 2000
   # the section around each paragraph or table hit, too
   letterchunk search "why float can cost nothing" --db letters.sqlite --expand
-  # the ranked paragraphs and tables alone, without the sentences around them
+  # the ranked paragraphs and tables alone (whole), without the paragraphs around them
   letterchunk search "why float can cost nothing" --db letters.sqlite --leaves
 """
 

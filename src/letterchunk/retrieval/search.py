@@ -26,21 +26,27 @@ year's letter alone.  Those chunks rise; the others are still ranked, since an e
 is often reported in a later letter.  An explicit year filter (``Filters.year``, ``--year``)
 turns the signal off: it already keeps only that letter.
 
-Small to big (sentence window): a leaf is small (a paragraph, a table) so that it ranks
-precisely, but a reader needs the text around it.  Each hit returns one window of at most
-``window`` tokens (default :data:`WINDOW_TOKENS`: 800, the size peer chunkers cut at, so a hit
-hands the reader about one chunk's worth of text).  The window starts as the leaf, takes in its
-section's other ranked passages, best first, while the span covering them fits (they merge, the
-text between them included), then grows in document order by whole sentences of its Tier-1
-parent, one after it, then one before, and so on, while it still fits.  A table is never cut:
-the window takes it whole or stops at its edge.  A parent that fits whole is returned whole.  The
-hit's ``start_char``/``end_char``/``content`` are the window's; its ``chunk_id`` and
-``leaf_start_char``/``leaf_end_char`` are the leaf's; ``within`` names the section's other
-ranked passages inside the window, and those it could not take are left out (``more`` is empty;
-``window=None`` returns them).  A leaf without a Tier-1 parent (a Tier-1 chunk) is its own
-window, and a leaf over the allowance is returned whole.  ``window=None`` returns bare leaves
-and their ``more`` passages.  A token budget (``tokens``) always does, since it already fills
-the context with the best-ranked passages.
+Small to big (paragraph window, :mod:`letterchunk.retrieval.window`): a leaf is small (a
+paragraph, a table) so that it ranks precisely, but a reader needs the text around it.  Each hit
+returns one window of at most ``window`` tokens (default :data:`WINDOW_TOKENS`: 800, the size
+peer chunkers cut at, so a hit hands the reader at most one chunk's worth of text).  The window
+starts as the leaf, takes in its section's other ranked passages, best first, while the span
+covering them fits (they merge, the text between them included), then grows in document order by
+whole paragraphs of its Tier-1 parent, one after it, then one before, and so on, while it still
+fits.  A table is never cut: the window takes it whole or stops at its edge.  A parent that fits
+whole is returned whole.  The hit's ``start_char``/``end_char``/``content`` are the window's;
+its ``chunk_id`` and ``leaf_start_char``/``leaf_end_char`` are the leaf's; ``within`` names the
+section's other ranked passages inside the window, and those it could not take are left out
+(``more`` is empty; ``window=None`` returns them).  A leaf without a Tier-1 parent (a Tier-1
+chunk) is its own window.  A leaf over the allowance (a 50-year table, a long section without
+children) is the one thing a window cuts: the hit returns the allowance's worth of it around the
+row or sentence that best matches the query (BM25), so one hit never fills the context alone;
+``leaf_start_char``/``leaf_end_char`` still give the whole leaf.  ``window=None`` returns bare
+leaves, whole, and their ``more`` passages.  A token budget (``tokens``) always does, since it
+already fills the context with the best-ranked passages.
+
+BM25 matches the query's content words (:mod:`letterchunk.retrieval.query`): function words
+such as "why", "does" and "its" are left out.
 
 Tier expansion (seed 000 §4.1): a Tier-3 (table) or Tier-2 (paragraph) hit names its Tier-1
 parent (id, title, span) in ``parent``, so an answer about a figure or a quote can fetch the
@@ -51,8 +57,7 @@ source span: ``source_file[start_char:end_char] == content``.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -60,9 +65,9 @@ from typing import Any, Literal
 from letterchunk.errors import ConfigError
 from letterchunk.retrieval.embed import Embedder, load_numpy, windows
 from letterchunk.retrieval.index import SCHEMA_VERSION
+from letterchunk.retrieval.query import fts_query, query_years
 from letterchunk.retrieval.store import connect
-from letterchunk.text.sentences import sentence_spans
-from letterchunk.text.tokens import SpanCounter
+from letterchunk.retrieval.window import focus_window, grow_window, paragraph_edges
 
 __all__ = [
     "Context",
@@ -75,7 +80,6 @@ __all__ = [
     "fts_query",
     "query_years",
     "search",
-    "sentence_window",
 ]
 
 Mode = Literal["hybrid", "bm25", "dense"]
@@ -162,22 +166,6 @@ class Hit:
     more: list[Passage] = field(default_factory=list)
     within: list[str] = field(default_factory=list)  # ids of ranked passages the window holds
     metadata: dict[str, Any] = field(default_factory=dict)
-
-
-# a year 1950-2029 written in a query ("in 1982", "mid-1991", "1977's"), not part of a longer
-# number or a percentage
-_YEAR = re.compile(r"(?<![\d.,$])(19[5-9]\d|20[0-2]\d)(?![\d%]|,\d|s\b)")
-
-
-def query_years(text: str) -> list[int]:
-    """The years 1950-2029 written in ``text``, in order of first mention."""
-    return list(dict.fromkeys(int(y) for y in _YEAR.findall(text)))
-
-
-def fts_query(text: str) -> str:
-    """An FTS5 query matching any word of ``text``: each word quoted (no FTS5 syntax leaks)."""
-    words = re.findall(r"\w+", text.lower())
-    return " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
 
 
 def _bm25(conn: Any, query: str, where: str, params: list[Any]) -> list[int]:
@@ -317,74 +305,6 @@ def _group(
     return list(groups.values())
 
 
-# long function: one growth loop whose two sides share the allowance, kept whole to read as one
-def sentence_window(
-    text: str,
-    leaf: tuple[int, int],
-    allowance: int,
-    *,
-    tables: Sequence[tuple[int, int]] = (),
-    cuts: Iterable[int] = (),
-    passages: Sequence[tuple[int, int]] = (),
-    count: Callable[[int, int], int] | None = None,
-) -> tuple[int, int]:
-    """``(start, end)``: the window of ``text`` around the leaf ``text[leaf[0]:leaf[1]]``.
-
-    The window holds at most ``allowance`` tokens (``count(a, b)``: the tokens of
-    ``text[a:b]``, o200k by default).  It starts as the leaf and first takes in the section's
-    other ranked ``passages``, best first, each when the span covering the window and the
-    passage (and whole any table that span would cut) still fits: they merge, the text between
-    them comes too.  Then it grows one step
-    after it, then one before, and so on; a step ends at the next sentence boundary of ``text``
-    or at one of ``cuts`` (its chunks' edges), never strictly inside a ``tables`` span, so a
-    table comes whole or not at all.  A side stops for good when its next step would pass the
-    allowance or ``text`` ends.  The leaf is always inside, even when it alone is over the
-    allowance; the window neither starts nor ends with whitespace outside the leaf.
-    """
-    count = count or SpanCounter(text).count
-    start, end = leaf
-    for a, b in passages:
-        # the covering span; an edge it moves into a table moves to the table's edge
-        a = min(a, start)
-        b = max(b, end)
-        if a < start:
-            a = min([a, *(ta for ta, tb in tables if ta < a < tb)])
-        if b > end:
-            b = max([b, *(tb for ta, tb in tables if ta < b < tb)])
-        if count(a, b) <= allowance:
-            start, end = a, b
-    points = {0, len(text), *cuts}
-    for a, b in sentence_spans(text):
-        points.update((a, b))
-    edges = sorted(
-        p for p in points if 0 <= p <= len(text) and not any(a < p < b for a, b in tables)
-    )
-    after = [p for p in reversed(edges) if p > end]  # nearest last: pop() takes the next step
-    before = [p for p in edges if p < start]
-    growing = {"after": True, "before": True}
-    while any(growing.values()):
-        for side, points_left in (("after", after), ("before", before)):
-            if not growing[side]:
-                continue
-            growing[side] = False
-            while points_left:
-                p = points_left.pop()
-                a, b = (start, p) if side == "after" else (p, end)
-                if not text[a:start].strip() and not text[end:b].strip():
-                    continue  # only blanks up to this point: the step adds no text
-                if count(a, b) <= allowance:
-                    start, end = a, b
-                    growing[side] = True
-                else:
-                    points_left.clear()  # the window only grows: this side can never fit again
-                break
-    while end > leaf[1] and text[end - 1].isspace():
-        end -= 1
-    while start < leaf[0] and text[start].isspace():
-        start += 1
-    return start, end
-
-
 def _window(
     conn: Any,
     parent_id: str,
@@ -393,8 +313,9 @@ def _window(
     allowance: int,
 ) -> tuple[int, int, str] | None:
     """The window (start, end, text) of a Tier-2/Tier-3 leaf at source span ``leaf`` in its
-    Tier-1 parent ``parent_id``, merged with the section's ranked ``passages`` that fit (see
-    :func:`sentence_window`); None when the leaf has no Tier-1 parent in the index."""
+    Tier-1 parent ``parent_id``, merged with the section's ranked ``passages`` that fit and
+    grown by whole paragraphs (see :func:`~letterchunk.retrieval.window.grow_window`); None
+    when the leaf has no Tier-1 parent in the index."""
     row = conn.execute(
         "SELECT start_char, content FROM chunks WHERE chunk_id = ? AND chunk_tier = 1",
         (parent_id,),
@@ -407,12 +328,12 @@ def _window(
         (parent_id,),
     ).fetchall()
     spans = [(tier, a - origin, b - origin) for tier, a, b in children]
-    a, b = sentence_window(
+    a, b = grow_window(
         text,
         (leaf[0] - origin, leaf[1] - origin),
         allowance,
+        steps=[*paragraph_edges(text), *(p for _, a, b in spans for p in (a, b))],
         tables=[(a, b) for tier, a, b in spans if tier == 3],
-        cuts=[p for _, a, b in spans for p in (a, b)],
         passages=[(m.start_char - origin, m.end_char - origin) for m in passages],
     )
     return origin + a, origin + b, text[a:b]
@@ -424,6 +345,7 @@ def _holds(span: tuple[int, int, str], passage: Passage) -> bool:
 
 def _hit(
     conn: Any,
+    query: str,
     rowid: int,
     score: float,
     ranks: dict[str, list[int]],
@@ -441,7 +363,12 @@ def _hit(
     span = (start, end, content)
     passages = [_passage(conn, r) for r in more or []]
     beside = passages
-    if window is not None and parent and tier in (2, 3):
+    metadata = json.loads(md)
+    if window is not None and int(metadata.get("token_count") or 0) > window:
+        # a leaf over the allowance: the part of it that matches the query, not all of it
+        a, b = focus_window(content, query, window, table=tier == 3)
+        span, beside = (start + a, start + b, content[a:b]), []
+    elif window is not None and parent and tier in (2, 3):
         windowed = _window(conn, parent, (start, end), passages, window)
         if windowed:  # one window per hit: ranked passages it could not take are left out
             span, beside = windowed, []
@@ -465,7 +392,7 @@ def _hit(
         # a passage the window holds is named, not returned twice
         more=[m for m in beside if not _holds(span, m)],
         within=[m.chunk_id for m in passages if _holds(span, m)],
-        metadata=json.loads(md),
+        metadata=metadata,
     )
 
 
@@ -530,7 +457,8 @@ def search(
             _, size = _sections(conn, [rowid for rowid, _ in fused])
             hits = _group(fused, {r: r for r, _ in fused}, k, size, tokens)
             return [
-                _hit(conn, rowid, score, ranks, expand, window=window) for [(rowid, score)] in hits
+                _hit(conn, query, rowid, score, ranks, expand, window=window)
+                for [(rowid, score)] in hits
             ]
         leaves = rank_with_year(where + " AND c.leaf = 1")
         sections = rank_with_year(where + " AND c.chunk_tier = 1")
@@ -539,7 +467,7 @@ def search(
         ranked = _fuse_sections(leaves, sections, section_of)
         groups = _group(ranked, section_of, k, size, tokens)
         return [
-            _hit(conn, rowid, score, leaves, expand, [r for r, _ in rest], window)
+            _hit(conn, query, rowid, score, leaves, expand, [r for r, _ in rest], window)
             for (rowid, score), *rest in groups
         ]
     finally:

@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-__all__ = ["connect"]
+__all__ = ["connect", "scratch"]
 
 
 def _module() -> Any:
@@ -39,3 +39,8 @@ def connect(path: str | Path) -> tuple[Any, bool]:
     except Exception:  # pysqlite3's own OperationalError is another class
         return conn, False
     return conn, True
+
+
+def scratch() -> Any:
+    """A private in-memory database (FTS5 included), for ranking a few pieces of one text."""
+    return _module().connect(":memory:")
