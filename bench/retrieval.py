@@ -8,11 +8,13 @@ The questions (``bench/retrieval_questions.jsonl``) were written by reading eigh
 has a kind (fact, principle, mistake, table) and a verbatim evidence passage that answers it.
 Every chunker cuts the SAME cleaned text of those eight letters:
 
-* ``ours``: letterchunk's output with Tier-2 chunks (``--tier2``).  1977 and 1996 are enriched
-  by replaying ``cassettes/`` (their Tier-1 and Tier-3 chunks carry an LLM contextual summary;
-  the cassettes hold no Tier-2 requests, so their Tier-2 chunks come from the segmenter, without
-  a summary); the six other letters are segment-only.  ``ours -summary`` is the same chunks
-  with the summaries removed.
+* ``ours``: letterchunk's output with Tier-2 chunks (``--tier2``).  A letter with a cassette
+  (``cassettes/YYYY.yaml``: all eight) is enriched by replaying it: its Tier-1 and Tier-3
+  chunks carry the embedded model's contextual summary.  The cassettes hold no Tier-2 requests,
+  so the Tier-2 chunks come from the segmenter, without a summary of their own (the index gives
+  them their parent's for BM25).  A letter without a cassette would be segment-only; the first
+  line printed names the letters with summaries.  ``ours -summary`` is the same chunks with the
+  summaries removed.
 * ``chonkie`` (RecursiveChunker), ``semchunk``, ``langchain`` (RecursiveCharacterTextSplitter,
   the length function ``from_tiktoken_encoder`` builds): 800 o200k tokens, no overlap.
 
@@ -80,7 +82,9 @@ from letterchunk.text.tokens import count_tokens, encoding
 ROOT = Path(__file__).resolve().parents[1]
 LETTERS = ROOT / "corpus" / "letters"
 QUESTIONS = Path(__file__).with_name("retrieval_questions.jsonl")
-ENRICHED = (1977, 1996)  # the letters with recorded cassettes
+CASSETTES = ROOT / "cassettes"
+# the letters with a recorded cassette: enriched by replaying it
+ENRICHED = tuple(sorted(int(p.stem) for p in CASSETTES.glob("*.yaml") if p.stem.isdigit()))
 PEER_TOKENS = 800
 K = 5
 BUDGET = 4000  # context tokens: five peer chunks of 800; the equal-context comparison
@@ -123,7 +127,7 @@ def write_ours(letters: list[CleanedLetter], out: Path) -> None:
         if letter.year in ENRICHED:
             with (
                 tempfile.TemporaryDirectory() as tmp,
-                replayed_client(ROOT / "cassettes" / f"{letter.year}.yaml") as (client, _),
+                replayed_client(CASSETTES / f"{letter.year}.yaml") as (client, _),
             ):
                 run_paths(
                     [LETTERS / f"{letter.year}.txt"],
@@ -507,7 +511,7 @@ def main(argv: list[str]) -> int:
         built = build(folders, args.cache, model)
     print(
         f"{len(questions)} questions on {len(years)} letters ({', '.join(map(str, years))}); "
-        f"summaries only on {', '.join(map(str, ENRICHED))}; k={K}; "
+        f"summaries on {', '.join(str(y) for y in years if y in ENRICHED) or 'none'}; k={K}; "
         f"{'year filter' if args.year_filter else 'no filter'}; chunking {chunk_s:.1f} s"
     )
     for name, (db, seconds, embedded, reused) in built.items():

@@ -49,9 +49,16 @@ from letterchunk.text.segment import segment_letter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CASSETTES = ROOT / "cassettes"
-# the early letter of the seed, a modern one with Tier-3 tables, and the three letters with
-# hand-made gold (bench/gold/), which bench/enrichment_quality.py replays
-LETTERS = [1977, 1995, 1996, 2016]
+# the early letter of the seed, a modern one with Tier-3 tables, the three letters with
+# hand-made gold (bench/gold/), which bench/enrichment_quality.py replays, and the other letters
+# bench/retrieval.py asks its questions of (it replays every letter it has a cassette for)
+LETTERS = [1977, 1978, 1982, 1987, 1991, 1995, 1996, 2009, 2016, 2019]
+# chunks whose recorded answers the repair loop could not make valid (the run skips them and
+# keeps them as segmented): named exactly, so a change that fixes one, or breaks another, fails
+# here.  1991-S3-T3-001, the "Operating Earnings" table: the model names the table, a theme and
+# a metric "operating earnings" on every ask, and the injection rule rejects one value filling
+# three groups of fields
+UNREPAIRED = {1991: {"1991-S3-T3-001"}}
 # "1": record every request anew; "update": record only what the cassette cannot answer
 RECORD_MODE = {"1": "all", "update": "update"}.get(os.environ.get("LETTERCHUNK_RECORD", ""))
 RECORD = RECORD_MODE is not None
@@ -126,7 +133,8 @@ def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
     # -- the recording answered every chunk, and every answer made a valid chunk
     segmented = segment_letter(load_letter(ROOT / "corpus" / "letters" / f"{year}.txt"))
     assert [o.chunk_id for o in outcome.outcomes] == [c.chunk_id for c in segmented]
-    assert outcome.failed == []
+    unrepaired = UNREPAIRED.get(year, set())
+    assert {o.chunk_id for o in outcome.failed} == unrepaired
     # every recorded request: structured calls and the yes/no follow-ups (enrich.judges); read
     # from the file, since an update recording drops the unasked ones only when it saves
     assert _recorded(path) == sum(o.calls + o.verdicts.calls for o in outcome.outcomes)
@@ -135,7 +143,9 @@ def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
         assert o.calls == 1 or reasked, o.chunk_id
 
     errors = [v for v in validate_path(out, stage="enriched") if v.severity == "error"]
-    assert errors == [], [v.to_dict() for v in errors]
+    # an unrepaired chunk is kept as segmented: its missing summaries, and so the letter's
+    # incompleteness, are the only errors
+    assert {v.chunk_id for v in errors} == unrepaired, [v.to_dict() for v in errors]
 
     chunks = [
         Chunk.model_validate_json(line)
@@ -149,15 +159,21 @@ def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
         json.loads(line)
         for line in (out / f"{year}.evidence.jsonl").read_text(encoding="utf-8").splitlines()
     ]
-    assert {r["chunk_id"] for r in records} == set(by_id)
+    assert {r["chunk_id"] for r in records} == set(by_id) - unrepaired
     for r in records:
         text = normalise_ws(by_id[r["chunk_id"]].content)
         quotes = r["content_type_evidence"] + r["principle_evidence"]
         assert all(normalise_ws(q) in text for q in quotes), r
         assert len(r["principle_evidence"]) == len(by_id[r["chunk_id"]].metadata.principles)
 
+    # an unrepaired chunk is written exactly as the segmenter made it
+    segmented_by_id = {c.chunk_id: c for c in segmented}
+    for chunk_id in unrepaired:
+        assert by_id[chunk_id] == segmented_by_id[chunk_id]
+    enriched = [c for c in chunks if c.chunk_id not in unrepaired]
+
     vocab = load_concepts()
-    for c in chunks:
+    for c in enriched:
         md = c.metadata
         assert set(md.buffett_concepts) <= vocab
         assert md.contextual_summary.strip() and md.themes
@@ -165,9 +181,9 @@ def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
             assert name.casefold() in normalise_ws(c.content).casefold()
 
     # Tier-3 chunks carry the parsed table (from code) with an LLM name and summary
-    t3 = [c for c in chunks if c.metadata.chunk_tier == 3]
+    t3 = [c for c in enriched if c.metadata.chunk_tier == 3]
     seg_t3 = {c.chunk_id: c for c in segmented if c.metadata.chunk_tier == 3}
-    assert len(t3) == len(seg_t3) >= 1
+    assert len(t3) == len(seg_t3.keys() - unrepaired) >= 1
     for c in t3:
         assert c.metadata.content_type == "financial_table" and c.metadata.has_table
         for table, parsed in zip(

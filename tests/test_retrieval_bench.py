@@ -48,7 +48,9 @@ def test_counts_and_spread() -> None:
     assert kinds.keys() == KINDS
     assert kinds["table"] >= 10
     assert len(years) >= 8
-    assert {1977, 1996} <= years  # the letters enriched from cassettes/, with LLM summaries
+    # every letter asked about is enriched from cassettes/ in the bench: ours carries summaries
+    recorded = {int(p.stem) for p in (ROOT / "cassettes").glob("*.yaml") if p.stem.isdigit()}
+    assert years <= recorded, f"no cassette for {sorted(years - recorded)}"
 
 
 @pytest.mark.parametrize("q", QS, ids=[q["id"] for q in QS])
