@@ -11,7 +11,8 @@ port is left out on purpose: the embedded server listens on a free port chosen a
 interaction plays at most once and the test fails when one goes unused, so a changed prompt,
 schema, segmentation or request sequence fails loudly.  The cache is off (every chunk is asked).
 
-Re-record (needs ``pip install -e '.[local]'``; ~1-2 min per chunk on 2 CPU cores)::
+Re-record (needs ``pip install -e '.[local]'``; 40-50 s per chunk on 2 CPU cores, all ten
+letters about 2 h 10 min, one after another)::
 
     LETTERCHUNK_RECORD=1 python -m pytest -q -s tests/test_cassettes.py
 
