@@ -54,6 +54,7 @@ from letterchunk.retrieval.store import connect
 
 __all__ = [
     "IndexStats",
+    "FTS_TOKENIZE",
     "SCHEMA_VERSION",
     "build_index",
     "checksum",
@@ -66,8 +67,11 @@ HEADER_SHARE = 4  # a context header takes at most 1/4 of an embedding window
 # the end of a sentence: a header line, a separator or a table's rule has none
 _SENTENCE_END = re.compile(r"\w[.!?:][\"'’”)]?(?:\s|$)")
 BATCH = 32  # units embedded, then committed, at a time: an interrupted run keeps its work
+# how BM25 reads text: porter stemming over unicode61 words (search's focus on a part of a long
+# passage matches the same way)
+FTS_TOKENIZE = "porter unicode61"
 
-_SCHEMA = """
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks (
     rowid INTEGER PRIMARY KEY,
@@ -91,7 +95,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     checksum TEXT NOT NULL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts
-    USING fts5(header, summary, content, tokenize = 'porter unicode61');
+    USING fts5(header, summary, content, tokenize = '{FTS_TOKENIZE}');
 CREATE TABLE IF NOT EXISTS units (
     id INTEGER PRIMARY KEY,
     checksum TEXT NOT NULL,

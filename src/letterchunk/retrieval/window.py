@@ -19,8 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
+from letterchunk.retrieval.index import FTS_TOKENIZE
 from letterchunk.retrieval.query import fts_query
 from letterchunk.retrieval.store import scratch
+from letterchunk.text.lines import split_lines
 from letterchunk.text.sentences import sentence_spans
 from letterchunk.text.tokens import SpanCounter
 
@@ -40,12 +42,7 @@ def paragraph_edges(text: str) -> list[int]:
 
 def line_spans(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` of each non-blank line of ``text``, without its trailing blanks."""
-    spans, pos = [], 0
-    for line in text.splitlines(keepends=True):
-        if line.strip():
-            spans.append((pos, pos + len(line.rstrip())))
-        pos += len(line)
-    return spans
+    return [(ln.start, ln.start + len(ln.raw.rstrip())) for ln in split_lines(text) if not ln.blank]
 
 
 # long function: one growth loop whose two sides share the allowance, kept whole to read as one
@@ -122,8 +119,8 @@ def focus_window(
     count: Callable[[int, int], int] | None = None,
 ) -> tuple[int, int]:
     """``(start, end)``: at most ``allowance`` tokens of ``text`` (a passage over the allowance)
-    around its line (``table``) or sentence that best matches ``query`` by BM25 (porter
-    stemming, as the index), grown by whole lines or sentences; its first one when none
+    around its line (``table``) or sentence that best matches ``query`` by BM25 (the index's
+    tokenizer), grown by whole lines or sentences; its first one when none
     matches."""
     pieces = line_spans(text) if table else sentence_spans(text)
     if not pieces:
@@ -136,7 +133,7 @@ def focus_window(
     if match and candidates:
         conn = scratch()
         try:
-            conn.execute("CREATE VIRTUAL TABLE piece USING fts5(t, tokenize = 'porter unicode61')")
+            conn.execute(f"CREATE VIRTUAL TABLE piece USING fts5(t, tokenize = '{FTS_TOKENIZE}')")
             conn.executemany(
                 "INSERT INTO piece (rowid, t) VALUES (?, ?)",
                 [(n, text[a:b]) for n, (a, b) in enumerate(candidates)],
