@@ -49,6 +49,7 @@ class LetterchunkError(Exception):
 class InputError(LetterchunkError):
     def __init__(self, path: str | Path, message: str) -> None:
         self.path = str(path)
+        self.reason = message  # the message without the path, for a caller that words its own
         super().__init__(f"{self.path}: {message}")
 
 

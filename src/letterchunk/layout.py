@@ -63,6 +63,7 @@ __all__ = [
     "find_letters",
     "is_chunk_file",
     "report_path",
+    "same_key_message",
 ]
 
 LETTER_SUFFIX = ".txt"  # a letter in a folder of letters
@@ -152,6 +153,16 @@ class LetterFiles:
             evidence=evidence_path(chunks),
             report=report_path(chunks),
         )
+
+
+def same_key_message(key: LetterKey, first: str | Path) -> str:
+    """Why a second letter with an output key already taken cannot be written: both would
+    become the same ``DIR/<key>.jsonl``, and the second would replace the first's chunks."""
+    return (
+        f"letter year {key} already taken by {first}; both would be written to "
+        f"{key}{CHUNKS_SUFFIX} and one would replace the other; pass only one letter per year "
+        "(rename or remove one of them)"
+    )
 
 
 def find_letters(

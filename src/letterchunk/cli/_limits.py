@@ -136,10 +136,11 @@ def accounting(
 
     ledger = Ledger(client.settings.model, prices=_prices(args))
     out = _out_dir(args)
-    chunk_done, letter_done, segmented = (
+    chunk_done, letter_done, segmented, listed = (
         hooks.chunk_done,
         hooks.letter_done,
         hooks.letters_segmented,
+        hooks.letters_listed,
     )
 
     def on_chunk(outcome: Any) -> None:
@@ -155,11 +156,17 @@ def accounting(
             total=len(written),
             enriched=len(outcome.chunks),
             pending=list(getattr(outcome, "pending", [])),
-            written=bool(outcome.paths),
+            written=outcome.files_written,
         )
         if letter_done:
             letter_done(outcome)
         _write(ledger, args, out)
+
+    def on_listed(letters: list[tuple[Any, int]]) -> None:
+        for key, total in letters:
+            ledger.plan_letter(key, total=total)
+        if listed:
+            listed(letters)
 
     def on_segmented(letters: int, chunks: int) -> None:
         ledger.mark()
@@ -167,7 +174,11 @@ def accounting(
             segmented(letters, chunks)
 
     wrapped = dataclasses.replace(
-        hooks, chunk_done=on_chunk, letter_done=on_letter, letters_segmented=on_segmented
+        hooks,
+        chunk_done=on_chunk,
+        letter_done=on_letter,
+        letters_segmented=on_segmented,
+        letters_listed=on_listed,
     )
     status, reason = "complete", None
     failure: BaseException | None = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 import tempfile
@@ -160,8 +161,11 @@ def options_from(args: argparse.Namespace) -> RunOptions:
         ("--retries", getattr(args, "retries", None), -1),
         ("--context-tokens", getattr(args, "context_tokens", None), 0),
     ):
-        if value is not None and value <= low:
-            raise ConfigError(f"{flag} must be {'>= 0' if low < 0 else 'positive'}, got {value}")
+        # nan compares false with everything and inf never times out: both are refused
+        if value is not None and (not math.isfinite(value) or value <= low):
+            raise ConfigError(
+                f"{flag} must be {'>= 0' if low < 0 else 'positive'} and finite, got {value}"
+            )
     return RunOptions(
         tier2=getattr(args, "tier2", False),
         profile=getattr(args, "profile", "auto"),

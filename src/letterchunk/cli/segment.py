@@ -24,8 +24,9 @@ from letterchunk.contract.rules import max_chunk_tokens
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.errors import InputError
 from letterchunk.io import atomic_write_lines, atomic_write_text
-from letterchunk.layout import LetterFiles, find_letters
+from letterchunk.layout import LetterFiles, find_letters, same_key_message
 from letterchunk.runner.lock import folder_lock
+from letterchunk.runner.outputs import replacing_loses
 from letterchunk.text.clean import CleanedLetter
 from letterchunk.text.compilation import PROFILES, load_documents, segment_letters
 
@@ -56,6 +57,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="letter file (.txt) or folder of them")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--tier2", action="store_true", help="also emit Tier-2 paragraph sub-chunks")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a DIR/YYYY.jsonl that holds enriched chunks (or is not a chunk file); "
+        "without it such a letter is refused (exit 2) and its file left as it is",
+    )
     add_profile_option(p)
     p.set_defaults(func=run)
 
@@ -113,10 +120,7 @@ def _write(
 ) -> bool:
     """Write one letter's files, or add to ``problems`` why not; whether it was written."""
     if letter.key in years:
-        problems.append(
-            f"{f}: letter year {letter.key} already taken by {years[letter.key]}; "
-            "pass only one letter per year (rename or remove one of them)"
-        )
+        problems.append(str(InputError(f, same_key_message(letter.key, years[letter.key]))))
         return False
     years[letter.key] = f
     too_big = [c for c in chunks if c.metadata.token_count > max_chunk_tokens()]
@@ -130,6 +134,14 @@ def _write(
         )
         return False
     target = LetterFiles.of(out, letter.key)
+    loses = None if args.overwrite else replacing_loses(target.chunks)
+    if loses:  # enriched answers were paid for: never replace them by segmented chunks
+        problems.append(
+            f"{target.chunks}: not replaced by the segmented chunks of {f}: {loses}; pass "
+            "another --out folder, `letterchunk enrich` it to finish it, or --overwrite to "
+            "replace it"
+        )
+        return False
     atomic_write_text(target.cleaned, letter.text)
     atomic_write_lines(target.chunks, [dump_chunk(c) for c in chunks])
     if not args.quiet:

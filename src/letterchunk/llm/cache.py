@@ -8,7 +8,9 @@ URL, no chunk id, no time) enters it, so the same question is asked once.
 Values are JSON text (the raw answer, its finish_reason/refusal and the usage it cost), never
 pickles: a cache can be inspected, and a change to our classes cannot break loading it.  Every
 answer the server gave is stored, failed ones (malformed, truncated, refusal) included, so a
-rerun replays the repair loop exactly; transport errors are never stored.
+rerun replays the repair loop exactly; transport errors are never stored.  The answers of a
+chunk that stayed invalid after its last attempt are set aside (:meth:`ResponseCache.reject`):
+a rerun asks them again instead of replaying the failure.
 
 Modes (``--cache``):
 
@@ -28,6 +30,7 @@ import logging
 import os
 import sqlite3
 import threading
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -43,6 +46,7 @@ log = logging.getLogger(__name__)
 CacheMode = Literal["use", "refresh", "off", "offline"]
 CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
 DEFAULT_CACHE_DIR = "cache"
+_REJECTED = "rejected:"  # prefix of answers set aside by ResponseCache.reject
 _FORMAT = 1  # bump when the stored record changes shape; old records are then misses
 
 
@@ -185,6 +189,8 @@ class ResponseCache:
         if self.mode in ("use", "offline"):
             try:
                 raw = self._open().get(key)
+                if raw is None and self.mode == "offline":  # replay a run exactly, failures too
+                    raw = self._open().get(_REJECTED + key)
             except sqlite3.DatabaseError as exc:
                 raise self._corrupt(exc) from exc
             if isinstance(raw, str):
@@ -209,6 +215,27 @@ class ResponseCache:
                 self._open().set(key, answer.to_json())
             except sqlite3.DatabaseError as exc:
                 raise self._corrupt(exc) from exc
+
+    def reject(self, keys: Iterable[str]) -> int:
+        """Set aside the answers under ``keys`` (those of a chunk that stayed invalid after its
+        last attempt): a later lookup in mode ``use`` misses them and asks again, so a rerun
+        against a healthy server is not fed the old failures; mode ``offline`` still replays
+        them.  They stay in the cache under a ``rejected:`` key.  Returns how many were moved."""
+        if self.mode not in ("use", "refresh"):
+            return 0
+        moved = 0
+        try:
+            cache = self._open()
+            for key in keys:
+                raw = cache.get(key)
+                if raw is None:
+                    continue
+                cache.set(_REJECTED + key, raw)
+                cache.delete(key)
+                moved += 1
+        except sqlite3.DatabaseError as exc:
+            raise self._corrupt(exc) from exc
+        return moved
 
     def __len__(self) -> int:
         return 0 if self.mode == "off" and self._cache is None else len(self._open())

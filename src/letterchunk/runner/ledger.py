@@ -160,7 +160,9 @@ class LetterTotals:
     chunks: int = 0
     failed_chunks: int = 0
     wall_s: float = 0.0
-    state: str | None = None  # complete | incomplete; None: the letter's end was not recorded
+    # complete | incomplete | not_started (listed, never reached); None: not listed, end not
+    # recorded
+    state: str | None = None
     enriched_chunks: int | None = None
     total_chunks: int | None = None
     pending: list[str] = field(default_factory=list)  # chunk ids written as segmented
@@ -238,7 +240,7 @@ class Ledger:
         calls = int(getattr(outcome, "calls", 1) or 0)
         hits = int(getattr(outcome, "cache_hits", 0) or 0)
         # the yes/no questions are counted apart; cache hits and misses are the structured calls'
-        questions = int(getattr(getattr(outcome, "verdicts", None), "calls", 0) or 0)
+        questions = int(getattr(outcome, "questions", 0) or 0)
         with self._lock:
             t = self._letter(letter)
             t.chunks += 1
@@ -309,6 +311,16 @@ class Ledger:
             t.pending, t.written = list(pending), written
             t.state = "incomplete" if pending else "complete"
 
+    def plan_letter(self, letter: str | int, *, total: int) -> None:
+        """A letter the run will ask about (``total`` chunks to ask): listed in ``run.json`` as
+        ``not_started`` until :meth:`record_letter` says how it ended, so a run stopped early
+        still names every letter it left."""
+        with self._lock:
+            t = self._letter(letter)
+            if t.state is None:
+                t.state, t.total_chunks, t.enriched_chunks = "not_started", total, 0
+                t.written = False
+
     def incomplete(self) -> list[str]:
         with self._lock:
             return sorted(k for k, t in self._letters.items() if t.state == "incomplete")
@@ -359,6 +371,9 @@ class Ledger:
             "status": status,
             "stop_reason": reason,
             "incomplete_letters": [k for k, v in letters.items() if v.get("state") == "incomplete"],
+            "not_started_letters": [
+                k for k, v in letters.items() if v.get("state") == "not_started"
+            ],
             "totals": out,
             "letters": letters,
             **({"limits": self.extra} if self.extra else {}),
@@ -485,5 +500,10 @@ class Ledger:
                 f"letter {name} incomplete: {d['enriched_chunks']} of {d['total_chunks']} "
                 f"chunk(s) enriched, {where}; rerun `letterchunk enrich {folder}` (or the same "
                 "command) to finish it"
+            )
+        for name in data["not_started_letters"]:
+            lines.append(
+                f"letter {name} not started: the run stopped before it; rerun the same command "
+                "to enrich it"
             )
         return lines

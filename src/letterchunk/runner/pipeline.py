@@ -67,12 +67,13 @@ from letterchunk.enrich import (
     evidence_record,
     response_model_for,
 )
-from letterchunk.errors import InputError
+from letterchunk.errors import InputError, RepairExhausted
 from letterchunk.io import atomic_write_lines, atomic_write_text
 from letterchunk.layout import LETTER_CHUNKS, LetterFiles, LetterKey
 from letterchunk.llm.client import Completion, CompletionClient, LLMSettings, Usage, grammar_backed
 from letterchunk.repair.reask import OnFailure, repair_enriched
 from letterchunk.report.records import AttemptRecord, RepairReport, new_run_id
+from letterchunk.runner.outputs import is_enriched, read_chunk_file
 from letterchunk.runner.prepare import LetterJob, letter_job, prepare_letters
 from letterchunk.text.compilation import Profile
 
@@ -127,10 +128,17 @@ class ChunkOutcome:
     records: list[AttemptRecord] = field(default_factory=list)  # repair report, one per attempt
     latency_s: float | None = None  # seconds of the one call of a chunk valid on first answer
     verdicts: Verdicts = field(default_factory=Verdicts)  # the follow-up yes/no questions
+    # questions sent for a chunk that raised before its verdicts were assembled
+    questions_asked: int | None = None
 
     @property
     def ok(self) -> bool:
         return self.chunk is not None
+
+    @property
+    def questions(self) -> int:
+        """The follow-up yes/no questions asked for this chunk."""
+        return self.verdicts.calls if self.questions_asked is None else self.questions_asked
 
 
 @dataclass
@@ -144,6 +152,7 @@ class LetterOutcome:
     written: list[Chunk] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)  # ids written as segmented (not enriched)
     kept_evidence: dict[str, dict] = field(default_factory=dict)  # of chunks enriched earlier
+    files_written: bool = False  # this run wrote the letter's files (else they are as they were)
 
     @property
     def complete(self) -> bool:
@@ -170,6 +179,9 @@ class Hooks:
     # after the letter's files are written, complete or not (a halted letter included)
     letter_done: Callable[[LetterOutcome], None] | None = None
     letters_segmented: Callable[[int, int], None] | None = None  # (letters, chunks) of the run
+    # every letter the run will ask about, (key, chunks to ask), before the first request: the
+    # ledger lists a letter a halt or a cap stopped the run before
+    letters_listed: Callable[[list[tuple[LetterKey, int]]], None] | None = None
 
 
 # ------------------------------------------------------------------------------ per chunk
@@ -191,6 +203,9 @@ class _CountingClient:
         self.calls = 0
         self.hits = 0
         self.usage = Usage()
+        self.keys: list[str] = []  # cache keys of the structured answers
+        self.questions = 0  # live yes/no questions (their tokens in question_usage)
+        self.question_usage = Usage()
 
     @property
     def settings(self) -> LLMSettings:
@@ -201,7 +216,22 @@ class _CountingClient:
         self.calls += 1
         self.hits += int(_source_of(completion) == "cache")
         self.usage = self.usage + completion.usage
+        if completion.cache_key:
+            self.keys.append(completion.cache_key)
         return completion
+
+    def count_usage(self, usage: Usage) -> None:
+        """A live yes/no question's cost (``llm.judge``): counted here as well, so a chunk that
+        raises after its questions still reports them."""
+        self.questions += 1
+        self.question_usage = self.question_usage + usage
+        self._client.count_usage(usage)  # type: ignore[attr-defined]
+
+    def reject_answers(self) -> None:
+        """The chunk stayed invalid: its cached answers must not answer a rerun."""
+        cache = getattr(self._client, "cache", None)
+        if cache is not None and self.keys:
+            cache.reject(self.keys)
 
     def __getattr__(self, name: str) -> Any:  # settings, cache, ... of the real client
         return getattr(self._client, name)
@@ -464,21 +494,26 @@ def _enrich_counted(
     try:
         outcome = enrich_one(chunk, job, counted, options)
     except BaseException as exc:
-        # the chunk raised (halt, budget cap, backend gone, Ctrl-C): its calls still count,
-        # and a halt's per-attempt records go to the report with them
-        if hooks.chunk_done and counted.calls:
+        # the chunk raised (halt, budget cap, backend gone, Ctrl-C): its calls and questions
+        # still count, and a halt's per-attempt records go to the report with them
+        if isinstance(exc, RepairExhausted):
+            counted.reject_answers()
+        if hooks.chunk_done and (counted.calls or counted.questions):
             hooks.chunk_done(
                 ChunkOutcome(
                     chunk.chunk_id,
                     None,
                     None,
-                    counted.usage,
+                    counted.usage + counted.question_usage,
                     counted.calls,
                     counted.hits,
                     records=list(getattr(exc, "records", None) or []),
+                    questions_asked=counted.questions,
                 )
             )
         raise
+    if not outcome.ok:  # skipped: still invalid after the last attempt
+        counted.reject_answers()
     # calls and cache_hits count the structured calls; the yes/no questions are counted by
     # ``verdicts`` and their tokens added to the usage
     return dataclasses.replace(
@@ -613,13 +648,8 @@ def write_letter(
     )
     written += [paths.chunks, paths.evidence]
     outcome.paths = written
+    outcome.files_written = True
     return written
-
-
-def _enriched(chunk: Chunk) -> bool:
-    """Whether ``chunk`` was enriched: a valid enriched chunk always has a contextual summary
-    (``summary.missing`` is an error at stage enriched) and the segmenter never writes one."""
-    return bool(chunk.metadata.contextual_summary.strip())
 
 
 def _keep_earlier(
@@ -629,7 +659,7 @@ def _keep_earlier(
     if not paths.chunks.is_file():
         return chunks, evidence
     try:
-        earlier = {c.chunk_id: c for c in _read_chunks(paths.chunks) if _enriched(c)}
+        earlier = {c.chunk_id: c for c in read_chunk_file(paths.chunks) if is_enriched(c)}
     except (InputError, OSError, UnicodeDecodeError):
         return chunks, evidence  # not our file: nothing to keep
     old_evidence = read_evidence(paths.evidence)[0] if paths.evidence.is_file() else {}
@@ -672,8 +702,9 @@ def _run_one(
     )
     if failure is not None:
         # halt, budget cap, backend gone, Ctrl-C: keep what this run enriched (every other
-        # chunk as segmented) unless it enriched nothing, then leave the files as they are
-        if any(o.ok for o in outcome.outcomes):
+        # chunk as segmented); when it enriched nothing, files already there stay as they are,
+        # and a letter with no file yet is written as segmented, so `enrich DIR` can finish it
+        if any(o.ok for o in outcome.outcomes) or not LetterFiles.of(out_dir, year).chunks.exists():
             write_letter(out_dir, year, text if write_cleaned else None, outcome)
         if report is not None:
             outcome.paths.append(report.path)  # the halting chunk's records came via chunk_done
@@ -706,6 +737,8 @@ def run_paths(
         tier2=options.tier2,
         context_tokens=options.context_tokens,
     )
+    if hooks.letters_listed:
+        hooks.letters_listed([(letter.key, len(chunks)) for _, letter, chunks in prepared])
     if hooks.letters_segmented:
         hooks.letters_segmented(len(prepared), sum(len(c) for _, _, c in prepared))
     out = Path(out_dir)
@@ -713,22 +746,6 @@ def run_paths(
         _run_one(letter.key, letter.text, chunks, out, client, options, hooks, True)
         for _, letter, chunks in prepared
     ]
-
-
-def _read_chunks(path: Path) -> list[Chunk]:
-    chunks = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            chunks.append(Chunk.model_validate_json(line))
-        except ValueError as exc:
-            raise InputError(
-                path,
-                f"line {n} is not a canonical chunk ({exc.__class__.__name__}); "
-                "run `letterchunk validate` on it, or segment the letter again",
-            ) from None
-    return chunks
 
 
 def enrich_dir(
@@ -757,17 +774,17 @@ def enrich_dir(
         )
     jobs = []
     for path in files:
-        chunks = _read_chunks(path)
+        chunks = read_chunk_file(path)
         stem = path.name.removesuffix(".jsonl")  # LETTER_CHUNKS matched: YYYY or YYYY-Lk
         year: LetterKey = int(stem) if stem.isdigit() else stem
         # resume: chunks an earlier run (finished, capped, halted or killed) already
         # enriched in place are not asked again; segment again to enrich afresh
-        if all(_enriched(c) for c in chunks):
+        if all(is_enriched(c) for c in chunks):
             log.info("%s: already enriched, skipped", path)
             continue
         sidecar = LetterFiles.of(folder, year).evidence
         evidence = read_evidence(sidecar)[0] if sidecar.is_file() else {}
-        kept = {c.chunk_id: evidence.get(c.chunk_id) for c in chunks if _enriched(c)}
+        kept = {c.chunk_id: evidence.get(c.chunk_id) for c in chunks if is_enriched(c)}
         source = (
             chunks[0].metadata.source_file if chunks else LetterFiles.of(folder, year).cleaned.name
         )
@@ -779,6 +796,8 @@ def enrich_dir(
                 f"segment` again so both files are in {folder}",
             )
         jobs.append((year, cleaned.read_text(encoding="utf-8"), chunks, kept))
+    if hooks.letters_listed:
+        hooks.letters_listed([(year, len(chunks)) for year, _, chunks, _ in jobs])
     if hooks.letters_segmented:
         hooks.letters_segmented(len(jobs), sum(len(c) - len(k) for _, _, c, k in jobs))
     return [

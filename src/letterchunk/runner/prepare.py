@@ -15,13 +15,19 @@ from letterchunk.contract.validate import LetterContext
 from letterchunk.contract.vocabulary import concepts_for, cues_for
 from letterchunk.enrich import PromptContext, build_messages
 from letterchunk.errors import InputError
-from letterchunk.layout import LetterKey, find_letters, stem_year
+from letterchunk.layout import LetterKey, find_letters, same_key_message, stem_year
 from letterchunk.llm.client import CompletionClient, estimate_tokens, grammar_backed
 from letterchunk.text.clean import CleanedLetter
 from letterchunk.text.compilation import Profile, load_document, segment_letters
 from letterchunk.text.segment import section_titles
 
-__all__ = ["LetterJob", "check_prompt_sizes", "letter_job", "prepare_letters"]
+__all__ = [
+    "LetterJob",
+    "check_one_letter_per_key",
+    "check_prompt_sizes",
+    "letter_job",
+    "prepare_letters",
+]
 
 
 @dataclass(frozen=True)
@@ -61,11 +67,23 @@ def prepare_letters(
     ``batch submit`` ask about them; a chunk whose prompt cannot fit the context window stops
     this before the first request."""
     loaded = [(p, letter) for p in find_letters(paths) for letter in load_document(p, profile)]
+    check_one_letter_per_key(loaded)
     segmented = segment_letters([letter for _, letter in loaded], tier2=tier2)
     if context_tokens:
         for (path, letter), chunks in zip(loaded, segmented, strict=True):
             check_prompt_sizes(path, letter.key, letter.text, chunks, client, context_tokens)
     return [(p, letter, chunks) for (p, letter), chunks in zip(loaded, segmented, strict=True)]
+
+
+def check_one_letter_per_key(loaded: Sequence[tuple[Path, CleanedLetter]]) -> None:
+    """Raise InputError when two letters would be written to one output file (two letters of
+    one year, e.g. ``1977.txt`` and ``1977 (copy).txt``): the second would replace the first's
+    paid answers, so nothing is asked until the user keeps one."""
+    first: dict[LetterKey, Path] = {}
+    for path, letter in loaded:
+        if letter.key in first:
+            raise InputError(path, same_key_message(letter.key, first[letter.key]))
+        first[letter.key] = path
 
 
 def check_prompt_sizes(
