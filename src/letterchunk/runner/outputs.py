@@ -46,6 +46,10 @@ def read_chunk_file(path: Path) -> list[Chunk]:
     """The canonical chunks of the JSONL file ``path``; InputError naming the file and line for
     text that is not UTF-8 or a line that is not a canonical chunk."""
     chunks = []
+    if not path.is_file():  # a FIFO would block the read forever; a device is not ours
+        raise InputError(
+            path, "not a regular file; pass the folder `letterchunk segment` wrote, or remove it"
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
