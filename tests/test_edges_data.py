@@ -302,3 +302,19 @@ def test_questions_before_a_failure_are_counted(tmp_path, capsys, backend, monke
     served = server.usage_total
     assert ledger["totals"]["prompt_tokens"] == served.prompt_tokens
     assert ledger["totals"]["completion_tokens"] == served.completion_tokens
+
+
+@pytest.mark.parametrize("flag", ["--timeout", "--retries", "--context-tokens"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "1e999"])
+def test_numeric_run_options_refuse_nan_and_infinity(tmp_path, capsys, flag, value):
+    """Integer options are refused by the parser (its usage line, exit 2), float ones by the
+    option check: neither reaches a request."""
+    out = tmp_path / "out"
+    try:
+        code = main(["run", str(LETTERS / "1977.txt"), "--out", str(out), f"{flag}={value}"])
+    except SystemExit as exc:  # argparse's own refusal: usage and message on stderr
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert flag in err and "Traceback" not in err
+    assert not out.exists() or not any(out.iterdir())
