@@ -3,6 +3,9 @@ of each object, the evidence sidecar and the cleaned text beside it.
 
 Nothing in a file can make this raise: every problem becomes a :class:`Violation` naming the
 file, the line and the field.  A file holding several letters is checked per ``source_file``.
+Files are opened and lines parsed by :mod:`letterchunk.io` only (``read_utf8``, ``jsonl_lines``),
+the one reader every command shares; :func:`load_chunks` is its strict form for the commands
+that need every line to be a chunk (enrich, export, index).
 """
 
 from __future__ import annotations
@@ -36,9 +39,11 @@ from letterchunk.contract.violations import (
     violation,
 )
 from letterchunk.contract.vocabulary import concepts_for
+from letterchunk.errors import InputError
+from letterchunk.io import jsonl_lines, read_jsonl, read_utf8
 from letterchunk.layout import CLEANED_SUFFIX, evidence_path, is_chunk_file, is_compilation_source
 
-__all__ = ["read_evidence", "collect", "check_file"]
+__all__ = ["read_evidence", "collect", "check_file", "load_chunks"]
 
 _NESTED: dict[type[BaseModel], dict[str, tuple[type[BaseModel], bool]]] = {
     Chunk: {"metadata": (Metadata, False)},
@@ -164,29 +169,22 @@ def read_evidence(path: str | Path) -> tuple[dict[str, EvidenceRecord], list[Vio
     out: list[Violation] = []
     records: dict[str, EvidenceRecord] = {}
     try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_utf8(path, "the evidence sidecar as UTF-8 JSONL")
+    except InputError as exc:
         return records, [
             violation(
                 "evidence.malformed",
-                f"cannot read the evidence sidecar ({exc}); rewrite it as UTF-8 JSONL",
+                f"cannot read the evidence sidecar ({_reason(exc)}); rewrite it as UTF-8 JSONL",
                 file=str(path),
             )
         ]
-    for n, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
+    for line in jsonl_lines(text):
+        n = line.number
+        if line.blank:
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            out.append(
-                violation(
-                    "evidence.malformed",
-                    f"not JSON ({exc.msg} at column {exc.colno})",
-                    file=str(path),
-                    line=n,
-                )
-            )
+        rec = line.value
+        if line.error:
+            out.append(violation("evidence.malformed", line.error, file=str(path), line=n))
             continue
         problem = None
         if not isinstance(rec, dict) or not isinstance(rec.get("chunk_id"), str):
@@ -267,35 +265,19 @@ def check_file(path: Path, stage: str, report: ValidationReport) -> None:
         )
 
 
+def _reason(exc: InputError) -> str:
+    """An InputError's message without the path it starts with (a violation names the file)."""
+    return str(exc).removeprefix(f"{exc.path}: ")
+
+
 def _read_text(path: Path, add: Callable[[Violation], None]) -> str | None:
-    """The file's text, or None after reporting input.unreadable / input.empty."""
+    """The file's text, or None after reporting input.unreadable (not a regular file, cannot be
+    read, binary or not UTF-8) / input.empty."""
     fname = str(path)
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        add(
-            violation(
-                "input.unreadable",
-                f"cannot read the file ({exc.strerror or exc}); check the path and its permissions",
-                file=fname,
-            )
-        )
-        return None
-    try:
-        if b"\x00" in data:
-            raise UnicodeDecodeError(
-                "utf-8", data, data.index(b"\x00"), data.index(b"\x00") + 1, "NUL byte"
-            )
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        add(
-            violation(
-                "input.unreadable",
-                f"not UTF-8 text (bad byte at offset {exc.start}); pass chunk "
-                "JSONL files (one JSON object per line) such as out/1977.jsonl",
-                file=fname,
-            )
-        )
+        text = read_utf8(path)
+    except InputError as exc:
+        add(violation("input.unreadable", _reason(exc), file=fname))
         return None
     if not text.strip():
         add(
@@ -325,32 +307,21 @@ def _parse_lines(text: str, fname: str) -> _Parsed:
     keys and types and loaded as a :class:`Chunk`."""
     parsed = _Parsed()
     pending = parsed.violations
-    raw_lines = text.split("\n")
-    if raw_lines and raw_lines[-1] == "":
-        raw_lines.pop()
-    for n, raw in enumerate(raw_lines, start=1):
-        if not raw.strip():
+    for line in jsonl_lines(text):
+        n, obj = line.number, line.value
+        if line.blank:
             pending.append(
                 violation("json.blank_line", "blank line; remove it", file=fname, line=n)
             )
             continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
+        if line.error:
             pending.append(
                 violation(
                     "json.malformed",
-                    f"not valid JSON ({exc.msg} at column {exc.colno}); "
-                    "each line must hold one complete chunk object",
+                    f"{line.error}; each line must hold one complete chunk object",
                     file=fname,
                     line=n,
                 )
-            )
-            parsed.failed += 1
-            continue
-        except RecursionError:
-            pending.append(
-                violation("json.malformed", "JSON nested too deeply", file=fname, line=n)
             )
             parsed.failed += 1
             continue
@@ -406,8 +377,19 @@ def _read_cleaned(
         return None
     cleaned_path = path.parent / source
     try:
-        return cleaned_path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
+        return read_utf8(cleaned_path, "the cleaned letter `letterchunk segment` wrote")
+    except InputError as exc:
+        if cleaned_path.exists():
+            add(
+                violation(
+                    "source.cleaned_unreadable",
+                    f"{_reason(exc)}; re-run `letterchunk segment`",
+                    file=str(path),
+                    line=line,
+                    field="metadata.source_file",
+                )
+            )
+            return None
         add(
             violation(
                 "source.cleaned_missing",
@@ -420,17 +402,38 @@ def _read_cleaned(
                 field="metadata.source_file",
             )
         )
-    except (OSError, UnicodeDecodeError) as exc:
-        add(
-            violation(
-                "source.cleaned_unreadable",
-                f"{cleaned_path} cannot be read as UTF-8 ({exc}); re-run `letterchunk segment`",
-                file=str(path),
-                line=line,
-                field="metadata.source_file",
-            )
-        )
     return None
+
+
+def load_chunks(path: Path) -> list[Chunk]:
+    """The canonical chunks of the chunk JSONL file ``path``, in file order (blank lines
+    skipped).  InputError naming the file, and the first line that is not a canonical chunk,
+    when there is one; the file is read by :func:`letterchunk.io.read_jsonl`."""
+    chunks: list[Chunk] = []
+    for line in read_jsonl(path):
+        if line.blank:
+            continue
+        where, reason = f"line {line.number}", line.error
+        if reason is None and not isinstance(line.value, dict):
+            reason = f"holds a JSON {type(line.value).__name__}, not a chunk object"
+        if reason is None:
+            where = (
+                f"chunk {len(chunks) + 1} ({_chunk_id_of(line.value) or '?'}, line {line.number})"
+            )
+            try:
+                chunks.append(Chunk.model_validate(line.value))
+                continue
+            except ValidationError as exc:
+                first = _pydantic_violations(exc)[0][2]
+                reason = f"is not canonical ({exc.error_count()} error(s); first: {first})"
+            except RecursionError:
+                reason = "is not canonical (a value nested too deeply)"
+        raise InputError(
+            path,
+            f"{where}: {reason}; run `letterchunk validate {path}` to see every problem, or "
+            "segment the letter again",
+        )
+    return chunks
 
 
 def collect(path: Path, report: ValidationReport) -> list[Path]:
@@ -447,7 +450,8 @@ def collect(path: Path, report: ValidationReport) -> list[Path]:
         )
         return []
     if path.is_dir():
-        files = sorted(p for p in path.glob("*.jsonl") if p.is_file() and is_chunk_file(p))
+        # a FIFO or device named like a chunk file is listed, to be reported as unreadable
+        files = sorted(p for p in path.glob("*.jsonl") if not p.is_dir() and is_chunk_file(p))
         if not files:
             report.violations.append(
                 violation(

@@ -35,7 +35,7 @@ from letterchunk.enrich import (
     response_model_for,
 )
 from letterchunk.errors import InputError, RepairExhausted
-from letterchunk.io import atomic_write_lines
+from letterchunk.io import JsonLine, atomic_write_lines, read_jsonl, read_utf8
 from letterchunk.layout import evidence_path, report_path
 from letterchunk.llm.client import Completion, Usage, grammar_backed
 from letterchunk.repair.fixers import Change, mechanical_fixes
@@ -107,26 +107,19 @@ class _Line:
     shape_changes: list[Change]
 
 
-def _read_lines(path: Path) -> list[str]:
-    try:
-        return path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(
-            path, f"cannot read it as UTF-8 text ({exc}); pass a chunk JSONL file"
-        ) from exc
-
-
-def _parse(lines: list[str], result: FileRepair, report: RepairReport) -> list[_Line]:
+def _parse(lines: list[JsonLine], result: FileRepair, report: RepairReport) -> list[_Line]:
     """Load every line as a chunk; a line that is not one is kept and reported as failed."""
     parsed: list[_Line] = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
+    for json_line in lines:
+        n, line = json_line.number, json_line.text
+        if json_line.blank:
             continue
         try:
-            raw = json.loads(line)
-            fixed_raw, shape_changes = normalize_record(raw)
+            if json_line.error:
+                raise ValueError(json_line.error)
+            fixed_raw, shape_changes = normalize_record(json_line.value)
             parsed.append(_Line(n, line, Chunk.model_validate(fixed_raw), shape_changes))
-        except (json.JSONDecodeError, ValidationError) as exc:
+        except (ValueError, RecursionError) as exc:  # ValidationError is a ValueError
             parsed.append(_Line(n, line, None, []))
             key = f"line {n}"
             result.outcomes[key] = "failed"
@@ -155,18 +148,19 @@ def _short_error(exc: BaseException) -> str:
         return f"not a canonical chunk: {loc or '<root>'}: {first.get('msg', exc)}" + (
             f" (+{len(errs) - 1} more)" if len(errs) > 1 else ""
         )
-    return f"not JSON: {exc}"
+    if isinstance(exc, RecursionError):
+        return "not a canonical chunk: a value nested too deeply"
+    return str(exc)
 
 
 def _letter_context(path: Path, chunks: list[Chunk]) -> LetterContext:
     """The letter the chunks come from: cleaned text beside the file, section titles, concepts."""
     source_file = chunks[0].metadata.source_file if chunks else None
     cleaned_path = path.with_name(source_file) if source_file and "/" not in source_file else None
-    cleaned = (
-        cleaned_path.read_text(encoding="utf-8")
-        if cleaned_path and cleaned_path.is_file()
-        else None
-    )
+    try:
+        cleaned = read_utf8(cleaned_path, "the cleaned letter") if cleaned_path else None
+    except InputError:  # missing or unreadable: `validate` reports it, spans go unchecked
+        cleaned = None
     titles = list(
         dict.fromkeys(c.metadata.section_title for c in chunks if c.metadata.chunk_tier == 1)
     )
@@ -368,7 +362,7 @@ def repair_file(
     """
     path = Path(path)
     refuse_unusable(path)
-    lines = _read_lines(path)
+    lines = read_jsonl(path)  # the shared reader: every line parsed or with its reason
     sidecar = evidence_path(path)
     evidence: dict[str, dict[str, Any]] = read_evidence(sidecar)[0] if sidecar.is_file() else {}
     result = FileRepair(path=path, report_path=report_path(path), usage=Usage())

@@ -20,11 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ValidationError
-
+from letterchunk.contract.files import load_chunks
 from letterchunk.contract.schema import Chunk
 from letterchunk.errors import InputError
-from letterchunk.io import read_json_objects
 from letterchunk.layout import LETTER_CHUNKS
 
 __all__ = [
@@ -73,21 +71,10 @@ def chunk_files(folder: str | Path) -> list[Path]:
 
 
 def read_chunks(folder: str | Path) -> Iterator[Chunk]:
-    """Every chunk of the folder, file by file in file order; an unusable line is an InputError."""
+    """Every chunk of the folder, file by file in file order; a file or line that is unusable
+    is an InputError naming it (:func:`~letterchunk.contract.files.load_chunks`)."""
     for path in chunk_files(folder):
-        objects, bad = read_json_objects(path)
-        if bad:
-            line, reason = bad[0]
-            raise InputError(path, f"line {line}: {reason}; run `letterchunk validate {folder}`")
-        for n, obj in enumerate(objects, 1):
-            try:
-                yield Chunk.model_validate(obj)
-            except ValidationError as exc:
-                raise InputError(
-                    path,
-                    f"chunk {n} ({obj.get('chunk_id', '?')}) is not canonical "
-                    f"({exc.error_count()} error(s)); run `letterchunk validate {folder}`",
-                ) from exc
+        yield from load_chunks(path)
 
 
 def read_records(folder: str | Path, *, lists: ListMode = "keep") -> list[Record]:
