@@ -27,7 +27,7 @@ reason) rather than failing the whole analysis; ``letterchunk validate`` says wh
 
 from __future__ import annotations
 
-import json
+import contextlib
 import math
 import statistics
 from collections import Counter, defaultdict
@@ -38,7 +38,7 @@ from pydantic import ValidationError
 
 from letterchunk.contract.schema import Chunk
 from letterchunk.errors import InputError
-from letterchunk.io import read_json_objects
+from letterchunk.io import parse_json, read_json_objects, read_jsonl, read_utf8
 from letterchunk.layout import LETTER_CHUNKS, LETTER_REPORT, RUN_FILE, chunk_stem
 from letterchunk.report.records import runs_by_chunk
 
@@ -80,20 +80,27 @@ def _top(counter: Counter, n: int) -> list[list[Any]]:
 
 
 def _read_chunks(path: Path, skipped: list[dict]) -> list[Chunk]:
+    """The chunks of one chunk file; a line that is not one is skipped and listed.  InputError
+    when the file is not a regular file of UTF-8 text (the shared reader's verdict)."""
     chunks = []
-    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
+    for line in read_jsonl(path):
+        if line.blank:
             continue
-        try:
-            chunks.append(Chunk.model_validate_json(line))
-        except (ValidationError, ValueError) as exc:
-            reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-            skipped.append({"file": path.name, "line": n, "reason": reason[:200]})
+        reason = line.error or ("" if isinstance(line.value, dict) else "not a JSON object")
+        if not reason:
+            try:
+                chunks.append(Chunk.model_validate(line.value))
+                continue
+            except ValidationError as exc:
+                reason = exc.errors()[0]["msg"]
+            except RecursionError:
+                reason = "a value nested too deeply"
+        skipped.append({"file": path.name, "line": line.number, "reason": reason[:200]})
     return chunks
 
 
 def _read_records(path: Path, skipped: list[dict]) -> list[dict]:
-    records, bad = read_json_objects(path)
+    records, bad = read_json_objects(path, lenient=True)
     skipped.extend({"file": path.name, "line": n, "reason": reason} for n, reason in bad)
     return records
 
@@ -222,15 +229,15 @@ def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
     out["repairs"] = _repairs(reports)
     run_file = folder / RUN_FILE
     out["run"] = None
-    if run_file.is_file():
+    if run_file.exists():
         try:
-            run = json.loads(run_file.read_text(encoding="utf-8"))
+            run, _error = parse_json(read_utf8(run_file, "the run ledger run.json"))
             out["run"] = {
                 "model": run.get("model"),
                 "status": run.get("status"),
                 **(run.get("totals") or {}),
             }
-        except (json.JSONDecodeError, AttributeError, TypeError):
+        except (InputError, AttributeError, TypeError):
             skipped.append({"file": RUN_FILE, "line": None, "reason": "not a run ledger"})
     out["skipped"] = skipped
     return out
@@ -244,8 +251,8 @@ def _compilation_letters(folder: Path, by_year: dict[int | str, list[Chunk]]) ->
             continue
         cleaned = folder / chunks[0].metadata.source_file
         lines = None
-        if cleaned.is_file():
-            lines = cleaned.read_text(encoding="utf-8").count("\n")
+        with contextlib.suppress(InputError):  # missing or unreadable: no line count
+            lines = read_utf8(cleaned, "the cleaned letter").count("\n")
         md = chunks[0].metadata
         out.append(
             {

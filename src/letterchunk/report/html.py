@@ -28,7 +28,8 @@ from typing import Any, Literal
 
 from letterchunk.contract.rules import RULES
 from letterchunk.contract.validate import validate_path
-from letterchunk.io import atomic_write_text
+from letterchunk.errors import InputError
+from letterchunk.io import read_utf8, write_output
 from letterchunk.layout import (
     CLEANED_SUFFIX,
     EVIDENCE_SUFFIX,
@@ -130,6 +131,15 @@ def _id_key(chunk_id: str) -> tuple:
     return (0, int(m[2]), int(m[3]), int(m[4])) if m else (1, 0, 0, 0)
 
 
+def _cleaned(path: Path) -> str | None:
+    """The cleaned letter's text, or None when it is missing or unreadable (the validator's
+    checks on the page say which)."""
+    try:
+        return read_utf8(path, "the cleaned letter")
+    except InputError:
+        return None
+
+
 def _file_checks(path: Path, written: list[dict]) -> tuple[str, dict[str, list[dict]], list[dict]]:
     """(stage, chunk id -> violations, file-level violations) of the chunk file as it is now.
 
@@ -165,14 +175,15 @@ def collect(out_dir: str | Path) -> dict:
         chunk_file = folder / f"{stem}.jsonl"
         written_list = [c for c in read_jsonl(chunk_file) if c.get("chunk_id")]
         written = {str(c["chunk_id"]): c for c in written_list}
-        evidence = {e.get("chunk_id"): e for e in read_jsonl(folder / f"{stem}{EVIDENCE_SUFFIX}")}
+        evidence_file = folder / f"{stem}{EVIDENCE_SUFFIX}"
+        evidence = {e.get("chunk_id"): e for e in read_jsonl(evidence_file, lenient=True)}
         source = (
             (written_list[0].get("metadata") or {}).get("source_file") if written_list else None
         )
         cleaned_path = folder / (
             source if isinstance(source, str) and "/" not in source else f"{stem}{CLEANED_SUFFIX}"
         )
-        cleaned = cleaned_path.read_text(encoding="utf-8") if cleaned_path.is_file() else None
+        cleaned = _cleaned(cleaned_path)
         if written_list and is_compilation_source(cleaned_name(stem)):
             md = written_list[0].get("metadata") or {}
             found.append(
@@ -388,5 +399,5 @@ def build_html(out_dir: str | Path, path: str | Path | None = None) -> Path:
     target = Path(path) if path is not None else folder / HTML_NAME
     page = _template().replace("{{title}}", html.escape(f"letterchunk report: {folder.name}"))
     page = page.replace("{{data}}", _json_for_script(data))  # last: data may contain "{{"
-    atomic_write_text(target, page)
+    write_output(target, page)
     return target

@@ -366,12 +366,13 @@ def write_letter_report(
 # --------------------------------------------------------------------------- reading
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
+def read_jsonl(path: Path, *, lenient: bool = False) -> list[dict[str, Any]]:
     """The JSON objects of one JSONL file ([] when it is absent); bad lines are skipped with a
-    warning."""
-    if not path.is_file():
+    warning.  InputError when ``path`` is not a regular file of UTF-8 text; with ``lenient``
+    (sidecars and logs) bytes that are not UTF-8 only spoil their own line."""
+    if not path.exists() and not path.is_symlink():
         return []
-    objects, bad = read_json_objects(path)
+    objects, bad = read_json_objects(path, lenient=lenient)
     for n, reason in bad:
         log.warning("%s:%d: skipped, %s", path, n, reason)
     return objects
@@ -379,7 +380,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def load_records(path: str | Path) -> list[dict[str, Any]]:
     """The records of one ``*.report.jsonl`` (bad lines are skipped with a warning)."""
-    return read_jsonl(Path(path))
+    return read_jsonl(Path(path), lenient=True)
 
 
 @dataclass
