@@ -8,6 +8,7 @@ import sys
 
 from letterchunk.cli import HelpFormatter
 from letterchunk.errors import ConfigError
+from letterchunk.io import write_stream
 from letterchunk.report.analyze import analyze_dir, render_text
 
 EXAMPLES = """\
@@ -45,9 +46,9 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--top must be >= 1")
     result = analyze_dir(args.dir, top=args.top)
     if args.json:
-        print(json.dumps(result, indent=2, ensure_ascii=False))
+        write_stream(sys.stdout, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(render_text(result))
+        write_stream(sys.stdout, render_text(result))
     if result["skipped"] and not args.quiet:
         print(
             f"letterchunk: {len(result['skipped'])} line(s) skipped; run `letterchunk validate "

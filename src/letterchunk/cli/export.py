@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from letterchunk.cli import HelpFormatter
+from letterchunk.io import write_stream
 from letterchunk.retrieval.export import TARGETS, export_folder
 
 EXAMPLES = """\
@@ -43,7 +44,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("dir", metavar="DIR", help="output folder of `letterchunk run` or `segment`")
     p.add_argument("--to", required=True, choices=TARGETS, help="target library or format")
-    p.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write here instead of stdout: a file is replaced atomically, a device or FIFO "
+        "written as a stream",
+    )
     p.add_argument(
         "--embed",
         choices=["summary+content", "content"],
@@ -57,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     lines = export_folder(args.dir, args.to, args.out, embed=args.embed)
     if args.out is None:
-        sys.stdout.write("".join(line + "\n" for line in lines))
+        write_stream(sys.stdout, "".join(line + "\n" for line in lines))
     elif not args.quiet:
         print(f"{len(lines)} chunk(s) written to {args.out} ({args.to})", file=sys.stderr)
     return 0

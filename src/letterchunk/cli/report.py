@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from letterchunk.cli import EXIT_OK, HelpFormatter
 from letterchunk.errors import InputError
+from letterchunk.io import write_stream
 from letterchunk.report.html import build_html
 
 EXAMPLES = """\
@@ -60,5 +62,5 @@ def run(args: argparse.Namespace) -> int:
             f"`letterchunk segment LETTER --out {folder}` or `letterchunk "
             f"run LETTER --out {folder}` first",
         )
-    print(build_html(folder, args.output))
+    write_stream(sys.stdout, f"{build_html(folder, args.output)}\n")
     return EXIT_OK

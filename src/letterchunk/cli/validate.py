@@ -21,6 +21,7 @@ from letterchunk.cli import EXIT_INVALID, EXIT_OK, EXIT_USAGE, HelpFormatter, er
 from letterchunk.contract.rules import VALIDATOR_RULES
 from letterchunk.contract.schema import json_schema_text
 from letterchunk.contract.validate import STAGES, Violation, validate_paths
+from letterchunk.io import write_stream
 
 EXAMPLES = """\
 Examples:
@@ -76,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.print_schema:
-        sys.stdout.write(json_schema_text())
+        write_stream(sys.stdout, json_schema_text())
         return EXIT_OK
     if args.list_rules:
         if args.json:
@@ -84,10 +85,15 @@ def run(args: argparse.Namespace) -> int:
                 code: {"severity": r.severity, "description": r.description, "kind": r.kind}
                 for code, r in VALIDATOR_RULES.items()
             }
-            print(json.dumps(rules, indent=2, ensure_ascii=False))
+            write_stream(sys.stdout, json.dumps(rules, indent=2, ensure_ascii=False) + "\n")
         else:
-            for code, r in VALIDATOR_RULES.items():
-                print(f"{code:34} {r.severity:7} {r.kind:10} {r.description}")
+            write_stream(
+                sys.stdout,
+                "".join(
+                    f"{code:34} {r.severity:7} {r.kind:10} {r.description}\n"
+                    for code, r in VALIDATOR_RULES.items()
+                ),
+            )
         return EXIT_OK
     if not args.paths:
         err("validate: give at least one PATH (a chunk JSONL file or a folder of them)")
@@ -101,8 +107,9 @@ def run(args: argparse.Namespace) -> int:
         exit_code = EXIT_INVALID
     else:
         exit_code = EXIT_OK
+    # one write for the whole output: a reader that stops early (`| head`) ends it quietly
     if args.json:
-        print(
+        out = (
             json.dumps(
                 {
                     "stage": args.stage,
@@ -117,14 +124,14 @@ def run(args: argparse.Namespace) -> int:
                 ensure_ascii=False,
                 indent=1,
             )
+            + "\n"
         )
     else:
-        for v in shown:
-            print(v)
-        print(
+        out = "".join(f"{v}\n" for v in shown) + (
             f"{len(report.files)} file(s), {report.chunks} chunk(s), stage {args.stage}: "
-            f"{errors} error(s), {warnings} warning(s)"
+            f"{errors} error(s), {warnings} warning(s)\n"
         )
+    write_stream(sys.stdout, out)
     for v in report.fatal:
         err(v.message if v.file and v.message.startswith(v.file) else f"{v.file}: {v.message}")
     return exit_code

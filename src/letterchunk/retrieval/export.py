@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from letterchunk.errors import ConfigError
+from letterchunk.errors import ConfigError, InputError
 from letterchunk.install import pip_install
-from letterchunk.io import atomic_write_lines
+from letterchunk.io import read_jsonl, write_output
 from letterchunk.retrieval.chunks import ListMode, Record, read_records
 
 if TYPE_CHECKING:  # the optional ``export`` extra; imported only inside the loaders
@@ -132,12 +132,14 @@ def export_folder(
     *,
     embed: EmbedMode = "summary+content",
 ) -> list[str]:
-    """The export lines of ``folder``'s chunks; written atomically to ``out`` when given."""
+    """The export lines of ``folder``'s chunks; written to ``out`` when given
+    (:func:`~letterchunk.io.write_output`: atomically to a file, as a stream to a device or
+    FIFO, a folder refused)."""
     if target not in _WRITERS:
         raise ConfigError(f"--to {target!r}: choose one of {', '.join(TARGETS)}")
     lines = export_lines(read_records(folder, lists=_LISTS[target]), target, embed)
     if out is not None:
-        atomic_write_lines(out, lines)
+        write_output(out, "".join(line + "\n" for line in lines))
     return lines
 
 
@@ -148,8 +150,15 @@ def _missing(package: str, exc: ImportError) -> ConfigError:
 
 
 def _json_lines(path: str | Path) -> list[dict[str, Any]]:
-    text = Path(path).read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    """The objects of an export file; InputError naming the file and line of one that is not
+    usable JSON."""
+    out = []
+    for line in read_jsonl(path, "a file written by `letterchunk export`"):
+        if line.error:
+            raise InputError(path, f"line {line.number}: {line.error}; export the folder again")
+        if not line.blank:
+            out.append(line.value)
+    return out
 
 
 def load_langchain(path: str | Path) -> list[Document]:
