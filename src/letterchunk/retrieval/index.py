@@ -29,6 +29,14 @@ summary), the header is added only to what the model sees.
 **No text embedded twice.**  A parent its children cover (one that is not ranked) embeds its
 summary only; search scores its content by its children's vectors (``--tier 1 --dense``).
 
+**Writing safely.**  Index writes only a new file or an index it wrote (it identifies itself:
+:mod:`letterchunk.retrieval.store`); anything else at ``--db`` is refused before a byte is
+written.  The chunks, their BM25 rows and the meta table are replaced in one transaction, after
+the chunk ids are checked to be unique: a failed or interrupted run leaves an existing index as
+it was (and removes a file it had just created).  The vectors are then added a batch per
+transaction, so an interrupted run keeps what it embedded; search warns about chunks still
+without vectors, and indexing again embeds only those.
+
 An index written by another schema version is rebuilt whole (its vectors too).  Re-indexing
 rewrites ``chunks`` and ``chunks_fts`` (cheap) and embeds only the chunks whose checksum
 (embedder, header, summary, content, covered or not) has no units yet; units nobody references
@@ -39,18 +47,26 @@ is loaded at all.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from letterchunk.contract.schema import UNTITLED
-from letterchunk.retrieval.chunks import Record, read_records
+from letterchunk.errors import InputError
+from letterchunk.retrieval.chunks import Record, chunk_files, read_records
 from letterchunk.retrieval.embed import Embedder, windows
-from letterchunk.retrieval.store import connect
+from letterchunk.retrieval.store import (
+    APPLICATION_ID,
+    SCHEMA_VERSION,
+    check_index,
+    connect,
+    index_errors,
+)
 
 __all__ = [
     "IndexStats",
@@ -62,7 +78,6 @@ __all__ = [
     "ranked_ids",
 ]
 
-SCHEMA_VERSION = "2"
 HEADER_SHARE = 4  # a context header takes at most 1/4 of an embedding window
 # the end of a sentence: a header line, a separator or a table's rule has none
 _SENTENCE_END = re.compile(r"\w[.!?:][\"'’”)]?(?:\s|$)")
@@ -159,8 +174,51 @@ def _meta(conn: Any) -> dict[str, str]:
     return dict(conn.execute("SELECT key, value FROM meta").fetchall())
 
 
+@contextlib.contextmanager
+def _transaction(conn: Any) -> Iterator[None]:
+    """One write transaction (the connection is in autocommit mode): all of it or nothing."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _places(folder: str | Path, chunk_id: str) -> list[str]:
+    """``"FILE line N"`` of every line of the folder's chunk files whose chunk has ``chunk_id``."""
+    places = []
+    for path in chunk_files(folder):
+        text = path.read_text(encoding="utf-8-sig", errors="replace")
+        for n, line in enumerate(text.splitlines(), 1):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and obj.get("chunk_id") == chunk_id:
+                places.append(f"{path} line {n}")
+    return places
+
+
+def _check_unique(folder: str | Path, records: list[Record], db: str | Path) -> None:
+    """An :class:`InputError` naming the first chunk id two chunks share, and where each is."""
+    seen: set[str] = set()
+    for r in records:
+        if r.chunk_id in seen:
+            places = _places(folder, r.chunk_id)
+            where = " and ".join(places) if len(places) < 3 else "; ".join(places)
+            raise InputError(
+                folder,
+                f"chunk id {r.chunk_id} is used by {len(places) or 2} chunks ({where}); an index "
+                f"holds one chunk per id: remove or rename the copy; nothing was written to {db}",
+            )
+        seen.add(r.chunk_id)
+
+
 def _is_index(conn: Any) -> bool:
-    """Whether the file already holds an index (of any schema version)."""
+    """Whether the file already holds an index's meta table (of any schema version)."""
     found = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
     return conn.execute(found).fetchone() is not None
 
@@ -248,8 +306,8 @@ def _embed_missing(
     }
     have = {row[0] for row in conn.execute("SELECT DISTINCT checksum FROM units")}
     stale = have - wanted.keys()
-    conn.executemany("DELETE FROM units WHERE checksum = ?", [(c,) for c in stale])
-    conn.commit()
+    with _transaction(conn):
+        conn.executemany("DELETE FROM units WHERE checksum = ?", [(c,) for c in stale])
     reused = conn.execute("SELECT count(*) FROM units").fetchone()[0]
     todo = [
         (c, *unit)
@@ -260,15 +318,15 @@ def _embed_missing(
     for first in range(0, len(todo), BATCH):
         batch = todo[first : first + BATCH]
         vectors = embedder.embed([text for *_, text in batch])
-        conn.executemany(
-            "INSERT INTO units (checksum, kind, start_char, end_char, embedding) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [
-                (c, kind, start, end, vector.astype("<f4").tobytes())
-                for (c, kind, start, end, _), vector in zip(batch, vectors, strict=True)
-            ],
-        )
-        conn.commit()
+        with _transaction(conn):
+            conn.executemany(
+                "INSERT INTO units (checksum, kind, start_char, end_char, embedding) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [
+                    (c, kind, start, end, vector.astype("<f4").tobytes())
+                    for (c, kind, start, end, _), vector in zip(batch, vectors, strict=True)
+                ],
+            )
         if progress:
             progress(first + len(batch), len(todo))
     return len(todo), reused
@@ -281,35 +339,51 @@ def build_index(
     *,
     progress: Callable[[int, int], None] | None = None,
 ) -> IndexStats:
-    """Index ``folder``'s chunks into ``db`` (created or updated); see the module docstring."""
+    """Index ``folder``'s chunks into ``db`` (created or updated); see the module docstring.
+
+    Raises :class:`InputError` for a ``db`` that is not a letterchunk index (nothing written),
+    for chunk ids used twice, and for a SQLite fault met while writing (the chunks' transaction
+    rolled back).
+    """
     records = read_records(folder)
+    _check_unique(folder, records, db)
     ranked = ranked_ids(records)
     name = embedder.name if embedder else ""
-    conn, has_vec = connect(db)
+    found = check_index(db, write=True)
+    with index_errors(db):
+        conn, has_vec = connect(db)
+    committed = False
     try:
-        if _is_index(conn) and _meta(conn).get("schema") != SCHEMA_VERSION:
-            # an index another letterchunk wrote: its tables and vectors cannot be reused
-            conn.executescript(
-                "DROP TABLE IF EXISTS chunks_fts; DROP TABLE IF EXISTS chunks; "
-                "DROP TABLE IF EXISTS units; DELETE FROM meta;"
-            )
-        conn.executescript(_SCHEMA)
-        meta = _meta(conn)
-        if embedder and meta.get("embedder") not in (None, "", name):
-            conn.execute("DELETE FROM units")  # vectors of another model cannot be compared
-        # --no-dense on a dense index keeps its vectors usable for the chunks that did not change
-        name = name or meta.get("embedder", "")
-        with conn:
-            _write_chunks(conn, records, ranked, name)
-            conn.executemany(
-                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                [("schema", SCHEMA_VERSION), ("embedder", name)],
-            )
-        embedded = reused = 0
-        if embedder:
-            embedded, reused = _embed_missing(conn, records, ranked, embedder, progress)
+        with index_errors(db):
+            conn.isolation_level = None  # transactions are explicit: _transaction
+            with _transaction(conn):
+                meta = _meta(conn) if _is_index(conn) else {}
+                if meta.get("schema", SCHEMA_VERSION) != SCHEMA_VERSION:
+                    # an index another letterchunk wrote: its tables and vectors cannot be reused
+                    for table in ("chunks_fts", "chunks", "units", "meta"):
+                        conn.execute(f"DROP TABLE IF EXISTS {table}")
+                    meta = {}
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                if embedder and meta.get("embedder") not in (None, "", name):
+                    conn.execute("DELETE FROM units")  # vectors of another model cannot compare
+                # --no-dense on a dense index keeps its vectors usable for unchanged chunks
+                name = name or meta.get("embedder", "")
+                _write_chunks(conn, records, ranked, name)
+                conn.executemany(
+                    "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                    [("schema", SCHEMA_VERSION), ("embedder", name)],
+                )
+            committed = True
+            embedded = reused = 0
+            if embedder:
+                embedded, reused = _embed_missing(conn, records, ranked, embedder, progress)
         return IndexStats(
             len(records), embedded, reused, embedder.name if embedder else None, has_vec
         )
     finally:
         conn.close()
+        if not found.exists and not committed:
+            Path(db).unlink(missing_ok=True)  # a file this run created and never filled
