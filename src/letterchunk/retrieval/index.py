@@ -58,6 +58,7 @@ from typing import Any
 
 from letterchunk.contract.schema import UNTITLED
 from letterchunk.errors import InputError
+from letterchunk.io import read_jsonl
 from letterchunk.retrieval.chunks import Record, chunk_files, read_records
 from letterchunk.retrieval.embed import Embedder, windows
 from letterchunk.retrieval.store import (
@@ -189,17 +190,12 @@ def _transaction(conn: Any) -> Iterator[None]:
 
 def _places(folder: str | Path, chunk_id: str) -> list[str]:
     """``"FILE line N"`` of every line of the folder's chunk files whose chunk has ``chunk_id``."""
-    places = []
-    for path in chunk_files(folder):
-        text = path.read_text(encoding="utf-8-sig", errors="replace")
-        for n, line in enumerate(text.splitlines(), 1):
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(obj, dict) and obj.get("chunk_id") == chunk_id:
-                places.append(f"{path} line {n}")
-    return places
+    return [
+        f"{path} line {line.number}"
+        for path in chunk_files(folder)
+        for line in read_jsonl(path)  # numbered as the chunk reader numbers them
+        if isinstance(line.value, dict) and line.value.get("chunk_id") == chunk_id
+    ]
 
 
 def _check_unique(folder: str | Path, records: list[Record], db: str | Path) -> None:
