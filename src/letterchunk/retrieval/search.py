@@ -56,7 +56,9 @@ source span: ``source_file[start_char:end_char] == content``.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,10 +66,10 @@ from typing import Any, Literal
 
 from letterchunk.errors import ConfigError
 from letterchunk.retrieval.embed import Embedder, load_numpy, windows
-from letterchunk.retrieval.index import SCHEMA_VERSION
 from letterchunk.retrieval.query import fts_query, query_years
-from letterchunk.retrieval.store import connect
+from letterchunk.retrieval.store import check_index, connect, index_errors
 from letterchunk.retrieval.window import focus_window, grow_window, paragraph_edges
+from letterchunk.text.clean import FIRST_LETTER_YEAR
 
 __all__ = [
     "Context",
@@ -78,9 +80,12 @@ __all__ = [
     "RRF_K",
     "WINDOW_TOKENS",
     "fts_query",
+    "letter_years",
     "query_years",
     "search",
 ]
+
+log = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "bm25", "dense"]
 RRF_K = 60
@@ -88,6 +93,14 @@ POOL = 50  # candidates each retriever contributes before fusion
 # o200k tokens a hit's window may hold: the chunk size of the peer chunkers letterchunk is
 # measured against (chonkie, semchunk, LangChain at 800), so a hit carries one chunk's worth
 WINDOW_TOKENS = 800
+# content types only enrichment assigns (the segmenter writes narrative and financial_table)
+ENRICHED_TYPES = ("mistake_confession", "principle_statement")
+YEAR_MAX = 9999  # a year filter is a calendar year; one no letter has simply finds nothing
+
+
+def letter_years() -> tuple[int, int]:
+    """The first and last year a letter can have (the bounds a letter file's name is held to)."""
+    return FIRST_LETTER_YEAR, _dt.date.today().year + 1
 
 
 @dataclass(frozen=True)
@@ -419,59 +432,175 @@ def search(
     """
     if k is None and tokens is None:
         raise ConfigError("search needs k, a token budget, or both")
-    if not Path(db).is_file():
-        raise ConfigError(f"{db}: no such index; build it with `letterchunk index DIR --db {db}`")
     if window is not None and window < 1:
         raise ConfigError("a window needs at least 1 token; pass window=None for bare leaves")
+    filters = filters or Filters()
+    _check_numbers(k, tokens, filters)
     if tokens is not None:
         window = None  # a budget is filled with ranked passages, not with the text around them
-    filters = filters or Filters()
-    where, params = filters.sql()
-    conn, has_vec = connect(db)
+    check_index(db, write=False)
+    with index_errors(db):
+        conn, has_vec = connect(db)
     try:
-        vector = _query_vector(conn, db, query, mode, embedder)
-
-        def rank(condition: str, extra: Sequence[Any] = ()) -> dict[str, list[int]]:
-            ranks: dict[str, list[int]] = {}
-            if mode in ("hybrid", "bm25"):
-                ranks["bm25"] = _bm25(conn, query, condition, [*params, *extra])
-            if vector is not None:
-                ranks["dense"] = _dense(conn, vector, condition, [*params, *extra], has_vec)
-            return ranks
-
-        # a year the query names (and no --year filter) is a soft signal: one more ranking,
-        # the fused ranking of that letter's chunks alone, so they rise without shutting out
-        # a later letter that reports the event
-        years = query_years(query) if filters.year is None else []
-
-        def rank_with_year(condition: str) -> dict[str, list[int]]:
-            ranks = rank(condition)
-            if years:
-                among = f" AND c.letter_year IN ({', '.join('?' * len(years))})"
-                ranks["year"] = [r for r, _ in _fuse(list(rank(condition + among, years).values()))]
-            return ranks
-
-        if filters.tier is not None:  # one hit per chunk: each is its own section
-            ranks = rank_with_year(where)
-            fused = _fuse(list(ranks.values()))
-            _, size = _sections(conn, [rowid for rowid, _ in fused])
-            hits = _group(fused, {r: r for r, _ in fused}, k, size, tokens)
-            return [
-                _hit(conn, query, rowid, score, ranks, expand, window=window)
-                for [(rowid, score)] in hits
-            ]
-        leaves = rank_with_year(where + " AND c.leaf = 1")
-        sections = rank_with_year(where + " AND c.chunk_tier = 1")
-        candidates = sorted({r for ranking in leaves.values() for r in ranking})
-        section_of, size = _sections(conn, candidates)
-        ranked = _fuse_sections(leaves, sections, section_of)
-        groups = _group(ranked, section_of, k, size, tokens)
-        return [
-            _hit(conn, query, rowid, score, leaves, expand, [r for r, _ in rest], window)
-            for (rowid, score), *rest in groups
-        ]
+        with index_errors(db):
+            return _search(
+                conn, has_vec, db, query, k, filters, mode, embedder, expand, tokens, window
+            )
     finally:
         conn.close()
+
+
+def _check_numbers(k: int | None, tokens: int | None, filters: Filters) -> None:
+    """Counts are positive, a year has at most four digits, a tier is 1-3 (SQLite holds 64-bit
+    integers: a larger year would not even reach the query).  A year no letter has (1900) is
+    allowed: it finds nothing."""
+    for name, value in (("k", k), ("tokens", tokens)):
+        if value is not None and value < 1:
+            raise ConfigError(f"{name} must be at least 1, got {value}")
+    if filters.year is not None and not 1 <= filters.year <= YEAR_MAX:
+        raise ConfigError(
+            f"year {filters.year} is no calendar year (1-{YEAR_MAX}); the letters are of "
+            "{}-{}".format(*letter_years())
+        )
+    if filters.tier is not None and filters.tier not in (1, 2, 3):
+        raise ConfigError(f"tier {filters.tier} is no chunk tier (1, 2 or 3)")
+
+
+def _search(
+    conn: Any,
+    has_vec: bool,
+    db: str | Path,
+    query: str,
+    k: int | None,
+    filters: Filters,
+    mode: Mode,
+    embedder: Callable[[str], Embedder] | None,
+    expand: bool,
+    tokens: int | None,
+    window: int | None,
+) -> list[Hit]:
+    where, params = filters.sql()
+    _check_metadata(conn, db, filters)
+    vector = _query_vector(conn, db, query, mode, embedder)
+
+    def rank(condition: str, extra: Sequence[Any] = ()) -> dict[str, list[int]]:
+        ranks: dict[str, list[int]] = {}
+        if mode in ("hybrid", "bm25"):
+            ranks["bm25"] = _bm25(conn, query, condition, [*params, *extra])
+        if vector is not None:
+            ranks["dense"] = _dense(conn, vector, condition, [*params, *extra], has_vec)
+        return ranks
+
+    # a year the query names (and no --year filter) is a soft signal: one more ranking,
+    # the fused ranking of that letter's chunks alone, so they rise without shutting out
+    # a later letter that reports the event
+    years = query_years(query) if filters.year is None else []
+
+    def rank_with_year(condition: str) -> dict[str, list[int]]:
+        ranks = rank(condition)
+        if years:
+            among = f" AND c.letter_year IN ({', '.join('?' * len(years))})"
+            ranks["year"] = [r for r, _ in _fuse(list(rank(condition + among, years).values()))]
+        return ranks
+
+    if filters.tier is not None:  # one hit per chunk: each is its own section
+        ranks = rank_with_year(where)
+        fused = _fuse(list(ranks.values()))
+        _, size = _sections(conn, [rowid for rowid, _ in fused])
+        hits = _group(fused, {r: r for r, _ in fused}, k, size, tokens)
+        return [
+            _hit(conn, query, rowid, score, ranks, expand, window=window)
+            for [(rowid, score)] in hits
+        ]
+    leaves = rank_with_year(where + " AND c.leaf = 1")
+    sections = rank_with_year(where + " AND c.chunk_tier = 1")
+    candidates = sorted({r for ranking in leaves.values() for r in ranking})
+    section_of, size = _sections(conn, candidates)
+    ranked = _fuse_sections(leaves, sections, section_of)
+    groups = _group(ranked, section_of, k, size, tokens)
+    return [
+        _hit(conn, query, rowid, score, leaves, expand, [r for r, _ in rest], window)
+        for (rowid, score), *rest in groups
+    ]
+
+
+# what an enrichment-only filter needs the index to hold, probed per letter on table alias c
+_ENRICHED = {
+    "company": ("--company", "company names (entities.companies)", "c.companies != '[]'"),
+    "concept": ("--concept", "Buffett concepts (buffett_concepts)", "c.concepts != '[]'"),
+    "content_type": (
+        "--content-type",
+        "enriched content types (a summary on some chunk)",
+        "c.summary != ''",
+    ),
+}
+
+
+def _check_metadata(conn: Any, db: str | Path, filters: Filters) -> None:
+    """A filter on metadata only enrichment writes (companies, concepts, the confession and
+    principle content types) matches nothing in a segmented letter: a warning says so, naming
+    the letters without that metadata (the search still runs: it may find nothing)."""
+    wanted = [
+        _ENRICHED[name]
+        for name, value in (
+            ("company", filters.company),
+            ("concept", filters.concept),
+            (
+                "content_type",
+                filters.content_type if filters.content_type in ENRICHED_TYPES else None,
+            ),
+        )
+        if value
+    ]
+    scope, params = ("c.letter_year = ?", [filters.year]) if filters.year is not None else ("1", [])
+    for option, what, probe in wanted:
+        rows = conn.execute(
+            f"SELECT c.letter_year, max({probe}) FROM chunks c WHERE {scope} "
+            "GROUP BY c.letter_year ORDER BY c.letter_year",
+            params,
+        ).fetchall()
+        bare = [year for year, held in rows if not held]
+        if rows and len(bare) == len(rows):
+            letters = f"the {bare[0]} letter in {db}" if len(bare) == 1 else str(db)
+            log.warning(
+                "%s holds no %s: it was indexed from segmented chunks, which have none, so %s "
+                "can match nothing; enrich the letters (`letterchunk enrich DIR`) and index "
+                "again, or search without %s",
+                letters,
+                what,
+                option,
+                option,
+            )
+        elif bare:
+            shown = ", ".join(map(str, bare[:10])) + (", …" if len(bare) > 10 else "")
+            log.warning(
+                "%s: %d letter(s) (segmented, not enriched) hold no %s: %s; %s matches only the "
+                "other letters: enrich these and index again to search them too",
+                db,
+                len(bare),
+                what,
+                shown,
+                option,
+            )
+
+
+def _warn_unembedded(conn: Any, db: str | Path) -> None:
+    """A warning when some chunks have text to embed but no vectors: an ``index`` run was
+    interrupted (or ran with --no-dense after the chunks changed); dense ranking misses them."""
+    missing, total = conn.execute(
+        "SELECT sum(NOT EXISTS (SELECT 1 FROM units u WHERE u.checksum = c.checksum)), count(*) "
+        "FROM chunks c WHERE c.summary != '' OR (c.leaf = 1 AND c.content != '')"
+    ).fetchone()
+    if missing:
+        log.warning(
+            "%s: %d of %d chunk(s) have no vectors yet (an interrupted `letterchunk index`, or "
+            "one run with --no-dense after the chunks changed), so dense ranking cannot find "
+            "them; run `letterchunk index DIR --db %s` again: it embeds only what is missing",
+            db,
+            missing,
+            total,
+            db,
+        )
 
 
 def _query_vector(
@@ -479,11 +608,6 @@ def _query_vector(
 ) -> Any:
     """The query's vector for dense ranking, or None (BM25 mode, or an index with no vectors)."""
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-    if meta.get("schema") != SCHEMA_VERSION:
-        raise ConfigError(
-            f"{db}: index schema {meta.get('schema', '?')}, this letterchunk reads "
-            f"{SCHEMA_VERSION}; index again: `letterchunk index DIR --db {db}`"
-        )
     if mode == "bm25":
         return None
     name = meta.get("embedder")
@@ -496,6 +620,7 @@ def _query_vector(
         return None
     if embedder is None:
         raise ConfigError(f"{db} holds {name} vectors; pass an embedder for them")
+    _warn_unembedded(conn, db)
     model = embedder(name)
     # a query longer than the model's window is embedded window by window, and the mean of
     # the window vectors (normalised) stands for it; the model never sees a cut text
