@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 
 from letterchunk.cli import HelpFormatter
 from letterchunk.retrieval.embed import open_embedder
@@ -33,16 +34,46 @@ Examples:
 """
 
 
+def whole_number(low: int, high: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number from ``low`` to ``high``.
+
+    Every numeric option of index and search takes one, so "nan", "inf", "1e3", "-1" and a
+    number past SQLite's 64 bits end as one usage line (exit 2) that names the option and its
+    range, never as a traceback from deep inside a query.
+    """
+
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:  # not a whole number, or more digits than Python converts
+            value = None
+        if value is None or not low <= value <= high:
+            shown = raw if len(raw) <= 40 else raw[:37] + "..."
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number from {low:,} to {high:,}, got {shown!r}"
+            )
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+# the windows of embedding models: a context header takes a quarter and the rest must still
+# hold text; the largest model contexts are 128k tokens
+EMBED_WINDOW = (16, 131_072)
+
+
 def add_embed_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("embeddings")
     g.add_argument("--embed-url", metavar="URL", help="OpenAI-compatible base URL (…/v1)")
     g.add_argument("--embed-model", metavar="NAME", help="model name at --embed-url")
     g.add_argument(
         "--embed-window",
-        type=int,
+        type=whole_number(*EMBED_WINDOW),
         default=256,
         metavar="N",
-        help="tokens per window sent to --embed-url (default 256)",
+        help=f"tokens per window sent to --embed-url ({EMBED_WINDOW[0]}-{EMBED_WINDOW[1]}, "
+        "default 256)",
     )
 
 

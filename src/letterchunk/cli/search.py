@@ -28,10 +28,11 @@ import sys
 import textwrap
 
 from letterchunk.cli import HelpFormatter
-from letterchunk.cli.index import add_embed_options
+from letterchunk.cli.index import add_embed_options, whole_number
 from letterchunk.errors import ConfigError
+from letterchunk.io import write_stream
 from letterchunk.retrieval.embed import open_embedder
-from letterchunk.retrieval.search import WINDOW_TOKENS, Filters, search
+from letterchunk.retrieval.search import WINDOW_TOKENS, YEAR_MAX, Filters, Hit, search
 
 EXAMPLES = """\
 Examples:
@@ -47,6 +48,12 @@ Examples:
 """
 
 
+# bounds of the counts: far past any corpus of letters (a few thousand sections, about two
+# million tokens), so only a typo meets them
+MAX_HITS = 100_000
+MAX_TOKENS = 100_000_000
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "search",
@@ -59,18 +66,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--db", required=True, metavar="FILE", help="index built by `letterchunk index`")
     p.add_argument(
         "-k",
-        type=int,
+        type=whole_number(1, MAX_HITS),
         metavar="N",
         help="hits (sections) to return (default 5; no cap with --tokens unless given)",
     )
     p.add_argument(
         "--tokens",
-        type=int,
+        type=whole_number(1, MAX_TOKENS),
         metavar="N",
         help="context budget: bare passages in rank order while their tokens fit N",
     )
     f = p.add_argument_group("filters")
-    f.add_argument("--year", type=int, metavar="Y", help="letter_year")
+    f.add_argument("--year", type=whole_number(1, YEAR_MAX), metavar="Y", help="letter_year")
     f.add_argument("--company", metavar="C", help="a company named in the chunk (substring)")
     f.add_argument("--concept", metavar="K", help="a buffett_concepts value (substring)")
     f.add_argument(
@@ -103,13 +110,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
-    if args.k is not None and args.k < 1:
-        raise ConfigError("-k must be >= 1")
-    if args.tokens is not None and args.tokens < 1:
-        raise ConfigError("--tokens must be >= 1")
-    if args.window < 1:
-        raise ConfigError("--window must be >= 1; --leaves returns bare passages")
+    if not 1 <= args.window <= MAX_TOKENS:
+        raise ConfigError(
+            f"--window must be from 1 to {MAX_TOKENS:,} tokens, got {args.window}; --leaves "
+            "returns bare passages"
+        )
     k = args.k if args.k is not None or args.tokens is not None else 5
     filters = Filters(args.year, args.company, args.concept, args.content_type, args.tier)
 
@@ -132,29 +137,38 @@ def run(args: argparse.Namespace) -> int:
         expand=args.expand,
         window=None if args.leaves else args.window,
     )
-    for n, hit in enumerate(hits, 1):
-        if args.json:
-            record = dataclasses.asdict(hit)
-            record.pop("metadata")
-            print(json.dumps(record, ensure_ascii=False))
-            continue
-        print(
-            f"{n}. {hit.chunk_id}  {hit.letter_year}  {hit.section_title}  "
-            f"score {hit.score:.4f}  {hit.source_file}[{hit.start_char}:{hit.end_char}]"
-        )
-        print(textwrap.indent(textwrap.shorten(hit.summary or hit.content, 300), "   "))
-        if (hit.leaf_start_char, hit.leaf_end_char) != (hit.start_char, hit.end_char):
-            print(f"   leaf {hit.source_file}[{hit.leaf_start_char}:{hit.leaf_end_char}]")
-        for chunk_id in hit.within:
-            print(f"   within {chunk_id}")
-        for m in hit.more:
-            print(f"   also {m.chunk_id} {m.source_file}[{m.start_char}:{m.end_char}]")
-        if hit.parent:
-            p = hit.parent
-            span = f"{p.source_file}[{p.start_char}:{p.end_char}]"
-            print(f"   parent {p.chunk_id} ({p.section_title}) {span}")
-            if p.content is not None:
-                print(textwrap.indent(textwrap.shorten(p.content, 600), "   | "))
+    lines = [_json(hit) for hit in hits] if args.json else _listing(hits)
+    # one write of all the hits: a reader that stops early (`| head -1`) ends it quietly
+    write_stream(sys.stdout, "".join(line + "\n" for line in lines))
     if not hits and not args.quiet:
         print("letterchunk: no hit; loosen the filters or check the query", file=sys.stderr)
     return 0
+
+
+def _json(hit: Hit) -> str:
+    record = dataclasses.asdict(hit)
+    record.pop("metadata")
+    return json.dumps(record, ensure_ascii=False)
+
+
+def _listing(hits: list[Hit]) -> list[str]:
+    lines = []
+    for n, hit in enumerate(hits, 1):
+        lines.append(
+            f"{n}. {hit.chunk_id}  {hit.letter_year}  {hit.section_title}  "
+            f"score {hit.score:.4f}  {hit.source_file}[{hit.start_char}:{hit.end_char}]"
+        )
+        lines.append(textwrap.indent(textwrap.shorten(hit.summary or hit.content, 300), "   "))
+        if (hit.leaf_start_char, hit.leaf_end_char) != (hit.start_char, hit.end_char):
+            lines.append(f"   leaf {hit.source_file}[{hit.leaf_start_char}:{hit.leaf_end_char}]")
+        lines += [f"   within {chunk_id}" for chunk_id in hit.within]
+        lines += [
+            f"   also {m.chunk_id} {m.source_file}[{m.start_char}:{m.end_char}]" for m in hit.more
+        ]
+        if hit.parent:
+            p = hit.parent
+            span = f"{p.source_file}[{p.start_char}:{p.end_char}]"
+            lines.append(f"   parent {p.chunk_id} ({p.section_title}) {span}")
+            if p.content is not None:
+                lines.append(textwrap.indent(textwrap.shorten(p.content, 600), "   | "))
+    return lines
