@@ -8,12 +8,23 @@ segmented ones (:func:`replacing_loses`).  Importing this module loads no LLM co
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from letterchunk.contract.schema import Chunk
+from letterchunk.contract.files import load_chunks
+from letterchunk.contract.schema import Chunk, dump_chunk
+from letterchunk.contract.validate import read_evidence
 from letterchunk.errors import InputError
+from letterchunk.io import atomic_write_lines, atomic_write_text
+from letterchunk.layout import LetterFiles
 
-__all__ = ["is_enriched", "read_chunk_file", "replacing_loses"]
+__all__ = [
+    "dump_evidence",
+    "is_enriched",
+    "read_chunk_file",
+    "replacing_loses",
+    "write_letter_files",
+]
 
 
 def is_enriched(chunk: Chunk) -> bool:
@@ -43,30 +54,63 @@ def replacing_loses(path: Path) -> str | None:
 
 
 def read_chunk_file(path: Path) -> list[Chunk]:
-    """The canonical chunks of the JSONL file ``path``; InputError naming the file and line for
-    text that is not UTF-8 or a line that is not a canonical chunk."""
-    chunks = []
-    if not path.is_file():  # a FIFO would block the read forever; a device is not ours
-        raise InputError(
-            path, "not a regular file; pass the folder `letterchunk segment` wrote, or remove it"
-        )
+    """The canonical chunks of the JSONL file ``path`` (the project's one strict chunk-file
+    reader): InputError naming the file and line for a FIFO or device, text that is not UTF-8,
+    or a line that is not a canonical chunk."""
+    return load_chunks(path)
+
+
+def dump_evidence(record: dict) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(", ", ": "))
+
+
+def write_letter_files(
+    paths: LetterFiles,
+    cleaned_text: str | None,
+    chunks: list[Chunk],
+    evidence: dict[str, dict],
+    pending: set[str],
+) -> list[Path]:
+    """Write a letter's cleaned text (when given), chunks and evidence atomically; returns the
+    paths written.  A ``pending`` chunk (not enriched now) keeps the enriched twin an earlier run
+    left in the file, so a failed rerun never undoes finished work."""
+    if pending:
+        chunks, evidence = _keep_earlier(paths, chunks, evidence, pending)
+    written: list[Path] = []
+    if cleaned_text is not None:
+        atomic_write_text(paths.cleaned, cleaned_text)
+        written.append(paths.cleaned)
+    atomic_write_lines(paths.chunks, [dump_chunk(c) for c in chunks])
+    atomic_write_lines(
+        paths.evidence,
+        [dump_evidence(evidence[c.chunk_id]) for c in chunks if c.chunk_id in evidence],
+    )
+    return [*written, paths.chunks, paths.evidence]
+
+
+def _keep_earlier(
+    paths: LetterFiles, chunks: list[Chunk], evidence: dict[str, dict], pending: set[str]
+) -> tuple[list[Chunk], dict[str, dict]]:
+    """``chunks`` with each pending one replaced by its enriched twin already on disk."""
+    if not paths.chunks.is_file():
+        return chunks, evidence
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            path,
-            f"not UTF-8 text (byte {exc.start}); this is not a chunk JSONL file letterchunk "
-            "wrote: segment the letter again, or remove the file",
-        ) from None
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            chunks.append(Chunk.model_validate_json(line))
-        except ValueError as exc:
-            raise InputError(
-                path,
-                f"line {n} is not a canonical chunk ({exc.__class__.__name__}); "
-                "run `letterchunk validate` on it, or segment the letter again",
-            ) from None
-    return chunks
+        earlier = {c.chunk_id: c for c in read_chunk_file(paths.chunks) if is_enriched(c)}
+    except (InputError, OSError, UnicodeDecodeError):
+        return chunks, evidence  # not our file: nothing to keep
+    old_evidence = read_evidence(paths.evidence)[0] if paths.evidence.is_file() else {}
+    out = []
+    for c in chunks:
+        twin = earlier.get(c.chunk_id)
+        if (
+            c.chunk_id in pending
+            and twin is not None
+            and twin.content == c.content
+            and twin.metadata.source_span == c.metadata.source_span
+        ):
+            out.append(twin)
+            if c.chunk_id in old_evidence:
+                evidence[c.chunk_id] = old_evidence[c.chunk_id]
+        else:
+            out.append(c)
+    return out, evidence

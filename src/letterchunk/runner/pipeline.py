@@ -44,7 +44,6 @@ attach through :class:`Hooks`, called after every chunk and letter.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
@@ -52,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from letterchunk.contract.schema import UNTITLED, Chunk, dump_chunk
+from letterchunk.contract.schema import UNTITLED, Chunk
 from letterchunk.contract.validate import (
     read_evidence,
     validate_chunk,
@@ -68,12 +67,12 @@ from letterchunk.enrich import (
     response_model_for,
 )
 from letterchunk.errors import InputError, RepairExhausted
-from letterchunk.io import atomic_write_lines, atomic_write_text
+from letterchunk.io import read_utf8
 from letterchunk.layout import LETTER_CHUNKS, LetterFiles, LetterKey
 from letterchunk.llm.client import Completion, CompletionClient, LLMSettings, Usage, grammar_backed
 from letterchunk.repair.reask import OnFailure, repair_enriched
 from letterchunk.report.records import AttemptRecord, RepairReport, new_run_id
-from letterchunk.runner.outputs import is_enriched, read_chunk_file
+from letterchunk.runner.outputs import is_enriched, read_chunk_file, write_letter_files
 from letterchunk.runner.prepare import LetterJob, letter_job, prepare_letters
 from letterchunk.text.compilation import Profile
 
@@ -617,10 +616,6 @@ def _letter_outcome(
 # ------------------------------------------------------------------------------ files
 
 
-def dump_evidence(record: dict) -> str:
-    return json.dumps(record, ensure_ascii=False, separators=(", ", ": "))
-
-
 def write_letter(
     out_dir: str | Path, year: LetterKey, cleaned_text: str | None, outcome: LetterOutcome
 ) -> list[Path]:
@@ -631,53 +626,17 @@ def write_letter(
     earlier run left in the file (same id, content and span), so a failed rerun never undoes
     finished work.
     """
-    paths = LetterFiles.of(out_dir, year)
-    chunks = list(outcome.written or outcome.chunks)
     evidence = dict(outcome.kept_evidence)
     evidence.update({o.chunk_id: o.evidence for o in outcome.outcomes if o.ok and o.evidence})
-    if outcome.pending:
-        chunks, evidence = _keep_earlier(paths, chunks, evidence, set(outcome.pending))
-    written: list[Path] = []
-    if cleaned_text is not None:
-        atomic_write_text(paths.cleaned, cleaned_text)
-        written.append(paths.cleaned)
-    atomic_write_lines(paths.chunks, [dump_chunk(c) for c in chunks])
-    atomic_write_lines(
-        paths.evidence,
-        [dump_evidence(evidence[c.chunk_id]) for c in chunks if c.chunk_id in evidence],
+    outcome.paths = write_letter_files(
+        LetterFiles.of(out_dir, year),
+        cleaned_text,
+        list(outcome.written or outcome.chunks),
+        evidence,
+        set(outcome.pending),
     )
-    written += [paths.chunks, paths.evidence]
-    outcome.paths = written
     outcome.files_written = True
-    return written
-
-
-def _keep_earlier(
-    paths: LetterFiles, chunks: list[Chunk], evidence: dict[str, dict], pending: set[str]
-) -> tuple[list[Chunk], dict[str, dict]]:
-    """``chunks`` with each pending one replaced by its enriched twin already on disk."""
-    if not paths.chunks.is_file():
-        return chunks, evidence
-    try:
-        earlier = {c.chunk_id: c for c in read_chunk_file(paths.chunks) if is_enriched(c)}
-    except (InputError, OSError, UnicodeDecodeError):
-        return chunks, evidence  # not our file: nothing to keep
-    old_evidence = read_evidence(paths.evidence)[0] if paths.evidence.is_file() else {}
-    out = []
-    for c in chunks:
-        twin = earlier.get(c.chunk_id)
-        if (
-            c.chunk_id in pending
-            and twin is not None
-            and twin.content == c.content
-            and twin.metadata.source_span == c.metadata.source_span
-        ):
-            out.append(twin)
-            if c.chunk_id in old_evidence:
-                evidence[c.chunk_id] = old_evidence[c.chunk_id]
-        else:
-            out.append(c)
-    return out, evidence
+    return outcome.paths
 
 
 def _run_one(
@@ -795,7 +754,8 @@ def enrich_dir(
                 f"missing: {path.name} was cut from it; run `letterchunk "
                 f"segment` again so both files are in {folder}",
             )
-        jobs.append((year, cleaned.read_text(encoding="utf-8"), chunks, kept))
+        text = read_utf8(cleaned, f"the {cleaned.name} that `letterchunk segment` wrote")
+        jobs.append((year, text, chunks, kept))
     if hooks.letters_listed:
         hooks.letters_listed([(year, len(chunks)) for year, _, chunks, _ in jobs])
     if hooks.letters_segmented:
