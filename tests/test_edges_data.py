@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -318,3 +320,44 @@ def test_numeric_run_options_refuse_nan_and_infinity(tmp_path, capsys, flag, val
     assert code == 2, err
     assert flag in err and "Traceback" not in err
     assert not out.exists() or not any(out.iterdir())
+
+
+# --------------------------------------------------------------------- closed pipes
+
+PIPED = (
+    [["--help"], ["--version"]]
+    + [[c, "--help"] for c in main.__globals__["COMMANDS"]]
+    + [
+        ["validate", "--list-rules"],
+        ["validate", "--print-schema"],
+        ["validate", "SEG"],
+        ["validate", "SEG", "--json"],
+        ["analyze", "SEG"],
+    ]
+)
+
+
+@pytest.fixture(scope="module")
+def seg_folder(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("seg")
+    assert main(["segment", str(LETTERS / "1977.txt"), "--out", str(out), "-q"]) == 0
+    return out
+
+
+@pytest.mark.parametrize("argv", PIPED, ids=" ".join)
+def test_a_reader_that_closes_early_gets_no_traceback(seg_folder, argv):
+    """Every command's output into a pipe whose reader has gone (`| head -0`): exit 0, nothing
+    on stderr (no traceback, no "Exception ignored")."""
+    args = [str(seg_folder) if a == "SEG" else a for a in argv]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "letterchunk", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first byte
+    err = proc.stderr.read().decode()
+    code = proc.wait(timeout=120)
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert code in (0, 1), err  # 1: validate's verdict on the folder, as without the pipe

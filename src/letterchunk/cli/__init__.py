@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
+import select
 import sys
 import textwrap
 from importlib import metadata
@@ -146,7 +148,41 @@ class _RedactSecrets(logging.Filter):
 _REDACT = _RedactSecrets()
 
 
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader has gone (``| head -1``)."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poll.poll(0))
+    except (OSError, ValueError, AttributeError):  # no real descriptor (a test's capture)
+        return False
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at /dev/null, so the interpreter's last flush of text the closed
+    pipe never took prints no "Exception ignored" line."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise  # not the reader of our output: a real fault, not to be hidden
+        # the reader took what it wanted (`| head`): like any Unix filter, stop quietly
+        _quiet_stdout()
+        return EXIT_OK
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
