@@ -49,6 +49,7 @@ from typing import Any
 
 from letterchunk.contract.schema import Chunk
 from letterchunk.enrich.candidates import confession_paragraphs
+from letterchunk.enrich.messages import neutralise_fences
 from letterchunk.llm import prompts
 from letterchunk.llm.client import Usage
 from letterchunk.llm.judge import YesNo, ask_yes_no
@@ -145,14 +146,15 @@ def ask_judges(chunk: Chunk, evidence: dict, messages: Sequence[dict], client: A
         confession = chunk_answer.p_yes
     asked: list[tuple[str, float | None]] = []
     for paragraph, sentence in paragraphs:
-        text = prompts.render("judge_confession_paragraph", paragraph=paragraph)
+        # letter text quoted in a question passes the same fence check as the chunk
+        text = prompts.render("judge_confession_paragraph", paragraph=neutralise_fences(paragraph))
         answer = ask_yes_no(client, _question(messages, text), chunk_id=chunk.chunk_id)
         answers.append(answer)
         asked.append((sentence, answer.p_yes))
     principles: list[float | None] = []
     quotes = list(evidence.get("principle_evidence", []))
     for quote in quotes[: len(chunk.metadata.principles)]:
-        text = prompts.render("judge_principle", sentence=quote)
+        text = prompts.render("judge_principle", sentence=neutralise_fences(quote))
         answer = ask_yes_no(client, _question(messages, text), chunk_id=chunk.chunk_id)
         answers.append(answer)
         principles.append(answer.p_yes)
