@@ -34,6 +34,9 @@ __all__ = [
     "list_item_value",
     "parse_id",
     "short",
+    "value_key",
+    "content_stems",
+    "line_labels",
 ]
 
 _WS = re.compile(r"\s+")
@@ -214,3 +217,55 @@ def short(value: object, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters, for a message."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def value_key(text: str) -> str:
+    """``text`` folded with punctuation and underscores as spaces: the form in which the
+    injection rules call two values the same ("Operating Earnings:" ~ "operating earnings")."""
+    return re.sub(r"[\W_]+", " ", fold(text)).strip()
+
+
+# Words that ground nothing: function words, and the words a summary uses about the task.
+_NOT_CONTENT = frozenset(
+    """
+a about above after again against all also an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further had
+has have having he her here hers him his how i if in into is it its itself just me more most my
+no nor not now of off on once only or other our ours out over own same she should so some such
+than that the their them then there these they this those through to too under until up very
+was we were what when where which while who whom why will with would you your
+chunk letter section text summary passage
+""".split()
+)
+_STEM = 5  # a word's first letters: "insurance" ~ "insurer", "earnings" ~ "earning"
+
+
+def content_stems(text: str) -> set[str]:
+    """The content words of ``text`` (folded, function words left out) cut to their first five
+    letters, and its numbers of two or more digits: what rule injection.ungrounded_summary
+    compares between a summary and its chunk."""
+    words = re.findall(r"[^\W\d_]+|\d[\d,.]*\d", fold(text))
+    out = set()
+    for word in words:
+        if word[0].isdigit():
+            out.add(re.sub(r"[,.]", "", word))
+        elif len(word) >= 3 and word not in _NOT_CONTENT:
+            out.add(word[:_STEM])
+    return out
+
+
+# where a line's label ends: dot leaders, a run of spaces, a figure or a money sign
+_LABEL_END = re.compile(r"\.{2,}|\s{2,}|[$\d(]")
+
+
+def line_labels(text: str, max_words: int = 6) -> set[str]:
+    """The labels of ``text``'s lines, as :func:`value_key` gives them: the words each line
+    starts with before dot leaders, a wide gap or a figure, when they are at most ``max_words``
+    (a table's row labels, a caption, a header)."""
+    out = set()
+    for line in text.splitlines():
+        head = _LABEL_END.split(line.strip(), maxsplit=1)[0]
+        key = value_key(head)
+        if key and len(key.split()) <= max_words:
+            out.add(key)
+    return out

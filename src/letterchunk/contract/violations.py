@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
-from letterchunk.contract.predicates import concept_key
+from letterchunk.contract.predicates import concept_key, value_key
 from letterchunk.contract.rules import FATAL_CODES, RULES, RuleKind, Severity, rule_kind
 from letterchunk.contract.schema import Chunk
 from letterchunk.contract.vocabulary import load_concepts
@@ -120,6 +120,13 @@ class CheckContext:
         self.evidence = context.evidence
         # a letter that is one Tier-1 chunk has no neighbour to merge a short chunk with
         self.single_t1 = sum(c.metadata.chunk_tier == 1 for c in chunks) == 1
+        # summary (as value_key folds it) -> {chunk_id: content} of the letter's chunks that
+        # carry it (rule injection.duplicate_summary); empty when one chunk is checked alone
+        self.summaries: dict[str, dict[str, str]] = {}
+        for c in chunks:
+            key = value_key(c.metadata.contextual_summary)
+            if key:
+                self.summaries.setdefault(key, {})[c.chunk_id] = c.content
 
 
 class Add(Protocol):
