@@ -169,6 +169,35 @@ def _read_only(db: Path) -> Any:
     return _module().connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=LOCK_TIMEOUT_S)
 
 
+def _contents(db: Path, write: bool) -> tuple[set[str], dict[str, str], bool, str]:
+    """(tables, meta, whether it is our index, quick-check result) of the SQLite file ``db``,
+    read through a read-only connection."""
+    try:
+        conn = _read_only(db)
+    except _sqlite_errors() as exc:
+        raise explain(db, exc) from exc
+    try:
+        with index_errors(db):
+            app = conn.execute("PRAGMA application_id").fetchone()[0]
+            tables = {
+                name
+                for (name,) in conn.execute(
+                    "SELECT name FROM sqlite_master "
+                    "WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+                )
+            }
+            meta: dict[str, str] = {}
+            if "meta" in tables:
+                meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+            ours = app == APPLICATION_ID or (app == 0 and "schema" in meta)
+            # before writing, the whole file is read once: index reuses what it holds, and a
+            # damaged page that search would meet only on some query is found here
+            damage = conn.execute("PRAGMA quick_check(1)").fetchone()[0] if write and ours else "ok"
+    finally:
+        conn.close()
+    return tables, meta, ours, damage
+
+
 def check_index(db: str | Path, *, write: bool) -> IndexFile:
     """Whether ``db`` may be read (``write=False``: search) or written (index) as an index.
 
@@ -209,29 +238,7 @@ def check_index(db: str | Path, *, write: bool) -> IndexFile:
     fault = _header_fault(db, header, st.st_size, write)
     if fault:
         raise InputError(db, fault)
-    try:
-        conn = _read_only(db)
-    except _sqlite_errors() as exc:
-        raise explain(db, exc) from exc
-    try:
-        with index_errors(db):
-            app = conn.execute("PRAGMA application_id").fetchone()[0]
-            tables = {
-                name
-                for (name,) in conn.execute(
-                    "SELECT name FROM sqlite_master "
-                    "WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-                )
-            }
-            meta: dict[str, str] = {}
-            if "meta" in tables:
-                meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
-            ours = app == APPLICATION_ID or (app == 0 and "schema" in meta)
-            # before writing, the whole file is read once: index reuses what it holds, and a
-            # damaged page that search would meet only on some query is found here
-            damage = conn.execute("PRAGMA quick_check(1)").fetchone()[0] if write and ours else "ok"
-    finally:
-        conn.close()
+    tables, meta, ours, damage = _contents(db, write)
     if not ours:
         held = ", ".join(sorted(tables)[:6]) + (", …" if len(tables) > 6 else "")
         what = (
