@@ -410,6 +410,19 @@ CHUNK_CASES = [
             entities={"companies": [], "people": [], "metrics": ["Insurance"]},
         ),
     ),
+    (
+        "injection.ungrounded_summary",
+        ENR,
+        md(1, contextual_summary="Zebras and quokkas play the xylophone."),
+    ),
+    (
+        "injection.duplicate_summary",
+        ENR,
+        then(
+            md(0, contextual_summary="Berkshire's insurance float grew."),
+            md(1, contextual_summary="Berkshire's insurance float grew."),
+        ),
+    ),
     ("size.context", SEG, content(1, lambda c: c + " word" * 6000)),
     ("corpus.duplicate_id", SEG, chunks_fn(lambda cs: cs + [cs[2]])),
     ("corpus.no_t1", SEG, chunks_fn(lambda cs: [_rebuild(cs[2], parent_chunk_id=None)])),
