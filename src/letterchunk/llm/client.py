@@ -13,7 +13,11 @@ Transport faults are a separate loop, below instructor: HTTP 429 (``Retry-After`
 408/409/5xx, timeouts and connection resets are retried by tenacity on those named exception
 types, with exponential backoff and a cap.  They are not repairs.  When they run out,
 :class:`~letterchunk.errors.BackendError` says what to do.  Other HTTP errors (401, 400, 404)
-raise BackendError at once.  ``KeyboardInterrupt`` is never caught.
+raise BackendError at once.  ``KeyboardInterrupt`` is never caught.  An HTTP 200 whose body
+is not a chat completion (HTML, empty, JSON without ``choices``) is retried the same way, for
+the structured call and the one-token questions alike (``transport.not_a_completion``).  With
+the embedded server (``LLMSettings.embedded``) a request the server is still working on is kept
+open past its timeout rather than sent again (``transport.ServerWatch``).
 
 An optional ``limiter`` (rate limits, budget caps) is called around every HTTP request:
 ``limiter.acquire(estimated_tokens)`` before (it may raise ``BudgetExceeded``) and
@@ -49,8 +53,15 @@ from tenacity import (
 from letterchunk.errors import BackendError, ConfigError, LetterchunkError
 from letterchunk.install import pip_install
 from letterchunk.llm.cache import CachedAnswer, ResponseCache, cache_key
-from letterchunk.llm.transport import Transient, classify, short
-from letterchunk.redact import redact
+from letterchunk.llm.transport import (
+    ServerWatch,
+    Transient,
+    WaitPlan,
+    classify,
+    not_a_completion,
+    short,
+)
+from letterchunk.redact import redact, register_secret, secret_values
 from letterchunk.text.tokens import count_tokens
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -157,6 +168,10 @@ class LLMSettings:
     backoff_base_s: float = 1.0
     backoff_cap_s: float = 30.0
     retry_after_max_s: float = 120.0  # a Retry-After longer than this is clipped
+    embedded: bool = False  # letterchunk's own llama-server: see transport.ServerWatch
+    busy_wait_max_s: float | None = None  # None: BUSY_WAIT_FACTOR x the deadline
+    probe_interval_s: float = 5.0  # between two questions to a busy server
+    probe_timeout_s: float = 5.0  # a server that does not answer a probe within this is down
 
     def __post_init__(self) -> None:
         if self.mode not in SUPPORTED_MODES:
@@ -168,6 +183,11 @@ class LLMSettings:
             raise ConfigError(
                 "max_tokens and timeout_s must be > 0 and transport_retries >= 0 "
                 f"(got {self.max_tokens}, {self.timeout_s}, {self.transport_retries})"
+            )
+        if self.probe_interval_s <= 0 or self.probe_timeout_s <= 0:
+            raise ConfigError(
+                "probe_interval_s and probe_timeout_s must be > 0 "
+                f"(got {self.probe_interval_s}, {self.probe_timeout_s})"
             )
 
     @property
@@ -359,6 +379,16 @@ class LLMClient:
         self._openai: openai.OpenAI | None = None
         self._lock = threading.Lock()
         self.usage = Usage()  # everything this client spent, failed answers included
+        # a key given in code rather than in the environment is masked in messages too
+        if settings.api_key not in secret_values():
+            register_secret(settings.api_key)
+        # the embedded server: a slow answer is waited for while the server is busy with it
+        self._watch = ServerWatch(settings) if settings.embedded else None
+
+    @property
+    def waiting(self) -> dict[str, str]:
+        """chunk id -> why the embedded server's answer is waited for past its deadline."""
+        return self._watch.waiting if self._watch is not None else {}
 
     # -- plumbing
     def _client(self) -> openai.OpenAI:
@@ -449,7 +479,19 @@ class LLMClient:
         call.http_attempts += 1
         split: dict[str, int] = {}
         try:
-            response = self._client().chat.completions.create(**request)
+            client = self._client()
+            if self._watch is not None:  # the embedded server: kept open while it is busy
+                response = self._watch.send(
+                    call.chunk_id,
+                    lambda timeout: client.chat.completions.create(**request, timeout=timeout),
+                    self.wait_plan(request),
+                )
+                self._watch.measure(response)
+            else:
+                response = client.chat.completions.create(**request)
+            fault = not_a_completion(response)
+            if fault is not None:
+                raise fault
             usage = getattr(response, "usage", None)
             if usage is not None:
                 split = {
@@ -457,6 +499,9 @@ class LLMClient:
                     "completion_tokens": int(usage.completion_tokens or 0),
                 }
             return response
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # a 200 with no JSON body
+            body = exc.doc if isinstance(exc, json.JSONDecodeError) else exc.object
+            raise not_a_completion(body, cause=exc) or exc from exc
         except openai.OpenAIError as exc:
             mapped = classify(exc, self.settings)
             if mapped is None:
@@ -469,6 +514,13 @@ class LLMClient:
         finally:
             if self.limiter is not None:
                 self.limiter.settle(estimate, sum(split.values()), **split)
+
+    def wait_plan(self, request: dict[str, Any]) -> WaitPlan:
+        """How long ``request`` is waited for on the embedded server (``transport.wait_plan``),
+        from its size and the slowest speeds the server reported lately."""
+        max_tokens = int(request.get("max_tokens") or 0)
+        prompt = max(0, estimate_tokens(request) - max_tokens)
+        return (self._watch or ServerWatch(self.settings)).plan(prompt, max_tokens)
 
     # -- the one public call
     def complete(

@@ -9,6 +9,10 @@ Backend choice:
   context manager exits (Ctrl-C included);
 * ``cache="offline"`` never starts a server: every answer must come from the cache.
 
+Only the embedded server gets ``LLMSettings.embedded``: a request past its timeout is kept open
+while that server says it is still working on it (``client.py``); an API keeps the plain
+timeout, since another client's work may keep a shared server busy.
+
 The CLI (``run``, ``enrich``, ``repair``), the Python API (:func:`letterchunk.run`), the benches
 and the tests all use :func:`open_client`, so they choose backends, caches and limits the same
 way.  :func:`context_tokens` is the matching answer to "how large a request fits the model".
@@ -140,6 +144,8 @@ def open_client(
                 base_url = backend.OFFLINE_URL
             else:
                 base_url = stack.enter_context(backend.embedded_server(env=env))
+                # our own server: a slow answer is waited for while it says it is busy
+                settings.setdefault("embedded", True)
             # the embedded server answers to its own model id; OPENAI_* settings do not apply
             llm_settings = LLMSettings.from_env(
                 env={},
