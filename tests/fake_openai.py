@@ -47,6 +47,19 @@ Usage is deterministic: prompt tokens = ``count_tokens`` over the messages' text
 them.  An optional fixed ``latency_s`` is added to every chat request, and an optional
 tokens-per-minute / requests-per-minute limit over a rolling window (``window_s``, 60 by
 default; shorten it for fast tests) answers 429 with ``Retry-After`` when a request would pass it.
+
+llama-server's side, for the embedded backend's tests (all off unless asked for):
+
+* ``slots`` serves ``GET /slots``: ``"auto"`` one slot per chat request being answered, with
+  ``is_processing`` true (one idle slot when none is); ``"idle"`` always idle (the server lost
+  the request); ``"off"`` HTTP 501 as ``--no-slots`` does (``/health`` still answers);
+  ``"hang"`` neither ``/slots`` nor ``/health`` ever answers (a wedged server).  Unset, both
+  routes behave as before (``/slots`` is 404).
+* ``timings=(prompt tokens/s, generated tokens/s)`` adds llama-server's ``timings`` object to
+  every chat answer, computed from its usage.
+
+``POST /v1/embeddings`` answers deterministic unit vectors, or plays ``embedding_reply`` (a
+``status`` reply, e.g. an error body) when it is set.
 """
 
 from __future__ import annotations
@@ -83,6 +96,7 @@ __all__ = [
     "server_error",
     "hang",
     "reset",
+    "not_json",
     "response_schema",
 ]
 
@@ -187,6 +201,11 @@ def status(code: int, body: str | bytes | dict | None = None, headers: dict | No
     return Reply("status", status_code=code, headers=tuple(hdrs.items()), body=raw)
 
 
+def not_json(body: str | bytes = b"", content_type: str = "text/html") -> Reply:
+    """An HTTP 200 whose body is not a chat completion (a proxy's HTML page, an empty body)."""
+    return status(200, body, {"Content-Type": content_type})
+
+
 def rate_limited(retry_after: float | None = 1.0) -> Reply:
     """HTTP 429 with a ``Retry-After`` header in seconds (omitted when ``None``)."""
     headers = {} if retry_after is None else {"Retry-After": _fmt_seconds(retry_after)}
@@ -284,8 +303,17 @@ class FakeOpenAI:
         window_s: float = 60.0,
         model: str = MODEL_ID,
         judge: Callable[[dict], float | None] | None = None,
+        slots: str | None = None,
+        timings: tuple[float, float] | None = None,
     ) -> None:
+        if slots not in (None, "auto", "idle", "off", "hang"):
+            raise ValueError(f"slots must be auto, idle, off or hang, got {slots!r}")
         self.default = default
+        self.slots = slots
+        self.timings = timings
+        self.in_flight = 0  # chat requests being answered right now (what /slots reports)
+        self.probes: list[str] = []  # paths of the /slots and /health requests, in order
+        self.embedding_reply: Reply | None = None
         # answers yes/no questions (p_yes, or None: no logprobs) without using the scripted
         # queue, so a script of structured replies stays in step whatever the judges ask
         self.judge = judge
@@ -299,6 +327,7 @@ class FakeOpenAI:
         self.replies: list[str] = []  # kind of reply given to each chat request, in order
         self.rate_limited_count = 0  # 429s produced by the TPM/RPM limiter (not scripted)
         self._queue: deque[Reply] = deque()
+        self._question_queue: deque[Reply] = deque()  # replies to yes/no questions, then judge
         self._lock = threading.Lock()
         self._window: deque[list] = deque()  # [admitted at, tokens charged]
         self._stopping = threading.Event()
@@ -356,6 +385,11 @@ class FakeOpenAI:
         with self._lock:
             for r in replies:
                 self._queue.append(r if isinstance(r, Reply) else answer(r))
+
+    def enqueue_question(self, *replies: Reply) -> None:
+        """Append replies for the next yes/no questions (before ``judge`` answers them)."""
+        with self._lock:
+            self._question_queue.extend(replies)
 
     @property
     def pending(self) -> int:
@@ -440,7 +474,7 @@ class FakeOpenAI:
             finish = "tool_calls"
         with self._lock:
             self.served.append(ServedUsage(p_tok, c_tok, is_yes_no_question(body)))
-        return 200, {
+        completion = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -459,6 +493,9 @@ class FakeOpenAI:
                 "total_tokens": p_tok + c_tok,
             },
         }
+        if self.timings is not None:
+            completion["timings"] = _timings(p_tok, c_tok, *self.timings)
+        return 200, completion
 
     def _file(self, filename: str, purpose: str, data: bytes) -> dict:
         file_id = f"file-{uuid.uuid4().hex[:20]}"
@@ -553,6 +590,9 @@ class FakeOpenAI:
     # -- internals used by the handler
     def _next_reply(self, body: dict) -> Reply:
         if is_yes_no_question(body):
+            with self._lock:
+                if self._question_queue:
+                    return self._question_queue.popleft()
             return yes_no(self.judge(body) if self.judge is not None else None)
         with self._lock:
             if self._queue:
@@ -659,9 +699,32 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             with contextlib.suppress(OSError):
                 self.connection.close()
 
+        def _llama_route(self, path: str) -> bool:
+            """``/slots`` and ``/health`` as llama-server answers them (``slots`` set)."""
+            if server.slots is None or path not in ("/slots", "/health", "/v1/health"):
+                return False
+            with server._lock:
+                server.probes.append(path)
+                busy = server.in_flight
+            if server.slots == "hang":
+                server._sleep(3600.0)  # until the server stops
+                self._reset()
+            elif path != "/slots":
+                self._send_json(200, {"status": "ok"})
+            elif server.slots == "off":
+                message = "This server does not support slots endpoint. Start it with `--slots`"
+                self._send_json(501, {"error": {"code": 501, "message": message}})
+            else:
+                n = busy if server.slots == "auto" else 0
+                slots = [{"id": i, "n_ctx": 8192, "is_processing": True} for i in range(n)]
+                self._send_json(200, slots or [{"id": 0, "n_ctx": 8192, "is_processing": False}])
+            return True
+
         def do_GET(self) -> None:
             self._record(None)
             path = self.path.rstrip("/")
+            if self._llama_route(path):
+                return
             if path in ("/health", "/v1/health"):
                 self._send_json(200, {"status": "ok"})
             elif path in ("/v1/models", "/models"):
@@ -716,6 +779,9 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if self.path.rstrip("/") == "/v1/batches" and isinstance(body, dict):
                 self._send_json(*server._create_batch(body))
                 return
+            if self.path.rstrip("/") == "/v1/embeddings" and isinstance(body, dict):
+                self._embeddings(body)
+                return
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._send_json(404, {"error": {"message": f"no route {self.path}"}})
                 return
@@ -741,11 +807,38 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 )
                 return
             reply = server._next_reply(body)
-            if server.latency_s and not server._sleep(server.latency_s):
-                server._charge(self._slot, 0)
-                self._reset()
+            with server._lock:
+                server.in_flight += 1
+            try:
+                if server.latency_s and not server._sleep(server.latency_s):
+                    server._charge(self._slot, 0)
+                    self._reset()
+                    return
+                self._play(reply, body)
+            finally:
+                with server._lock:
+                    server.in_flight -= 1
+
+        def _embeddings(self, body: dict) -> None:
+            reply = server.embedding_reply
+            if reply is not None:
+                self._send(reply.status_code, reply.body, reply.headers)
                 return
-            self._play(reply, body)
+            texts = body.get("input") or []
+            texts = [texts] if isinstance(texts, str) else texts
+            data = [
+                {"object": "embedding", "index": i, "embedding": _embedding(str(t))}
+                for i, t in enumerate(texts)
+            ]
+            self._send_json(
+                200,
+                {
+                    "object": "list",
+                    "data": data,
+                    "model": body.get("model") or server.model,
+                    "usage": {"prompt_tokens": 0, "total_tokens": 0},
+                },
+            )
 
         def _play(self, reply: Reply, body: dict) -> None:
             with server._lock:
@@ -775,6 +868,27 @@ def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             self._send_json(code, completion)
 
     return Handler
+
+
+def _timings(prompt_n: int, predicted_n: int, prompt_tps: float, predicted_tps: float) -> dict:
+    """llama-server's ``timings`` of one answer at the given speeds."""
+    return {
+        "cache_n": 0,
+        "prompt_n": prompt_n,
+        "prompt_ms": 1000.0 * prompt_n / prompt_tps,
+        "prompt_per_second": prompt_tps,
+        "predicted_n": predicted_n,
+        "predicted_ms": 1000.0 * predicted_n / predicted_tps,
+        "predicted_per_second": predicted_tps,
+    }
+
+
+def _embedding(text: str, dims: int = 8) -> list[float]:
+    """A deterministic unit vector for ``text``."""
+    data = text.encode()
+    raw = [1.0 + sum(data[i::dims]) % 97 for i in range(dims)]
+    norm = math.sqrt(sum(x * x for x in raw))
+    return [x / norm for x in raw]
 
 
 def _logprobs(reply: Reply) -> dict | None:
