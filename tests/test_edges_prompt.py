@@ -428,7 +428,9 @@ def test_answers_copied_from_a_title_that_reads_as_no_instruction_are_reported(
     replayed, tmp_path, capsys, year, header, title, value
 ):
     path, obeying = _answers_from_a_title(replayed, tmp_path, year, header, title, value)
-    main(["validate", "--stage", "enriched", str(path)])
+    # an ungrounded summary is an error: the file fails, though no rule reads the title as an
+    # instruction
+    assert main(["validate", "--stage", "enriched", str(path)]) == 1
     out = capsys.readouterr()
     found = _codes_by_chunk(out.out + out.err)
     assert found == {

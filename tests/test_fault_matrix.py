@@ -22,6 +22,7 @@ Asserted for every row:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -55,14 +56,24 @@ TIMEOUT_S = 1.0  # LETTERCHUNK_TIMEOUT_S for the run: the "hang" row waits past 
 # ----------------------------------------------------------------- the scripted backend
 
 
+def _chunk_word(request: dict) -> str:
+    """A word of the chunk the request quotes (its first word of five or more letters), so the
+    scripted summaries name something of their chunk, as a real summary does."""
+    text = " ".join(str(m.get("content") or "") for m in request.get("messages", []))
+    quoted = text.rsplit("<<<CHUNK TEXT>>>", 1)[-1].split("<<<END CHUNK TEXT>>>", 1)[0]
+    found = re.search(r"[A-Za-z]{5,}", quoted)
+    return found.group(0) if found else "Berkshire"
+
+
 def valid_for(request: dict) -> dict:
     """A valid, grounded answer to whatever fields the request's schema asks for."""
     schema = response_schema(request) or {}
+    word = _chunk_word(request)
     props = schema.get("properties", {})
     tables = props.get("tables", {})
     n_tables = tables.get("minItems", 1)
     values = {
-        "contextual_summary": "Buffett reports on this part of Berkshire's business in 1977.",
+        "contextual_summary": f"Buffett reports on Berkshire's business in 1977: {word}.",
         "themes": ["berkshire"],
         "buffett_concepts": [],
         "entities": {"companies": [], "people": [], "metrics": []},
@@ -78,7 +89,7 @@ def valid_for(request: dict) -> dict:
         "related_years": [],
         "section_title": "Letter Opening",
         "tables": [
-            {"table_name": f"Table {i + 1}", "summary": "Figures the letter reports."}
+            {"table_name": f"Table {i + 1}", "summary": f"Figures the letter reports: {word}."}
             for i in range(n_tables)
         ],
     }

@@ -195,7 +195,7 @@ _TABLE: tuple[Rule, ...] = (
     Rule("evidence.principle_not_found", E, "semantic", "a principle's evidence quote is not found verbatim in content", drops="the principle and its quote"),
     Rule("injection.obeyed", E, "semantic", "a free-text field copies an instruction-like sentence of the letter text its prompt shows (the chunk, its section title, the letter's section titles) or the value it demands (letter text is data, never instructions)"),
     Rule("injection.repeated_value", E, "semantic", "one value fills 3 or more different fields (summary, themes, entities, principles, tables), unless it is a label of the chunk's own lines or table that fills no summary or principle and no instruction-like sentence is in sight"),
-    Rule("injection.ungrounded_summary", W, "semantic", "a contextual_summary or table summary shares no content word with its chunk's text"),
+    Rule("injection.ungrounded_summary", E, "semantic", "a contextual_summary or table summary shares no content word with its chunk's text"),
     Rule("injection.duplicate_summary", W, "semantic", "two chunks of one letter with different text have the same contextual_summary"),
     # -- one letter (corpus rules) ----------------------------------------------------------------
     Rule("corpus.duplicate_id", E, "corpus", "two chunks share a chunk_id"),

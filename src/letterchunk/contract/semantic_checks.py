@@ -405,9 +405,10 @@ def check_grounding(chunk: Chunk, ctx: CheckContext | None = None) -> list[Viola
     share outside their own text (an instruction in a section title that every prompt shows).
     Needs the letter's chunks (``ctx.summaries``): checked by the letter and file validators.
 
-    Both are warnings: they judge a summary's wording, not its form, so they report without
-    failing the chunk or asking again (``injection.obeyed`` and ``injection.repeated_value`` do
-    that).  Neither fires on any recorded answer of the real model (``bench/safety_rules.py``).
+    ``injection.ungrounded_summary`` is an error (a summary that names nothing of its chunk
+    describes some other text: the chunk is re-asked, never written so); the duplicate rule is
+    a warning, since two short tables of one letter may honestly share a summary.  Neither fires
+    on any recorded answer of the real model (``bench/safety_rules.py``: 0 of 179 chunks).
     """
     out: list[Violation] = []
     cid = chunk.chunk_id
