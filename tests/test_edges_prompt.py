@@ -530,3 +530,31 @@ def test_a_row_label_may_name_the_table_a_theme_and_a_metric(year, chunk_id, lab
 
 def test_the_table_label_cases_cover_many_letters():
     assert len({y for y, _, _ in TABLE_LABELS}) >= 10 and len(TABLE_LABELS) >= 40
+
+
+@SETTINGS
+@given(value=texts)
+def test_a_reask_quotes_no_fence_marker_of_the_answer_it_names(value):
+    """A re-ask's message quotes the rejected values (which can quote letter text): it carries
+    no marker a model could read as the chunk's fence."""
+    from letterchunk.contract.validate import Violation
+    from letterchunk.repair.reask import reask_messages
+
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+
+    def ask(quoted: str) -> list[dict]:
+        bad = Violation(
+            code="evidence.quote_not_found",
+            severity="error",
+            message=f"{quoted} is not in the chunk",
+            chunk_id="1977-S1-T1-001",
+            field="metadata.content_type_evidence",
+        )
+        return reask_messages(messages, "{}", ["content_type_evidence"], [bad])
+
+    def marks(asked: list[dict]) -> list[str]:
+        return [line for line in asked[-1]["content"].splitlines() if marked(line)]
+
+    asked = ask(value)
+    assert marks(asked) == marks(ask("x"))  # only the template's own wording, none quoted
+    assert asked[:2] == messages  # the conversation before it is untouched

@@ -53,6 +53,7 @@ from letterchunk.enrich import (
     evidence_record,
     without_choices,
 )
+from letterchunk.enrich.messages import neutralise_fences
 from letterchunk.errors import LetterchunkError, RepairExhausted
 from letterchunk.llm.client import Completion, Usage
 from letterchunk.llm.prompts import render
@@ -319,7 +320,10 @@ def reask_messages(
     out.append(
         {
             "role": "user",
-            "content": render("reask", fields=", ".join(fields), violations="\n".join(lines)),
+            # the messages quote answer values, which can quote letter text: fences neutralised
+            "content": render(
+                "reask", fields=", ".join(fields), violations=neutralise_fences("\n".join(lines))
+            ),
         }
     )
     return out
