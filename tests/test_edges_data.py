@@ -361,3 +361,14 @@ def test_a_reader_that_closes_early_gets_no_traceback(seg_folder, argv):
     code = proc.wait(timeout=120)
     assert "Traceback" not in err and "Exception ignored" not in err, err
     assert code in (0, 1), err  # 1: validate's verdict on the folder, as without the pipe
+
+
+def test_the_progress_line_says_which_request_is_waited_on_and_why():
+    from letterchunk.cli.progress import Stats
+
+    stats = Stats()
+    stats.segmented(1, 7)
+    assert "waiting" not in stats.line()
+    why = "the embedded server is still working on it (GET /slots: 1 of 1 slot(s) processing)"
+    stats.waiting = lambda: {"1977-S1-T1-001": why}
+    assert stats.line().endswith(f"; waiting on 1977-S1-T1-001: {why}")

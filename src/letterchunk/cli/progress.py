@@ -82,6 +82,9 @@ class Stats:
         self.prompt_tokens = self.completion_tokens = 0
         self.last_letter: int | None = None
         self.began = False  # letters were read and segmented: there is a run to summarize
+        # the requests the client keeps waiting on, and why (chunk id -> reason): a slow
+        # embedded server still working on a request is waited for, not asked again
+        self.waiting: Callable[[], dict[str, str]] = dict
 
     def segmented(self, letters: int, chunks: int) -> None:
         with self._lock:
@@ -95,7 +98,7 @@ class Stats:
             self.done += 1
             self.failed += 0 if outcome.ok else 1
             self.calls += calls
-            self.questions += int(getattr(getattr(outcome, "verdicts", None), "calls", 0) or 0)
+            self.questions += int(getattr(outcome, "questions", 0) or 0)
             self.cache_hits += int(outcome.cache_hits or 0)
             self.repairs += max(0, calls - 1)
             self.prompt_tokens += outcome.usage.prompt_tokens
@@ -141,7 +144,7 @@ class Stats:
                 f"{self.tokens:,} tokens, {self.cache_hits} cache hit(s), "
                 f"{self.repairs} repair(s), elapsed {format_duration(self.elapsed())}, "
                 f"ETA {format_duration(self.eta_s())}"
-            )
+            ) + "".join(f"; waiting on {c}: {why}" for c, why in sorted(self.waiting().items()))
 
     def line(self) -> str:
         """One plain progress line (no prefix, no newline)."""

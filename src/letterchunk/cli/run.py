@@ -261,6 +261,7 @@ def execute(args: argparse.Namespace, job: Job) -> int:
 
     # accounting(): DIR/run.json and the summary on stderr, however the run ends
     with locked, llm_client(args) as client:
+        progress.stats.waiting = lambda: dict(getattr(client, "waiting", None) or {})
 
         def summary(ledger: Ledger, failure: BaseException | None) -> None:
             # a run that failed before any letter was segmented (bad input) has only its error
