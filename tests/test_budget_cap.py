@@ -125,11 +125,22 @@ def test_cap_stops_before_passing_and_rerun_resumes(server, baseline, tmp_path, 
     spent = server.usage_total.total_tokens
     assert spent <= cap  # never passed
     assert server.chat_count == chunk_counts()[0]  # 1977's chunks; 1978's first request never sent
-    # finished letters are whole and valid; the stopped letter is not written at all
-    assert files(out) == {k: v for k, v in expected.items() if k.startswith("1977")}
-    assert [v for v in validate_path(out, stage="enriched") if v.severity == "error"] == []
+    # finished letters are whole and valid; the stopped letter, of which nothing was enriched,
+    # is written as segmented (so `enrich DIR` can finish it, as the summary says)
+    written = files(out)
+    assert {k: v for k, v in written.items() if k.startswith("1977")} == {
+        k: v for k, v in expected.items() if k.startswith("1977")
+    }
+    assert [
+        v for v in validate_path(out / "1977.jsonl", stage="enriched") if v.severity == "error"
+    ] == []
+    assert [
+        v for v in validate_path(out / "1978.jsonl", stage="segmented") if v.severity == "error"
+    ] == []
     ledger = json.loads((out / "run.json").read_text())
     assert ledger["status"] == "budget_exceeded"
+    assert ledger["letters"]["1978"]["state"] == "incomplete"
+    assert ledger["letters"]["1978"]["written"] is True
     assert ledger["totals"]["total_tokens"] == spent
     if kind == "cost":
         assert ledger["totals"]["cost_usd"] == pytest.approx(spent / 1e6)
