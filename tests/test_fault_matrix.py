@@ -57,12 +57,11 @@ TIMEOUT_S = 1.0  # LETTERCHUNK_TIMEOUT_S for the run: the "hang" row waits past 
 
 
 def _chunk_word(request: dict) -> str:
-    """A word of the chunk the request quotes (its first word of five or more letters), so the
-    scripted summaries name something of their chunk, as a real summary does."""
+    """A word of the chunk the request quotes (the longest of its first words: a content word),
+    so the scripted summaries name something of their chunk, as a real summary does."""
     text = " ".join(str(m.get("content") or "") for m in request.get("messages", []))
     quoted = text.rsplit("<<<CHUNK TEXT>>>", 1)[-1].split("<<<END CHUNK TEXT>>>", 1)[0]
-    found = re.search(r"[A-Za-z]{5,}", quoted)
-    return found.group(0) if found else "Berkshire"
+    return max(re.findall(r"[A-Za-z]+", quoted)[:20] or ["Berkshire"], key=len)
 
 
 def valid_for(request: dict) -> dict:

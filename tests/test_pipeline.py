@@ -50,7 +50,8 @@ def grounded_answer(request: dict, **override) -> dict:
     schema = response_schema(request)
     text = chunk_text(request)
     quote = first_quote(schema, text)
-    word = (re.findall(r"[A-Za-z]{5,}", text) or ["Berkshire"])[0]  # names its own chunk
+    # the longest of its first words: a content word of its own chunk, as a real summary names
+    word = max(re.findall(r"[A-Za-z]+", text)[:20] or ["Berkshire"], key=len)
     full = {
         "section_title": "Opening Remarks",
         "tables": [{"table_name": "Holdings", "summary": f"Positions held at year end: {word}."}]
