@@ -328,6 +328,8 @@ def check_injection(chunk: Chunk, ctx: CheckContext | None = None) -> list[Viola
     out: list[Violation] = []
     cid = chunk.chunk_id
     values = _free_text(chunk.metadata)
+    if not values:  # nothing the model wrote (a segmented chunk): nothing can obey or repeat
+        return out
     instructions = _shown_instructions(chunk, ctx.titles if ctx is not None else ())
     for _group, fld, value in values:
         folded = fold(value)
