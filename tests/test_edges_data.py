@@ -372,3 +372,32 @@ def test_the_progress_line_says_which_request_is_waited_on_and_why():
     why = "the embedded server is still working on it (GET /slots: 1 of 1 slot(s) processing)"
     stats.waiting = lambda: {"1977-S1-T1-001": why}
     assert stats.line().endswith(f"; waiting on 1977-S1-T1-001: {why}")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda d: (d / "1977.jsonl").write_bytes(b"\xff\xfe" + os.urandom(64)),
+        lambda d: (d / "1977.jsonl").write_text('{"chunk_id": ' + "9" * 5000 + "}\n"),
+        lambda d: (d / "1977_cleaned.txt").write_bytes(b"\x00\x01binary"),
+        lambda d: (d / "1977_cleaned.txt").unlink(),
+    ],
+    ids=["binary chunks", "huge integer", "binary cleaned text", "cleaned text missing"],
+)
+def test_enrich_names_an_unusable_folder_before_any_backend_starts(
+    tmp_path, capsys, monkeypatch, damage
+):
+    """No backend is configured (the embedded default, not installed in CI): the message is
+    about the file, not about starting a server."""
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "LETTERCHUNK_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    out = tmp_path / "out"
+    assert main(["segment", str(LETTERS / "1977.txt"), "--out", str(out), "-q"]) == 0
+    damage(out)
+    before = _snapshot(out)
+    capsys.readouterr()
+    code = main(["enrich", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "1977" in err and "llama" not in err and "Traceback" not in err
+    assert _snapshot(out) == before

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from letterchunk.cli import HelpFormatter
 from letterchunk.cli.run import add_llm_options, execute
+from letterchunk.runner.outputs import segmented_letters
 from letterchunk.runner.pipeline import enrich_dir
 
 EXAMPLES = """\
@@ -37,7 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
+    # an unusable DIR, chunk file or cleaned text fails here, before the embedded server is
+    # started or a token is spent; the job reads the folder again under its lock
+    segmented_letters(Path(args.dir))
     return execute(
         args, lambda client, options, hooks: enrich_dir(args.dir, client, options, hooks)
     )

@@ -9,20 +9,24 @@ segmented ones (:func:`replacing_loses`).  Importing this module loads no LLM co
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 from letterchunk.contract.files import load_chunks
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.contract.validate import read_evidence
 from letterchunk.errors import InputError
-from letterchunk.io import atomic_write_lines, atomic_write_text
-from letterchunk.layout import LetterFiles
+from letterchunk.io import atomic_write_lines, atomic_write_text, read_utf8
+from letterchunk.layout import LETTER_CHUNKS, LetterFiles, LetterKey
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "dump_evidence",
     "is_enriched",
     "read_chunk_file",
     "replacing_loses",
+    "segmented_letters",
     "write_letter_files",
 ]
 
@@ -114,3 +118,47 @@ def _keep_earlier(
         else:
             out.append(c)
     return out, evidence
+
+
+def segmented_letters(
+    folder: Path,
+) -> list[tuple[LetterKey, str, list[Chunk], dict[str, dict | None]]]:
+    """The letters of ``folder`` that ``enrich`` has left to ask about: ``(key, cleaned text,
+    chunks, kept)``, where ``kept`` maps each chunk an earlier run already enriched to its
+    evidence record.  Reads everything it needs, so an unusable folder, chunk file or cleaned
+    text raises InputError naming it before any backend is started."""
+    if not folder.is_dir():
+        raise InputError(folder, "not a folder; pass the --out folder of `letterchunk segment`")
+    files = sorted(p for p in folder.iterdir() if LETTER_CHUNKS.match(p.name))
+    if not files:
+        raise InputError(
+            folder,
+            "holds no YYYY.jsonl chunk files; run `letterchunk segment "
+            f"LETTER --out {folder}` first",
+        )
+    jobs = []
+    for path in files:
+        chunks = read_chunk_file(path)
+        stem = path.name.removesuffix(".jsonl")  # LETTER_CHUNKS matched: YYYY or YYYY-Lk
+        year: LetterKey = int(stem) if stem.isdigit() else stem
+        # resume: chunks an earlier run (finished, capped, halted or killed) already
+        # enriched in place are not asked again; segment again to enrich afresh
+        if all(is_enriched(c) for c in chunks):
+            log.info("%s: already enriched, skipped", path)
+            continue
+        sidecar = LetterFiles.of(folder, year).evidence
+        evidence = read_evidence(sidecar)[0] if sidecar.is_file() else {}
+        kept = {c.chunk_id: evidence.get(c.chunk_id) for c in chunks if is_enriched(c)}
+        source = (
+            chunks[0].metadata.source_file if chunks else LetterFiles.of(folder, year).cleaned.name
+        )
+        cleaned = folder / source
+        if not cleaned.is_file():
+            raise InputError(
+                cleaned,
+                f"missing: {path.name} was cut from it; run `letterchunk "
+                f"segment` again so both files are in {folder}",
+            )
+        text = read_utf8(cleaned, f"the {cleaned.name} that `letterchunk segment` wrote")
+        jobs.append((year, text, chunks, kept))
+    return jobs

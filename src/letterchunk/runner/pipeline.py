@@ -53,7 +53,6 @@ from typing import Any
 
 from letterchunk.contract.schema import UNTITLED, Chunk
 from letterchunk.contract.validate import (
-    read_evidence,
     validate_chunk,
     validate_letter,
 )
@@ -66,13 +65,12 @@ from letterchunk.enrich import (
     evidence_record,
     response_model_for,
 )
-from letterchunk.errors import InputError, RepairExhausted
-from letterchunk.io import read_utf8
-from letterchunk.layout import LETTER_CHUNKS, LetterFiles, LetterKey
+from letterchunk.errors import RepairExhausted
+from letterchunk.layout import LetterFiles, LetterKey
 from letterchunk.llm.client import Completion, CompletionClient, LLMSettings, Usage, grammar_backed
 from letterchunk.repair.reask import OnFailure, repair_enriched
 from letterchunk.report.records import AttemptRecord, RepairReport, new_run_id
-from letterchunk.runner.outputs import is_enriched, read_chunk_file, write_letter_files
+from letterchunk.runner.outputs import segmented_letters, write_letter_files
 from letterchunk.runner.prepare import LetterJob, letter_job, prepare_letters
 from letterchunk.text.compilation import Profile
 
@@ -722,40 +720,7 @@ def enrich_dir(
     """
     hooks = hooks or Hooks()
     folder = Path(out_dir)
-    if not folder.is_dir():
-        raise InputError(folder, "not a folder; pass the --out folder of `letterchunk segment`")
-    files = sorted(p for p in folder.iterdir() if LETTER_CHUNKS.match(p.name))
-    if not files:
-        raise InputError(
-            folder,
-            "holds no YYYY.jsonl chunk files; run `letterchunk segment "
-            f"LETTER --out {folder}` first",
-        )
-    jobs = []
-    for path in files:
-        chunks = read_chunk_file(path)
-        stem = path.name.removesuffix(".jsonl")  # LETTER_CHUNKS matched: YYYY or YYYY-Lk
-        year: LetterKey = int(stem) if stem.isdigit() else stem
-        # resume: chunks an earlier run (finished, capped, halted or killed) already
-        # enriched in place are not asked again; segment again to enrich afresh
-        if all(is_enriched(c) for c in chunks):
-            log.info("%s: already enriched, skipped", path)
-            continue
-        sidecar = LetterFiles.of(folder, year).evidence
-        evidence = read_evidence(sidecar)[0] if sidecar.is_file() else {}
-        kept = {c.chunk_id: evidence.get(c.chunk_id) for c in chunks if is_enriched(c)}
-        source = (
-            chunks[0].metadata.source_file if chunks else LetterFiles.of(folder, year).cleaned.name
-        )
-        cleaned = folder / source
-        if not cleaned.is_file():
-            raise InputError(
-                cleaned,
-                f"missing: {path.name} was cut from it; run `letterchunk "
-                f"segment` again so both files are in {folder}",
-            )
-        text = read_utf8(cleaned, f"the {cleaned.name} that `letterchunk segment` wrote")
-        jobs.append((year, text, chunks, kept))
+    jobs = segmented_letters(folder)
     if hooks.letters_listed:
         hooks.letters_listed([(year, len(chunks)) for year, _, chunks, _ in jobs])
     if hooks.letters_segmented:
