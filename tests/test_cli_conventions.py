@@ -3,6 +3,8 @@ plain words in everything a user reads, install hints that fit the install."""
 
 from __future__ import annotations
 
+import argparse
+import ast
 import importlib.util
 import os
 import re
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import letterchunk
-from letterchunk.cli import COMMANDS, build_parser, main, version
+from letterchunk.cli import COMMAND_HELP, COMMANDS, build_parser, main, version
 from letterchunk.install import pip_install
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -198,3 +200,64 @@ def test_quiet_lowers_logging_to_errors_and_verbose_after_the_command_works(tmp_
         assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
     verbose = _segment(tmp_path, "segment", letter, "--out", out, "-v")
     assert verbose.returncode == 0 and "signature date" in verbose.stderr
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys; print(' '.join(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return set(out.split())
+
+
+def _cli_imports(command: str) -> set[str]:
+    """The command modules ``command``'s module imports, directly or through another one (a
+    shared option builder such as run's LLM options)."""
+    seen: set[str] = set()
+    todo = [command]
+    while todo:
+        name = todo.pop()
+        path = Path(letterchunk.__file__).parent / "cli" / f"{name}.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                for full in names:
+                    dep = full.removeprefix("letterchunk.cli.")
+                    if dep != full and dep in COMMANDS and dep not in seen:
+                        seen.add(dep)
+                        todo.append(dep)
+    return seen
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_command_loads_no_other_command(command):
+    """Only the command named on the line is imported, with the command modules it imports
+    itself (the others are listed by their help line): a command starts without every stage."""
+    code = f"from letterchunk.cli import build_parser; build_parser({[command]!r})"
+    loaded = {m.removeprefix("letterchunk.cli.") for m in _modules_after(code)}
+    assert command in loaded
+    assert loaded & set(COMMANDS) <= {command} | _cli_imports(command)
+    assert len(loaded & set(COMMANDS)) < len(COMMANDS) / 2
+
+
+def test_the_top_level_help_loads_no_stage():
+    loaded = _modules_after("from letterchunk.cli import build_parser; build_parser(['--help'])")
+    assert not {m for m in loaded if m.startswith("letterchunk.cli.")}
+    assert "pydantic" not in loaded and "tiktoken" not in loaded
+
+
+def test_every_listed_help_line_is_the_commands_own(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    def flat(text: str) -> str:  # argparse wraps lines, also after a hyphen
+        return re.sub(r"-\s+", "-", " ".join(text.split()))
+
+    listing = flat(capsys.readouterr().out)
+    for command in COMMANDS:
+        assert flat(COMMAND_HELP[command]) in listing
+        parser = build_parser([command])
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        helps = {c.dest: c.help for c in sub._choices_actions}
+        assert helps[command] == COMMAND_HELP[command]

@@ -19,7 +19,6 @@ import importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any
 
-from letterchunk.contract.schema import Chunk, Metadata, TableData, dump_chunk
 from letterchunk.errors import (
     BackendError,
     BudgetExceeded,
@@ -29,10 +28,10 @@ from letterchunk.errors import (
     LetterchunkError,
     RepairExhausted,
 )
-from letterchunk.text.tokens import count_tokens
 
 if _TYPE_CHECKING:
     from letterchunk.api import run
+    from letterchunk.contract.schema import Chunk, Metadata, TableData, dump_chunk
     from letterchunk.contract.validate import ValidationReport, Violation, validate_paths
     from letterchunk.layout import find_letters
     from letterchunk.llm.client import LLMClient, LLMSettings
@@ -40,11 +39,17 @@ if _TYPE_CHECKING:
     from letterchunk.runner.pipeline import Hooks, LetterOutcome, RunOptions, run_paths
     from letterchunk.text.clean import CleanedLetter, load_letter
     from letterchunk.text.segment import segment_letter
+    from letterchunk.text.tokens import count_tokens
 
 __version__ = "0.1.0"
 
 # name -> module that defines it, imported on first access (PEP 562)
 _LAZY = {
+    "Chunk": "contract.schema",
+    "Metadata": "contract.schema",
+    "TableData": "contract.schema",
+    "dump_chunk": "contract.schema",
+    "count_tokens": "text.tokens",
     "run": "api",
     "CleanedLetter": "text.clean",
     "load_letter": "text.clean",

@@ -29,6 +29,7 @@ from letterchunk.errors import BudgetExceeded, LetterchunkError, RepairExhausted
 from letterchunk.redact import redact
 
 __all__ = [
+    "COMMAND_HELP",
     "EXIT_BUDGET",
     "EXIT_HALTED",
     "EXIT_INVALID",
@@ -45,6 +46,24 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_HALTED, EXIT_BUDGET, EXIT_INTERRUPTED = 
 COMMANDS = ["segment", "validate", "run", "batch", "enrich", "repair", "report", "budget"]
 COMMANDS += ["analyze"]
 COMMANDS += ["export", "index", "search"]  # retrieval: letterchunk.retrieval
+# each command's one-line help, as `letterchunk --help` lists it: kept here, so the list is
+# printed without importing a command's module (the module's parser uses the same line)
+COMMAND_HELP = {
+    "segment": "clean letters and cut them into canonical chunks (rule-based, no LLM)",
+    "validate": "check chunk JSONL files against the canonical schema and rules",
+    "run": "segment, enrich with the LLM, validate and write letters (the main job)",
+    "batch": "enrich through the Batch API: submit, status, collect",
+    "enrich": "enrich the segmented DIR/YYYY.jsonl files in place with the LLM",
+    "repair": "fix an existing chunk file (mechanical fixes; LLM re-asks when a backend is set)",
+    "report": "write DIR/report.html: every chunk, what the LLM gave it, validation and repairs",
+    "budget": "safe per-chunk token/word size from context, TPM and request-rate limits",
+    "analyze": (
+        "statistics of an output folder: chunks per letter/tier/type, tokens, top entities, ..."
+    ),
+    "export": "write chunks as LangChain documents, LlamaIndex nodes or flat JSONL",
+    "index": "build a SQLite hybrid index (BM25 + vectors) of an output folder",
+    "search": "hybrid search of an index, with metadata filters and tier expansion",
+}
 
 EPILOG = """exit codes:
   0   success
@@ -108,7 +127,17 @@ def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) ->
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _chosen(argv: list[str]) -> str | None:
+    """The command ``argv`` names: its first word that is not an option (the top-level options
+    take no value), when that is a command."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first if first in COMMANDS else None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; given ``argv``, only the command it names is imported and built (the
+    others are listed by their help line), so a command starts without loading every stage."""
+    chosen = _chosen(argv) if argv is not None else None
     parser = argparse.ArgumentParser(
         prog="letterchunk",
         description="Chunk Berkshire Hathaway shareholder letters into the canonical schema.",
@@ -119,7 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_common_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
-        importlib.import_module(f"{__name__}.{name.replace('-', '_')}").register(sub)
+        if argv is None or name == chosen:
+            importlib.import_module(f"{__name__}.{name.replace('-', '_')}").register(sub)
+        else:  # listed by `letterchunk --help`; never parsed, since argv does not name it
+            sub.add_parser(name, help=COMMAND_HELP[name])
     for command in sub.choices.values():
         add_common_options(command)
     return parser
@@ -183,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.ERROR if args.quiet else logging.WARNING,

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from letterchunk.cli import HelpFormatter
+from letterchunk.cli import COMMAND_HELP, HelpFormatter
 from letterchunk.errors import ConfigError
 from letterchunk.io import write_stream
 from letterchunk.report.analyze import analyze_dir, render_text
@@ -21,9 +21,7 @@ Examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "analyze",
-        help=(
-            "statistics of an output folder: chunks per letter/tier/type, tokens, top entities, ..."
-        ),
+        help=(COMMAND_HELP["analyze"]),
         description=(
             "Read DIR/YYYY.jsonl (segmented or enriched), DIR/YYYY.report.jsonl and DIR/run.json "
             "and print: chunks per letter, tier and content type; the token_count distribution "

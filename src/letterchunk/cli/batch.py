@@ -15,7 +15,7 @@ import json
 import sys
 import time
 
-from letterchunk.cli import EXIT_OK, HelpFormatter, add_common_options
+from letterchunk.cli import COMMAND_HELP, EXIT_OK, HelpFormatter, add_common_options
 from letterchunk.cli.run import add_llm_options, check_out_dir, execute, options_from
 from letterchunk.errors import ConfigError
 from letterchunk.layout import find_letters
@@ -46,7 +46,7 @@ Examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "batch",
-        help="enrich through the Batch API: submit, status, collect",
+        help=COMMAND_HELP["batch"],
         description=(
             "Enrich letters through the OpenAI Batch API: half the token price and no rate "
             "limits, answers within 24 hours. `submit` sends every chunk's first question "

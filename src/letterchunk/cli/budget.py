@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from letterchunk.cli import HelpFormatter
+from letterchunk.cli import COMMAND_HELP, HelpFormatter
 from letterchunk.llm.budget import ENV_VARS, compute_budget, settings_from_env
 
 EXAMPLES = """\
@@ -21,7 +21,7 @@ Examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "budget",
-        help="safe per-chunk token/word size from context, TPM and request-rate limits",
+        help=COMMAND_HELP["budget"],
         description=(
             "Compute the safe chunk size for your context window and rate limits: "
             "T_req = TPM / req_per_min, "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from letterchunk.cli import HelpFormatter
+from letterchunk.cli import COMMAND_HELP, HelpFormatter
 from letterchunk.cli.run import add_llm_options, execute
 from letterchunk.runner.outputs import segmented_letters
 from letterchunk.runner.pipeline import enrich_dir
@@ -23,7 +23,7 @@ Examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "enrich",
-        help="enrich the segmented DIR/YYYY.jsonl files in place with the LLM",
+        help=COMMAND_HELP["enrich"],
         description=(
             "Enrich every DIR/YYYY.jsonl written by `letterchunk segment` (its "
             "DIR/YYYY_cleaned.txt must be beside it), validate at stage 'enriched', and replace "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from letterchunk.cli import HelpFormatter
+from letterchunk.cli import COMMAND_HELP, HelpFormatter
 from letterchunk.io import write_stream
 from letterchunk.retrieval.export import TARGETS, export_folder
 
@@ -35,7 +35,7 @@ In Python (the export extra brings both libraries):
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "export",
-        help="write chunks as LangChain documents, LlamaIndex nodes or flat JSONL",
+        help=COMMAND_HELP["export"],
         description=(__doc__.split("\n\n", 1)[1].replace("``", "") + "\n" + LOADING)
         if __doc__
         else None,

@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from letterchunk.cli import HelpFormatter
+from letterchunk.cli import COMMAND_HELP, HelpFormatter
 from letterchunk.retrieval.embed import open_embedder
 from letterchunk.retrieval.index import build_index
 
@@ -80,7 +80,7 @@ def add_embed_options(p: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "index",
-        help="build a SQLite hybrid index (BM25 + vectors) of an output folder",
+        help=COMMAND_HELP["index"],
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
         epilog=EXAMPLES,
         formatter_class=HelpFormatter,

@@ -13,7 +13,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from letterchunk.cli import EXIT_INVALID, EXIT_OK, HelpFormatter
+from letterchunk.cli import COMMAND_HELP, EXIT_INVALID, EXIT_OK, HelpFormatter
 from letterchunk.cli.run import add_llm_options, llm_client
 from letterchunk.llm.connect import backend_configured
 from letterchunk.repair.job import refuse_unusable, repair_file
@@ -33,7 +33,7 @@ Examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "repair",
-        help="fix an existing chunk file (mechanical fixes; LLM re-asks when a backend is set)",
+        help=COMMAND_HELP["repair"],
         description=(
             "Validate every chunk of FILE.jsonl (ours or another tool's) at stage 'enriched', "
             "fix what code can fix (counts, flags, defaults, links, spellings), and re-ask the "

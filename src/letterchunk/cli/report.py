@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from letterchunk.cli import EXIT_OK, HelpFormatter
+from letterchunk.cli import COMMAND_HELP, EXIT_OK, HelpFormatter
 from letterchunk.errors import InputError
 from letterchunk.io import write_stream
 from letterchunk.report.html import build_html
@@ -21,7 +21,7 @@ Examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
-        help="write DIR/report.html: every chunk, what the LLM gave it, validation and repairs",
+        help=COMMAND_HELP["report"],
         description=(
             "Read DIR's chunk files (YYYY.jsonl, segmented or enriched) with the evidence "
             "sidecars, cleaned letters and repair reports (*.report.jsonl, written by "

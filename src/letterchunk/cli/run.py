@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from letterchunk.cli import EXIT_INVALID, EXIT_OK, HelpFormatter, _limits
+from letterchunk.cli import COMMAND_HELP, EXIT_INVALID, EXIT_OK, HelpFormatter, _limits
 from letterchunk.cli.progress import make_reporter, summary_lines
 from letterchunk.cli.segment import add_profile_option
 from letterchunk.errors import ConfigError
@@ -60,7 +60,7 @@ Examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
-        help="segment, enrich with the LLM, validate and write letters (the main job)",
+        help=COMMAND_HELP["run"],
         description=(
             "Segment each letter, enrich every chunk with one LLM call, validate at stage "
             "'enriched' (repairing or halting), and write DIR/YYYY_cleaned.txt, DIR/YYYY.jsonl "

@@ -27,7 +27,7 @@ import os
 import sys
 import textwrap
 
-from letterchunk.cli import HelpFormatter
+from letterchunk.cli import COMMAND_HELP, HelpFormatter
 from letterchunk.cli.index import add_embed_options, whole_number
 from letterchunk.errors import ConfigError
 from letterchunk.io import write_stream
@@ -57,7 +57,7 @@ MAX_TOKENS = 100_000_000
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "search",
-        help="hybrid search of an index, with metadata filters and tier expansion",
+        help=COMMAND_HELP["search"],
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
         epilog=EXAMPLES,
         formatter_class=HelpFormatter,

@@ -19,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from letterchunk.cli import HelpFormatter
+from letterchunk.cli import COMMAND_HELP, HelpFormatter
 from letterchunk.contract.rules import max_chunk_tokens
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.errors import InputError
@@ -49,7 +49,7 @@ Examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "segment",
-        help="clean letters and cut them into canonical chunks (rule-based, no LLM)",
+        help=COMMAND_HELP["segment"],
         description=__doc__.split("\n\n", 1)[1].replace("``", "") if __doc__ else None,
         epilog=EXAMPLES,
         formatter_class=HelpFormatter,

@@ -17,7 +17,7 @@ import json
 import sys
 from collections.abc import Iterable
 
-from letterchunk.cli import EXIT_INVALID, EXIT_OK, EXIT_USAGE, HelpFormatter, err
+from letterchunk.cli import COMMAND_HELP, EXIT_INVALID, EXIT_OK, EXIT_USAGE, HelpFormatter, err
 from letterchunk.contract.rules import VALIDATOR_RULES
 from letterchunk.contract.schema import json_schema_text
 from letterchunk.contract.validate import STAGES, Violation, validate_paths
@@ -37,7 +37,7 @@ exit codes: 0 no errors, 1 error-level violations, 2 unusable input
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "validate",
-        help="check chunk JSONL files against the canonical schema and rules",
+        help=COMMAND_HELP["validate"],
         description=(
             "Validate chunk JSONL files (or folders of them) against the canonical schema "
             "and every rule on values, sizes, links and boundaries (list them with "
