@@ -6,7 +6,7 @@ in ``letterchunk/data/`` and its sha256 is checked against the hash tiktoken its
 
 from __future__ import annotations
 
-import base64
+import binascii
 import hashlib
 import re
 from bisect import bisect_left, bisect_right
@@ -53,9 +53,11 @@ def _load() -> tuple[tiktoken.Encoding, list[int]]:
             f"reinstall letterchunk ({pip_install(reinstall=True)}) "
             "to restore the shipped tokenizer file"
         )
+    # binascii and bytes.split at C speed: a third of the time of b64decode per line, and this
+    # load is most of a short command's start-up (200,000 lines)
     ranks = {
-        base64.b64decode(token): int(rank)
-        for token, rank in (line.split() for line in data.splitlines() if line)
+        binascii.a2b_base64(token): int(rank)
+        for token, rank in map(bytes.split, filter(None, data.splitlines()))
     }
     lengths = [0] * (max(ranks.values()) + 1)
     for token, rank in ranks.items():
