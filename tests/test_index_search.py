@@ -5,8 +5,11 @@ the real interface; the MiniLM test runs where its weights are installed."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 
@@ -16,6 +19,7 @@ from letterchunk.retrieval import embed as embed_module
 from letterchunk.retrieval.embed import Window, windows
 from letterchunk.retrieval.index import build_index
 from letterchunk.retrieval.search import Filters, fts_query, search
+from letterchunk.retrieval.threads import BLAS_THREAD_VARS
 from letterchunk.text.sentences import sentence_spans
 
 np = pytest.importorskip("numpy", reason="dense scoring needs numpy (test extra)")
@@ -786,3 +790,35 @@ def test_an_explicit_year_filter_overrides_a_year_in_the_query(two_letters_db):
         two_letters_db, "insurance premium volume in 1978", k=5, mode="bm25", filters=Filters(1977)
     )
     assert hits and {h.letter_year for h in hits} == {1977}
+
+
+@pytest.mark.parametrize("preset", [None, "3"])
+def test_blas_threads_are_pinned_before_numpy_loads_unless_the_user_chose(preset):
+    """letterchunk's first numpy import (sqlite-vec's or the encoder's) sees one BLAS thread,
+    and a value the user set is kept."""
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARS}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    code = (
+        "import os, sys\n"
+        "from letterchunk.retrieval.embed import load_numpy\n"
+        "load_numpy()\n"
+        "print(os.environ['OPENBLAS_NUM_THREADS'], os.environ['OMP_NUM_THREADS'])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == [preset or "1", "1"]
+
+
+def test_pinning_after_numpy_loaded_changes_nothing():
+    code = (
+        "import os, numpy\n"
+        "from letterchunk.retrieval.threads import pin_blas_threads\n"
+        "print(pin_blas_threads(), os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARS}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["False", "None"]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from letterchunk.errors import BackendError, ConfigError
 from letterchunk.install import pip_install
+from letterchunk.retrieval.threads import pin_blas_threads
 from letterchunk.text.tokens import encoding
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ def windows(embedder: Embedder, text: str, *, size: int | None = None) -> list[W
 
 
 def load_numpy() -> Any:
+    pin_blas_threads()  # before numpy sizes its BLAS pool (retrieval.threads)
     try:
         import numpy  # deferred: optional `search` extra, needed for dense vectors only
     except ImportError as exc:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from letterchunk.errors import ConfigError, InputError
+from letterchunk.retrieval.threads import pin_blas_threads
 
 __all__ = [
     "APPLICATION_ID",
@@ -77,6 +78,7 @@ def _sqlite_errors() -> tuple[type[BaseException], ...]:
 def connect(path: str | Path) -> tuple[Any, bool]:
     """An open connection to ``path`` and whether sqlite-vec is loaded into it."""
     conn = _module().connect(str(path), timeout=LOCK_TIMEOUT_S)
+    pin_blas_threads()  # sqlite-vec imports numpy, which sizes its BLAS pool once
     try:
         import sqlite_vec  # deferred: optional `search` extra
 
