@@ -69,3 +69,28 @@ def test_run_refuses_a_bad_path_before_any_backend(tmp_path, monkeypatch):
 def test_unknown_attribute_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         letterchunk.nope  # noqa: B018
+
+
+def test_run_from_code_writes_run_json_like_the_cli(tmp_path, monkeypatch):
+    with FakeOpenAI(default=grounded_answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        out = tmp_path / "out"
+        letterchunk.run([CORPUS / "1971.txt"], out, model="fake-model", cache="off")
+        served = len(server.all_chat_requests)
+    ledger = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert ledger["status"] == "complete" and ledger["model"] == "fake-model"
+    assert ledger["letters"]["1971"]["state"] == "complete"
+    assert ledger["totals"]["requests"] == served > 0
+
+
+def test_two_runs_on_one_folder_are_refused_from_code_as_from_the_shell(tmp_path, monkeypatch):
+    from letterchunk.runner.lock import folder_lock
+
+    with FakeOpenAI(default=grounded_answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        out = tmp_path / "out"
+        out.mkdir()
+        with folder_lock(out), pytest.raises(letterchunk.FolderLocked, match="already writing"):
+            letterchunk.run([CORPUS / "1971.txt"], out, model="fake-model", cache="off")
+        assert len(server.all_chat_requests) == 0
+    assert not (out / "1971.jsonl").exists()

@@ -10,7 +10,8 @@
     outcomes = letterchunk.run(["corpus/letters"], "out/")        # segment + LLM + validate
 
 :func:`run` is ``letterchunk run`` without the CLI: the same backend choice (``OPENAI_*``
-environment or the embedded model), cache, repair loop and output files.  Progress and
+environment or the embedded model), cache, repair loop, output files, folder lock and
+``DIR/run.json``.  Progress and
 summaries are the CLI's business; from code, pass ``hooks`` to follow a run.
 """
 
@@ -22,7 +23,9 @@ from pathlib import Path
 from letterchunk.layout import find_letters
 from letterchunk.llm.connect import CacheMode, open_client
 from letterchunk.repair.reask import OnFailure
+from letterchunk.runner.lock import folder_lock
 from letterchunk.runner.pipeline import Hooks, LetterOutcome, RunOptions, run_paths
+from letterchunk.runner.session import ledger_session
 
 __all__ = ["run"]
 
@@ -53,5 +56,13 @@ def run(
     options = RunOptions(
         tier2=tier2, workers=workers, max_attempts=max_attempts, on_failure=on_failure
     )
-    with open_client(model=model, mode=mode, cache=cache, cache_dir=cache_dir) as client:
-        return run_paths(letters, out_dir, client, options, hooks)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    # as `letterchunk run`: one process per output folder (taken before a server starts or a
+    # request is sent), and DIR/run.json written after every letter and however the run ends
+    with (
+        folder_lock(out),
+        open_client(model=model, mode=mode, cache=cache, cache_dir=cache_dir) as client,
+        ledger_session(out, client, hooks) as counted,
+    ):
+        return run_paths(letters, out, client, options, counted)

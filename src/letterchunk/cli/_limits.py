@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from letterchunk.errors import BudgetExceeded, ConfigError, RepairExhausted
+from letterchunk.errors import ConfigError
 from letterchunk.llm.limiter import RateLimiter
-from letterchunk.runner.ledger import Ledger, load_prices, price_for
+from letterchunk.runner.ledger import load_prices, price_for
+from letterchunk.runner.session import ledger_session
 
 ENV_WINDOW = (
     "LETTERCHUNK_RATE_WINDOW_S"  # rolling-window length; 60 s = per minute (tests/bench scale it)
@@ -127,86 +127,14 @@ def accounting(
     hooks: Any,
     summary: Callable[[Any, BaseException | None], None] | None = None,
 ) -> Iterator[Any]:
-    """Wrap ``hooks`` with the ledger; on the way out write DIR/run.json and call
-    ``summary(ledger, failure)`` (``failure`` None when the run completed) to print the summary.
+    """:func:`letterchunk.runner.session.ledger_session` with the options of ``args``: the price
+    file, the limiter's figures and what a batch billed go into DIR/run.json."""
 
-    The ledger is written after every letter too, so a killed run leaves the figures of the
-    letters it finished.  The exception (budget cap, halt, Ctrl-C) propagates unchanged.
-    """
-
-    ledger = Ledger(client.settings.model, prices=_prices(args))
-    out = _out_dir(args)
-    chunk_done, letter_done, segmented, listed = (
-        hooks.chunk_done,
-        hooks.letter_done,
-        hooks.letters_segmented,
-        hooks.letters_listed,
-    )
-
-    def on_chunk(outcome: Any) -> None:
-        ledger.record_outcome(outcome)
-        if chunk_done:
-            chunk_done(outcome)
-
-    def on_letter(outcome: Any) -> None:
-        ledger.letter_finished(outcome.year)
-        written = getattr(outcome, "written", None) or outcome.chunks
-        ledger.record_letter(
-            outcome.year,
-            total=len(written),
-            enriched=len(outcome.chunks),
-            pending=list(getattr(outcome, "pending", [])),
-            written=outcome.files_written,
-        )
-        if letter_done:
-            letter_done(outcome)
-        _write(ledger, args, out)
-
-    def on_listed(letters: list[tuple[Any, int]]) -> None:
-        for key, total in letters:
-            ledger.plan_letter(key, total=total)
-        if listed:
-            listed(letters)
-
-    def on_segmented(letters: int, chunks: int) -> None:
-        ledger.mark()
-        if segmented:
-            segmented(letters, chunks)
-
-    wrapped = dataclasses.replace(
-        hooks,
-        chunk_done=on_chunk,
-        letter_done=on_letter,
-        letters_segmented=on_segmented,
-        letters_listed=on_listed,
-    )
-    status, reason = "complete", None
-    failure: BaseException | None = None
-    try:
-        yield wrapped
-    except BudgetExceeded as exc:
-        status, reason, failure = "budget_exceeded", str(exc), exc
-        raise
-    except RepairExhausted as exc:
-        status, reason, failure = "halted", str(exc), exc
-        raise
-    except KeyboardInterrupt as exc:
-        status, reason, failure = "interrupted", "Ctrl-C", exc
-        raise
-    except BaseException as exc:
-        status, reason, failure = "failed", f"{type(exc).__name__}: {exc}", exc
-        raise
-    finally:
-        ledger.finish(status, reason)
-        _write(ledger, args, out)
-        if summary is not None:
-            summary(ledger, failure)
-
-
-def _write(ledger: Any, args: argparse.Namespace, out: Path | None) -> None:
-    limiter = getattr(args, "_limiter", None)
-    if limiter is not None and limiter.active:
-        ledger.extra = {
+    def extra() -> dict[str, Any] | None:
+        limiter = getattr(args, "_limiter", None)
+        if limiter is None or not limiter.active:
+            return None
+        return {
             "tpm": limiter.tpm,
             "rpm": limiter.rpm,
             "window_s": limiter.window_s,
@@ -214,6 +142,14 @@ def _write(ledger: Any, args: argparse.Namespace, out: Path | None) -> None:
             "max_cost": limiter.max_cost,
             **limiter.stats().to_dict(),
         }
-    ledger.batch = getattr(args, "_batch", None)  # `batch collect`: what its batches billed
-    if out is not None:
-        ledger.write(out)  # creates DIR if the run stopped before writing any letter
+
+    with ledger_session(
+        _out_dir(args),
+        client,
+        hooks,
+        prices=_prices(args),
+        extra=extra,
+        batch=lambda: getattr(args, "_batch", None),  # `batch collect`: what batches billed
+        summary=summary,
+    ) as wrapped:
+        yield wrapped
