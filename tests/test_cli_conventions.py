@@ -251,6 +251,7 @@ def test_the_top_level_help_loads_no_stage():
 def test_every_listed_help_line_is_the_commands_own(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
+
     def flat(text: str) -> str:  # argparse wraps lines, also after a hyphen
         return re.sub(r"-\s+", "-", " ".join(text.split()))
 
