@@ -17,6 +17,7 @@ EXPECTED = [
     "Chunk",
     "CleanedLetter",
     "ConfigError",
+    "FolderLocked",
     "Hooks",
     "InputError",
     "LLMClient",
