@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from fake_openai import FakeOpenAI
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.text.tokens import count_tokens
 
@@ -334,3 +335,24 @@ def _write_letter(letter: Letter, folder: Path) -> Path:
 @pytest.fixture
 def write_letter():
     return _write_letter
+
+
+@pytest.fixture
+def fake_server(monkeypatch):
+    """``fake_server(default, judge=None)`` -> a started tests/fake_openai.py server that the
+    CLI's environment points at (key, model, JSON_SCHEMA mode); every one is stopped after the
+    test."""
+    servers: list[FakeOpenAI] = []
+
+    def start(default, judge=None) -> FakeOpenAI:
+        server = FakeOpenAI(default=default, judge=judge).start()
+        servers.append(server)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-test-key")
+        monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
+        monkeypatch.setenv("LETTERCHUNK_INSTRUCTOR_MODE", "JSON_SCHEMA")
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import letterchunk
-from fake_openai import FakeOpenAI, refusal
+from fake_openai import refusal
 from letterchunk.cli import main
 from letterchunk.errors import InputError
 from test_fault_matrix import Script, valid_for
@@ -35,22 +35,9 @@ LETTERS = ROOT / "corpus" / "letters"
 
 
 @pytest.fixture
-def backend(monkeypatch):
+def backend(fake_server):
     """``backend(default=None, judge=None)`` -> a started FakeOpenAI, env pointed at it."""
-    servers: list[FakeOpenAI] = []
-
-    def start(default=None, judge=None) -> FakeOpenAI:
-        server = FakeOpenAI(default=default or Script({}), judge=judge).start()
-        servers.append(server)
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-test-key")
-        monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
-        monkeypatch.setenv("LETTERCHUNK_INSTRUCTOR_MODE", "JSON_SCHEMA")
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
+    return lambda default=None, judge=None: fake_server(default or Script({}), judge)
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:

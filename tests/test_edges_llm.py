@@ -25,7 +25,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, ConfigDict
 
 from fake_openai import FakeOpenAI, Reply, answer, hang, not_json, status, yes_no
 from letterchunk.cli import main
@@ -35,22 +34,10 @@ from letterchunk.llm.client import LLMClient, LLMSettings
 from letterchunk.llm.judge import ask_yes_no
 from letterchunk.redact import redact, redact_obj
 from test_fault_matrix import valid_for
+from test_llm import GOOD, MESSAGES, Item
 
 ROOT = Path(__file__).resolve().parents[1]
 LETTER = ROOT / "corpus" / "letters" / "1977.txt"
-MESSAGES = [
-    {"role": "system", "content": "Return the item as JSON."},
-    {"role": "user", "content": "The item is a widget, count 3."},
-]
-
-
-class Item(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str
-    count: int
-
-
-GOOD = {"name": "widget", "count": 3}
 
 
 def make_client(server: FakeOpenAI, **kw) -> LLMClient:

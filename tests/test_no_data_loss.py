@@ -40,23 +40,10 @@ LETTER = ROOT / "corpus" / "letters" / "1977.txt"
 
 
 @pytest.fixture
-def backend(monkeypatch):
+def backend(fake_server):
     """``backend(steps)`` -> a started FakeOpenAI scripted by ``Script(steps)``, env pointed at
     it."""
-    servers: list[FakeOpenAI] = []
-
-    def start(steps: dict | None = None) -> FakeOpenAI:
-        server = FakeOpenAI(default=Script(steps or {})).start()
-        servers.append(server)
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-test-key")
-        monkeypatch.setenv("LETTERCHUNK_MODEL", "fake-model")
-        monkeypatch.setenv("LETTERCHUNK_INSTRUCTOR_MODE", "JSON_SCHEMA")
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
+    return lambda steps=None: fake_server(Script(steps or {}))
 
 
 def _lines(path: Path) -> list[str]:
