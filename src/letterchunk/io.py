@@ -47,6 +47,7 @@ __all__ = [
     "read_json_objects",
     "read_jsonl",
     "read_utf8",
+    "silence",
     "write_output",
     "write_stream",
 ]
@@ -219,6 +220,13 @@ def write_stream(stream: TextIO, text: str) -> bool:
         return True
     except BrokenPipeError:
         pass
+    silence(stream)
+    return False
+
+
+def silence(stream: TextIO) -> None:
+    """Point ``stream``'s descriptor at ``/dev/null`` (its reader has gone), so the
+    interpreter's last flush prints no "Exception ignored … BrokenPipeError"."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:
@@ -227,7 +235,6 @@ def write_stream(stream: TextIO, text: str) -> bool:
             os.close(devnull)
     except (OSError, ValueError, AttributeError):  # no real descriptor (a test's capture)
         pass
-    return False
 
 
 # ----------------------------------------------------------------------------- reading

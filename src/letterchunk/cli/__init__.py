@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import os
 import select
 import sys
 import textwrap
@@ -26,6 +25,7 @@ from importlib import metadata
 
 from letterchunk import __version__
 from letterchunk.errors import BudgetExceeded, LetterchunkError, RepairExhausted
+from letterchunk.io import silence
 from letterchunk.redact import redact
 
 __all__ = [
@@ -190,19 +190,6 @@ def _stdout_closed() -> bool:
         return False
 
 
-def _quiet_stdout() -> None:
-    """Point standard output at /dev/null, so the interpreter's last flush of text the closed
-    pipe never took prints no "Exception ignored" line."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, sys.stdout.fileno())
-        finally:
-            os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
 def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
@@ -210,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         if not _stdout_closed():
             raise  # not the reader of our output: a real fault, not to be hidden
         # the reader took what it wanted (`| head`): like any Unix filter, stop quietly
-        _quiet_stdout()
+        silence(sys.stdout)
         return EXIT_OK
 
 
