@@ -32,7 +32,7 @@ from letterchunk.contract.predicates import ends_mid_sentence
 from letterchunk.text.blocks import detect_blocks
 from letterchunk.text.clean import load_letter
 from letterchunk.text.segment import segment_letter
-from letterchunk.text.tokens import encoding
+from letterchunk.tokens import encoding
 
 ROOT = Path(__file__).resolve().parents[1]
 _FALLBACK_NAME = re.compile(r"(?:^|– )[Tt]able \d+$")  # "<section> – table 2", "Table 1"

@@ -77,7 +77,7 @@ from letterchunk.retrieval.search import Filters, Hit, Mode, search
 from letterchunk.runner.pipeline import RunOptions, run_paths
 from letterchunk.text.clean import CleanedLetter, load_letter
 from letterchunk.text.segment import segment_letter
-from letterchunk.text.tokens import count_tokens, encoding
+from letterchunk.tokens import count_tokens, encoding
 
 ROOT = Path(__file__).resolve().parents[1]
 LETTERS = ROOT / "corpus" / "letters"

@@ -5,7 +5,7 @@ Both run in this process over the same files, several repeats (best time counts)
 * ours:    load_letters (read + clean + date, one letter ahead, as `letterchunk segment` reads
            a folder) -> segment_letter -> validate_letter (stage segmented, with the cleaned
            text as context, as `letterchunk validate` does)
-* chonkie: read the file -> RecursiveChunker(tokenizer=<letterchunk.text.tokens.encoding()>,
+* chonkie: read the file -> RecursiveChunker(tokenizer=<letterchunk.tokens.encoding()>,
            chunk_size=800).chunk(text)
 
 The two run alternately, best of N each, timed by wall time (what a user waits for) and by CPU
@@ -42,7 +42,7 @@ from pathlib import Path
 
 from letterchunk.text.clean import load_letter
 from letterchunk.text.segment import load_letters, segment_letter
-from letterchunk.text.tokens import clear_memos, encoding
+from letterchunk.tokens import clear_memos, encoding
 
 try:
     from letterchunk.contract.validate import LetterContext, validate_letter

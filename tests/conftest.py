@@ -28,7 +28,7 @@ import pytest
 
 from fake_openai import FakeOpenAI
 from letterchunk.contract.schema import Chunk, dump_chunk
-from letterchunk.text.tokens import count_tokens
+from letterchunk.tokens import count_tokens
 
 _ISOLATED_PREFIXES = ("OPENAI_", "LETTERCHUNK_")
 # Switches of the test harness itself, not letterchunk configuration: kept.

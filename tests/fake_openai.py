@@ -80,7 +80,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from letterchunk.text.tokens import count_tokens
+from letterchunk.tokens import count_tokens
 
 __all__ = [
     "FakeOpenAI",

@@ -24,7 +24,7 @@ LONG_MARK = "# long function:"
 LAZY_MARK = "# deferred:"
 
 # each stage package may import only the packages listed for it (and the root modules)
-ROOT_MODULES = {"errors", "io", "redact", "install", "resources", "layout"}
+ROOT_MODULES = {"errors", "io", "redact", "install", "resources", "layout", "tokens"}
 ALLOWED = {
     "retrieval": {"retrieval", "contract", "text"},
     "text": {"text", "contract"},

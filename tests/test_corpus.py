@@ -17,7 +17,7 @@ from letterchunk.contract.schema import CHUNK_ID_PATTERN, Chunk, dump_chunk
 from letterchunk.text.blocks import detect_blocks
 from letterchunk.text.clean import UNKNOWN_DATE, load_letter
 from letterchunk.text.segment import T1_MIN, segment_letter
-from letterchunk.text.tokens import count_tokens
+from letterchunk.tokens import count_tokens
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
 LETTERS = sorted(CORPUS.glob("*.txt"))

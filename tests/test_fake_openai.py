@@ -21,7 +21,7 @@ from fake_openai import (
     server_error,
     truncated,
 )
-from letterchunk.text.tokens import count_tokens
+from letterchunk.tokens import count_tokens
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say ok."}]
 

@@ -555,7 +555,7 @@ def test_a_window_never_cuts_a_table_and_merges_ranked_passages_that_fit():
 def test_each_hit_returns_a_window_of_its_section_around_its_leaf(tier2_dir, tmp_path):
     from letterchunk.retrieval.search import WINDOW_TOKENS
     from letterchunk.text.clean import load_letter
-    from letterchunk.text.tokens import count_tokens
+    from letterchunk.tokens import count_tokens
 
     folder, chunks = tier2_dir
     by_id = {c.chunk_id: c for c in chunks}
@@ -683,7 +683,7 @@ def test_a_hit_on_a_table_longer_than_its_window_returns_the_rows_asked_about(tm
     from letterchunk.retrieval.search import WINDOW_TOKENS
     from letterchunk.text.clean import load_letter
     from letterchunk.text.segment import segment_letter
-    from letterchunk.text.tokens import count_tokens
+    from letterchunk.tokens import count_tokens
 
     letter = load_letter(CORPUS / "2019.txt")
     chunks = segment_letter(letter, tier2=True)

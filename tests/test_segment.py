@@ -18,7 +18,7 @@ from letterchunk.text.segment import (
     segment_letter,
 )
 from letterchunk.text.tables import parse_table
-from letterchunk.text.tokens import count_tokens
+from letterchunk.tokens import count_tokens
 from test_corpus import check_invariants
 
 WORDS = (

@@ -132,7 +132,7 @@ SPAN_TEXT = st.lists(
 @SETTINGS
 @given(SPAN_TEXT, st.data())
 def test_span_counter_is_exact_on_any_text(text, data):
-    from letterchunk.text.tokens import SpanCounter, count_tokens
+    from letterchunk.tokens import SpanCounter, count_tokens
 
     counter = SpanCounter(text)
     for _ in range(20):

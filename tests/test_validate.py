@@ -29,7 +29,7 @@ from letterchunk.contract.validate import (
     validate_paths,
 )
 from letterchunk.repair.fixers import FIXERS
-from letterchunk.text.tokens import count_tokens
+from letterchunk.tokens import count_tokens
 
 # --------------------------------------------------------------------------------------------
 # mutation helpers (each returns a new Letter; the fixture letter is never modified)

@@ -40,7 +40,7 @@ if _TYPE_CHECKING:
     from letterchunk.runner.pipeline import Hooks, LetterOutcome, RunOptions, run_paths
     from letterchunk.text.clean import CleanedLetter, load_letter
     from letterchunk.text.segment import segment_letter
-    from letterchunk.text.tokens import count_tokens
+    from letterchunk.tokens import count_tokens
 
 __version__ = "0.1.0"
 
@@ -50,7 +50,7 @@ _LAZY = {
     "Metadata": "contract.schema",
     "TableData": "contract.schema",
     "dump_chunk": "contract.schema",
-    "count_tokens": "text.tokens",
+    "count_tokens": "tokens",
     "run": "api",
     "CleanedLetter": "text.clean",
     "load_letter": "text.clean",

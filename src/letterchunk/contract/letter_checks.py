@@ -20,7 +20,7 @@ from letterchunk.contract.violations import (
     violation,
 )
 from letterchunk.layout import is_compilation_source
-from letterchunk.text.tokens import count_tokens, span_counter
+from letterchunk.tokens import count_tokens, span_counter
 
 __all__ = ["check_letter", "token_counts"]
 
@@ -383,7 +383,7 @@ def _id_sequences(letter: _Letter, index: dict[str, int]) -> None:
 def token_counts(chunks: Sequence[Chunk], cleaned: str | None) -> list[int]:
     """``count_tokens(chunk.content)`` for every chunk.  A chunk whose span holds its content in
     the cleaned text is counted from one tokenizer pass over that text (exact: see
-    :class:`letterchunk.text.tokens.SpanCounter`); any other chunk is encoded on its own."""
+    :class:`letterchunk.tokens.SpanCounter`); any other chunk is encoded on its own."""
     spans: list[tuple[int, int] | None] = []
     for chunk in chunks:
         s = chunk.metadata.source_span

@@ -111,7 +111,7 @@ from letterchunk.contract.violations import (
     Violation,
     check_stage,
 )
-from letterchunk.text.tokens import count_tokens
+from letterchunk.tokens import count_tokens
 
 __all__ = [
     "Violation",

@@ -62,7 +62,7 @@ from letterchunk.llm.transport import (
     short,
 )
 from letterchunk.redact import redact, register_secret, secret_values
-from letterchunk.text.tokens import count_tokens
+from letterchunk.tokens import count_tokens
 
 if TYPE_CHECKING:  # pragma: no cover
     import openai

@@ -21,7 +21,7 @@ from letterchunk.contract.schema import Chunk
 from letterchunk.contract.validate import LetterContext
 from letterchunk.contract.vocabulary import load_concepts
 from letterchunk.enrich.answers import MAX_COMPANIES, MAX_PEOPLE
-from letterchunk.text.tokens import count_tokens
+from letterchunk.tokens import count_tokens
 
 __all__ = [
     "CHUNK_ID_RE",

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from letterchunk.contract.schema import Metadata
 from letterchunk.layout import cleaned_name
 from letterchunk.repair.fixers import CHUNK_ID_RE, Change, diff_fields
-from letterchunk.text.tokens import count_tokens
+from letterchunk.tokens import count_tokens
 
 __all__ = ["normalize_record"]
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from letterchunk.errors import BackendError, ConfigError
 from letterchunk.install import pip_install
 from letterchunk.retrieval.threads import pin_blas_threads
-from letterchunk.text.tokens import encoding
+from letterchunk.tokens import encoding
 
 if TYPE_CHECKING:
     import numpy as np

@@ -24,7 +24,7 @@ from letterchunk.retrieval.query import fts_query
 from letterchunk.retrieval.store import scratch
 from letterchunk.text.lines import split_lines
 from letterchunk.text.sentences import sentence_spans
-from letterchunk.text.tokens import SpanCounter
+from letterchunk.tokens import SpanCounter
 
 __all__ = ["focus_window", "grow_window", "line_spans", "paragraph_edges"]
 

@@ -71,7 +71,7 @@ from letterchunk.text.clean import (
     read_letter_file,
 )
 from letterchunk.text.segment import segment_letter
-from letterchunk.text.tokens import span_counter
+from letterchunk.tokens import span_counter
 
 __all__ = [
     "PROFILES",

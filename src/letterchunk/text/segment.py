@@ -52,7 +52,7 @@ Pipeline (deterministic; no LLM):
 Tier-1 chunks tile the letter: each spans its first block's first character to its last
 block's last character, so only whitespace lies between neighbours.  Token counts: one
 tokenizer pass per letter gives exact counts of any span
-(:class:`letterchunk.text.tokens.SpanCounter`) for the decisions and for each chunk's
+(:class:`letterchunk.tokens.SpanCounter`) for the decisions and for each chunk's
 ``token_count`` (equal to ``count_tokens(content)``).
 """
 
@@ -78,7 +78,7 @@ from letterchunk.errors import InputError
 from letterchunk.text.blocks import Block, detect_blocks
 from letterchunk.text.clean import UNKNOWN_DATE, CleanedLetter, load_letter
 from letterchunk.text.tables import parse_table
-from letterchunk.text.tokens import SpanCounter, span_counter
+from letterchunk.tokens import SpanCounter, span_counter
 
 __all__ = [
     "UNTITLED",
@@ -128,7 +128,7 @@ class _Unit:
 
 def load_letters(paths: Iterable[Path]) -> Iterator[tuple[Path, CleanedLetter | InputError]]:
     """``load_letter`` over ``paths`` in order, one letter ahead: while the caller segments a
-    letter, the tokenizer pass over the next one (:func:`letterchunk.text.tokens.span_counter`, in a
+    letter, the tokenizer pass over the next one (:func:`letterchunk.tokens.span_counter`, in a
     worker thread) is already running.  A letter that cannot be used comes as its
     :class:`InputError`, so the caller can report it and go on."""
     ahead: tuple[Path, CleanedLetter | InputError] | None = None
