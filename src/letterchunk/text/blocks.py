@@ -67,37 +67,37 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from letterchunk.text.lines import (
-    _BULLET,
-    _BULLET_FIRST,
-    _CLOSING_WORD,
-    _END_LAST,
-    _FOOTNOTE,
-    _INITIALS,
-    _LEADER_ONLY,
-    _LETTERS2,
-    _LETTERS3,
-    _OPENING_SALUTATION,
-    _PAREN_ANY,
-    _PAREN_LINE,
-    _PLAIN_NAME,
-    _ROW_END,
-    _SEPARATOR,
-    _SEPARATOR_FIRST,
-    _YEAR_CELL,
+    BULLET,
+    BULLET_FIRST,
+    CLOSING_WORD,
+    END_LAST,
+    FOOTNOTE,
+    INITIALS,
+    LEADER_ONLY,
+    LETTERS2,
+    LETTERS3,
+    OPENING_SALUTATION,
+    PAREN_ANY,
+    PAREN_LINE,
+    PLAIN_NAME,
+    ROW_END,
+    SEPARATOR,
+    SEPARATOR_FIRST,
+    YEAR_CELL,
     Line,
-    _cells,
-    _date_line,
-    _ends_sentence,
-    _header_like_cells,
-    _headerish,
-    _is_bullet,
-    _is_rule,
-    _is_salutation,
-    _is_separator,
-    _prose_like,
-    _signature_line,
+    date_line,
+    ends_sentence,
+    header_like_cells,
+    headerish,
+    is_bullet,
+    is_rule,
+    is_salutation,
+    is_separator,
     is_table_row,
     numeric_cell,
+    prose_like,
+    signature_line,
+    split_cells,
     split_lines,
 )
 
@@ -159,7 +159,7 @@ def _row_flags(lines: list[Line]) -> list[bool]:
     end, a gap, a leader): the full test is the costly one."""
     return [
         len(t) >= 4
-        and (t[-1] in _ROW_END or "  " in t or "\t" in t or ".." in t or ". ." in t or "…" in t)
+        and (t[-1] in ROW_END or "  " in t or "\t" in t or ".." in t or ". ." in t or "…" in t)
         and is_table_row(ln.raw)
         for ln in lines
         for t in (ln.text,)
@@ -169,8 +169,8 @@ def _row_flags(lines: list[Line]) -> list[bool]:
 def _rule_flags(lines: list[Line]) -> list[bool]:
     """Rule lines, and dot-leader lines with nothing else (a row whose leader wrapped)."""
     return [
-        (t[:1] in ("-", "=", "_") and _is_rule(ln.raw))
-        or (t[:1] in (".", "…") and _LEADER_ONLY.match(t) is not None)
+        (t[:1] in ("-", "=", "_") and is_rule(ln.raw))
+        or (t[:1] in (".", "…") and LEADER_ONLY.match(t) is not None)
         for ln in lines
         for t in (ln.text,)
     ]
@@ -217,10 +217,10 @@ def _gap_end(lines: list[Line], strong: list[bool], j: int) -> tuple[int, int, i
     while k < n and not strong[k]:
         if lines[k].blank:
             blanks += 1
-        elif _is_separator(lines[k]):
+        elif is_separator(lines[k]):
             break
-        elif _prose_like(lines[k].raw):
-            wrapped = k + 1 < n and strong[k + 1] and not _ends_sentence(lines[k].text)
+        elif prose_like(lines[k].raw):
+            wrapped = k + 1 < n and strong[k + 1] and not ends_sentence(lines[k].text)
             if not wrapped:
                 break
             soft += 1
@@ -238,7 +238,7 @@ def _new_table_after_gap(lines: list[Line], j: int, k: int) -> bool:
     line ``k`` is a row of years."""
     return (
         not _cells_align(lines, j, k)
-        or any(_header_like_cells(lines[x].raw) for x in range(j, k))
+        or any(header_like_cells(lines[x].raw) for x in range(j, k))
         or _heading_row(lines[k].text)
     )
 
@@ -270,11 +270,10 @@ def _extend_up(lines: list[Line], first: int, prev_end: int, detached: set[int])
         took_headers = top < first
         alone = k == 0 or lines[k - 1].blank
         if _caption_like(raw) and (
-            blanks == 0
-            or (took_headers and alone and (_headerish(raw) or len(lines[k].text) <= 60))
+            blanks == 0 or (took_headers and alone and (headerish(raw) or len(lines[k].text) <= 60))
         ):
             top = k
-            if blanks and _headerish(raw):
+            if blanks and headerish(raw):
                 detached.add(k)
         break
     return top
@@ -284,15 +283,15 @@ def _header_line_above(ln: Line) -> bool:
     """A line above a table's rows that belongs to its column headers: header-like cells, a
     rule, an indented short line or a parenthesised note, and neither prose nor a signature."""
     raw = ln.raw
-    unended = not _ends_sentence(ln.text)
+    unended = not ends_sentence(ln.text)
     headerish_row = (
-        (_header_like_cells(raw, 60) and unended)
-        or _is_rule(raw)
+        (header_like_cells(raw, 60) and unended)
+        or is_rule(raw)
         or (ln.indent >= 8 and len(ln.text) <= 60 and unended)
         or (ln.indent >= 20 and unended)
-        or _PAREN_LINE.fullmatch(raw) is not None
+        or PAREN_LINE.fullmatch(raw) is not None
     )
-    return headerish_row and not _prose_like(raw) and _signature_line(raw) is None
+    return headerish_row and not prose_like(raw) and signature_line(raw) is None
 
 
 def _extend_down(lines: list[Line], strong: list[bool], last: int) -> int:
@@ -305,7 +304,7 @@ def _extend_down(lines: list[Line], strong: list[bool], last: int) -> int:
         kk = k
         if kk < n and lines[kk].blank:
             kk += 1
-        if not (kk < n and _FOOTNOTE.match(lines[kk].raw) and not _is_separator(lines[kk])):
+        if not (kk < n and FOOTNOTE.match(lines[kk].raw) and not is_separator(lines[kk])):
             break
         bottom = _footnote_end(lines, strong, kk)
         k = bottom + 1
@@ -327,7 +326,7 @@ def _wrapped_label_end(lines: list[Line], last: int) -> int:
         and not lines[k + 1].blank
         and len(lines[k + 1].text) <= 30
         and len(lines[k + 1].text.split()) <= 3
-        and not _ends_sentence(lines[k + 1].text)
+        and not ends_sentence(lines[k + 1].text)
         and lines[k + 1].text[:1].isalpha()
     ):
         k += 1
@@ -344,10 +343,10 @@ def _footnote_end(lines: list[Line], strong: list[bool], kk: int) -> int:
     foot_indent = lines[kk].indent
     while kk + 1 < n and not lines[kk + 1].blank and not strong[kk + 1]:
         nxt = lines[kk + 1]
-        if _is_separator(nxt) or _is_salutation(nxt):
+        if is_separator(nxt) or is_salutation(nxt):
             break
-        ended = _ends_sentence(lines[kk].text)
-        if ended and (abs(nxt.indent - foot_indent) >= 2 or _headerish(nxt.raw)):
+        ended = ends_sentence(lines[kk].text)
+        if ended and (abs(nxt.indent - foot_indent) >= 2 or headerish(nxt.raw)):
             break
         kk += 1
     return kk
@@ -355,21 +354,21 @@ def _footnote_end(lines: list[Line], strong: list[bool], kk: int) -> int:
 
 def _heading_row(s: str) -> bool:
     """A row of column headings made of years or dates only ("2016   2015   2014")."""
-    cells = _cells(s)
-    return len(cells) >= 2 and all(_YEAR_CELL.fullmatch(c) for c in cells)
+    cells = split_cells(s)
+    return len(cells) >= 2 and all(YEAR_CELL.fullmatch(c) for c in cells)
 
 
 def _cells_align(lines: list[Line], a: int, b: int) -> bool:
     """Soft lines between table parts separated by blank lines: accept when short."""
     return all(
-        lines[i].blank or len(lines[i].text) <= 60 or _header_like_cells(lines[i].raw)
+        lines[i].blank or len(lines[i].text) <= 60 or header_like_cells(lines[i].raw)
         for i in range(a, b)
     )
 
 
 def _caption_like(raw: str) -> bool:
     s = raw.strip()
-    if not s or len(s) > 90 or _prose_like(raw):
+    if not s or len(s) > 90 or prose_like(raw):
         return False
     if s[-1] in ".,;:" and not s.endswith(")"):
         return False
@@ -386,7 +385,7 @@ def detect_blocks(text: str) -> list[Block]:
         for i in range(a, b + 1):
             kind[i] = "table"
     for i, ln in enumerate(lines):
-        if ln.text[:1] in _SEPARATOR_FIRST and kind[i] is None and _SEPARATOR.match(ln.raw):
+        if ln.text[:1] in SEPARATOR_FIRST and kind[i] is None and SEPARATOR.match(ln.raw):
             kind[i] = "separator"
     _mark_opening(lines, kind)  # first: partners' names under the date line sign nothing
     _mark_signatures(lines, kind)
@@ -418,7 +417,7 @@ def detect_blocks(text: str) -> list[Block]:
             blocks.append(_mk(lines, "separator", i, i))
             i += 1
             continue
-        if k == "salutation" or _is_salutation(ln):
+        if k == "salutation" or is_salutation(ln):
             blocks.append(_mk(lines, "salutation", i, i))
             i += 1
             continue
@@ -429,7 +428,7 @@ def detect_blocks(text: str) -> list[Block]:
             blocks.append(header)
             i = j + 1
             continue
-        if _is_bullet(ln):
+        if is_bullet(ln):
             j = _list_end(lines, kind, i)
             blocks.append(_mk(lines, "list", i, j))
             i = j + 1
@@ -449,7 +448,7 @@ def _header_end(lines: list[Line], kind: list[str | None], i: int) -> int:
         j + 1 < n
         and kind[j + 1] is None
         and not lines[j + 1].blank
-        and _headerish(lines[j + 1].raw)
+        and headerish(lines[j + 1].raw)
         and (j + 2 >= n or lines[j + 2].blank)
         and len(lines[j + 1].text) <= 80
     ):
@@ -473,18 +472,18 @@ def _paragraph_end(lines: list[Line], kind: list[str | None], i: int) -> int:
                 break
             j = resume - 1  # the sentence goes on after a page break: same paragraph
             nxt = lines[resume]
-        # _is_bullet / _is_salutation / _ends_sentence with their cheap tests inlined (the
+        # is_bullet / is_salutation / ends_sentence with their cheap tests inlined (the
         # hottest loop: every line of every paragraph)
         c = nxt.text[0]
         t = lines[j].text
         if (
             kind[j + 1] is not None
-            or ((c in _BULLET_FIRST or "\uf000" <= c <= "\uf8ff") and _BULLET.match(nxt.raw))
-            or ((c == "T" or c == "D") and _is_salutation(nxt))
+            or ((c in BULLET_FIRST or "\uf000" <= c <= "\uf8ff") and BULLET.match(nxt.raw))
+            or ((c == "T" or c == "D") and is_salutation(nxt))
             or (
                 t
-                and t[-1] in _END_LAST
-                and _ends_sentence(t)
+                and t[-1] in END_LAST
+                and ends_sentence(t)
                 and (
                     _is_header_at(lines, kind, j + 1, after_text=True)
                     # paragraphs running into each other: only the indent tells
@@ -506,7 +505,7 @@ def _page_break_continuation(lines: list[Line], kind: list[str | None], j: int) 
     sentence punctuation, at most three blank lines follow, and the next line starts with a
     lowercase letter at the paragraph margin."""
     text = lines[j].text
-    if not text or _ends_sentence(text):
+    if not text or ends_sentence(text):
         return None
     k = j + 1
     while k < len(lines) and lines[k].blank and k - j <= 3:
@@ -533,12 +532,12 @@ def _is_header_at(
     if i >= n or kind[i] is not None or lines[i].blank:
         return False
     raw = lines[i].raw
-    if not _headerish(raw) or _signature_line(raw) is not None:
+    if not headerish(raw) or signature_line(raw) is not None:
         return False
     k = i + 1
     while k < n and lines[k].blank:
         k += 1
-    if k < n and _is_salutation(lines[k]):
+    if k < n and is_salutation(lines[k]):
         return False  # a letterhead above "To the Shareholders...:" is not a section title
     if k < n and lines[i].text.endswith(":") and _LOWER_ITEM.match(lines[k].raw):
         return False  # "Harry:" over "(1) took the inventory…": a sentence's subject
@@ -546,7 +545,7 @@ def _is_header_at(
     prev_ok = prev_ok or kind[i - 1] in ("separator", "table", "signature")
     if not prev_ok:
         # previous line ends a sentence (a page number between them was removed)
-        prev_ok = _ends_sentence(lines[i - 1].text)
+        prev_ok = ends_sentence(lines[i - 1].text)
     if not prev_ok:
         return False
     if i + 1 >= n or lines[i + 1].blank:
@@ -558,7 +557,7 @@ def _is_header_at(
     longer = len(nxt.text) - len(lines[i].text)
     if after_text:
         return nxt.indent > lines[i].indent or longer > 20
-    return nxt.indent > lines[i].indent or longer > 10 or _headerish(nxt.raw)
+    return nxt.indent > lines[i].indent or longer > 10 or headerish(nxt.raw)
 
 
 def _list_end(lines: list[Line], kind: list[str | None], i: int) -> int:
@@ -572,11 +571,11 @@ def _list_end(lines: list[Line], kind: list[str | None], i: int) -> int:
             k = j + 1
             while k < n and lines[k].blank:
                 k += 1
-            if k < n and kind[k] is None and _is_bullet(lines[k]) and k - j <= 3:
+            if k < n and kind[k] is None and is_bullet(lines[k]) and k - j <= 3:
                 j = k
                 continue
             break
-        if _is_header_at(lines, kind, j + 1, after_text=True) and _ends_sentence(lines[j].text):
+        if _is_header_at(lines, kind, j + 1, after_text=True) and ends_sentence(lines[j].text):
             break
         j += 1
     return j
@@ -592,8 +591,8 @@ def _mark_signatures(lines: list[Line], kind: list[str | None]) -> None:
         if (
             kind[i] is not None
             or not t
-            or not ("A" <= t[0] <= "Z" or t[0] == "/")  # as in _signature_line, inlined
-            or _signature_line(lines[i].raw) is None
+            or not ("A" <= t[0] <= "Z" or t[0] == "/")  # as in signature_line, inlined
+            or signature_line(lines[i].raw) is None
         ):
             i += 1
             continue
@@ -604,7 +603,7 @@ def _mark_signatures(lines: list[Line], kind: list[str | None]) -> None:
                     j += 1
                     continue
                 break
-            s = _signature_line(lines[j].raw)
+            s = signature_line(lines[j].raw)
             if s is None and _signed_after_closing(lines, last, j):
                 s = "name"  # "Cordially," then "Warren Buffett": a name without an initial
             if s is None:
@@ -629,8 +628,8 @@ def _signed_after_closing(lines: list[Line], last: int, j: int) -> bool:
     ``last`` ("Cordially,")."""
     return (
         j > last
-        and _CLOSING_WORD.match(lines[last].text) is not None
-        and _PLAIN_NAME.match(lines[j].text) is not None
+        and CLOSING_WORD.match(lines[last].text) is not None
+        and PLAIN_NAME.match(lines[j].text) is not None
     )
 
 
@@ -641,7 +640,7 @@ def _initials_after(lines: list[Line], kind: list[str | None], last: int) -> int
     k = last + 1
     if k < n and lines[k].blank:
         k += 1
-    if k < n and kind[k] is None and _INITIALS.match(lines[k].text) is not None:
+    if k < n and kind[k] is None and INITIALS.match(lines[k].text) is not None:
         return k
     return last
 
@@ -663,15 +662,15 @@ def _mark_opening(lines: list[Line], kind: list[str | None]) -> None:
         if any(kind[x] is not None for x in range(first, last + 1)):
             break
         texts = [lines[x].text for x in range(first, last + 1)]
-        if not dated and _date_line(texts[0]) and all(_short_unended(t) for t in texts[1:]):
+        if not dated and date_line(texts[0]) and all(_short_unended(t) for t in texts[1:]):
             dated = True
         elif not dated and all(_letterhead_line(lines[x]) for x in range(first, last + 1)):
             if heads and not all(_caps(t) for t in texts):
                 break
             heads += len(texts)
             caps = caps or any(_caps(t) for t in texts)
-            dated = any(_date_line(t) for t in texts)
-        elif first == last and _OPENING_SALUTATION.match(lines[first].raw) and head_last >= 0:
+            dated = any(date_line(t) for t in texts)
+        elif first == last and OPENING_SALUTATION.match(lines[first].raw) and head_last >= 0:
             sal = first
             break
         else:
@@ -707,7 +706,7 @@ def _letterhead_line(ln: Line) -> bool:
         ln.indent >= 10
         and len(ln.text) <= 70
         and len(ln.text.split()) <= 8
-        and (_LETTERS2.search(ln.text) is not None)
+        and (LETTERS2.search(ln.text) is not None)
     )
 
 
@@ -718,20 +717,20 @@ def _caps(t: str) -> bool:
 
 def _short_unended(t: str) -> bool:
     """A short line that ends no sentence: a name or title under a letter's date line."""
-    return len(t) <= 60 and len(t.split()) <= 8 and not _ends_sentence(t)
+    return len(t) <= 60 and len(t.split()) <= 8 and not ends_sentence(t)
 
 
 def _table_caption(lines: list[Line], a: int, b: int) -> str:
     """The table's caption: its first line when that line is a title (no numbers in columns)."""
     for i in range(a, min(b, a + 3) + 1):
         raw = lines[i].raw
-        if lines[i].blank or _is_rule(raw) or is_table_row(raw):
+        if lines[i].blank or is_rule(raw) or is_table_row(raw):
             continue
         if (
             _caption_like(raw)
-            and not _header_like_cells(raw)
-            and not _PAREN_ANY.fullmatch(raw)
-            and len(_LETTERS3.findall(raw)) >= 2  # not a heading stub like "No. of"
+            and not header_like_cells(raw)
+            and not PAREN_ANY.fullmatch(raw)
+            and len(LETTERS3.findall(raw)) >= 2  # not a heading stub like "No. of"
         ):
             return lines[i].text
         break

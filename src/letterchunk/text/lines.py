@@ -11,16 +11,51 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["Line", "split_lines", "is_table_row", "numeric_cell"]
+# the line classifiers and patterns ``blocks`` and ``tables`` build on
+__all__ = [
+    "Line",
+    "split_lines",
+    "is_table_row",
+    "numeric_cell",
+    "split_cells",
+    "ends_sentence",
+    "is_bullet",
+    "is_salutation",
+    "is_separator",
+    "is_rule",
+    "prose_like",
+    "header_like_cells",
+    "headerish",
+    "date_line",
+    "signature_line",
+    "BULLET",
+    "BULLET_FIRST",
+    "CLOSING_WORD",
+    "END_LAST",
+    "FOOTNOTE",
+    "INITIALS",
+    "LEADER",
+    "LEADER_ONLY",
+    "LETTERS2",
+    "LETTERS3",
+    "OPENING_SALUTATION",
+    "PAREN_ANY",
+    "PAREN_LINE",
+    "PLAIN_NAME",
+    "ROW_END",
+    "SEPARATOR",
+    "SEPARATOR_FIRST",
+    "YEAR_CELL",
+]
 
 # three or more asterisks (ASCII "*" or the look-alikes PDFs produce: "∗" "⁎" "✱"), spaced or
 # not, or a run of underscores
 _STARS = "*\u2217\u204e\u2731"
-_SEPARATOR = re.compile(rf"^\s*(?:[{_STARS}]\s*){{3,}}$|^\s*_{{5,}}\s*$")
+SEPARATOR = re.compile(rf"^\s*(?:[{_STARS}]\s*){{3,}}$|^\s*_{{5,}}\s*$")
 _UNITS_NOTE = re.compile(r"\d|[$%£€]|\b(?:millions?|billions?|thousands?|omitted|dollars)\b", re.I)
-_SEPARATOR_FIRST = tuple(_STARS + "_")
+SEPARATOR_FIRST = tuple(_STARS + "_")
 _RULE = re.compile(r"^\s*[-=_]{3,}(?:\s+[-=_]{3,})*\s*$")
-_LEADER = re.compile(r"(?:\.\s?){3,}\.?|…+|(?:\.\s){2,}\.")
+LEADER = re.compile(r"(?:\.\s?){3,}\.?|…+|(?:\.\s){2,}\.")
 _NUMERIC = re.compile(
     r"^(?:[$£€]\s*)?[(\-–—+]?\s*(?:[$£€]\s*)?(?:\d[\d,]*(?:\.\d+)?|\.\d+)\s*(?:%|x|pts?\.?)?\)?"
     r"[%*†]?$"
@@ -28,9 +63,9 @@ _NUMERIC = re.compile(
 # footnote marks after a value: "6.3%(1)", "47(2)", "205 (1)", "263,265(1)(2)"
 _FOOTNOTE_MARKS = re.compile(r"(?:\s?\(\d{1,2}\)){1,3}$")
 _DASH_CELL = re.compile(r"^(?:[-–—]+|-0-|N/?A|n/?a|nil|None|none)$")
-_LEADER_ONLY = re.compile(r"^(?:[.…]\s?){4,}$")
+LEADER_ONLY = re.compile(r"^(?:[.…]\s?){4,}$")
 _CELL_SPLIT = re.compile(r"\s{2,}|\t")
-_BULLET = re.compile(r"^\s*(?:[•◦▪■□●○·Š‹›»\uf000-\uf8ff]|o(?=\s+[A-Z(“\"$])|[-–—](?=\s{2,}))\s+\S")
+BULLET = re.compile(r"^\s*(?:[•◦▪■□●○·Š‹›»\uf000-\uf8ff]|o(?=\s+[A-Z(“\"$])|[-–—](?=\s{2,}))\s+\S")
 _SALUTATION = re.compile(r"^\s*(?:To the .{3,80}[:,]|Dear .{2,60}[:,])\s*$")
 # a sign-off title standing alone (optionally after a comma: "Warren E. Buffett, Chairman")
 _SIG_TITLE = re.compile(
@@ -60,17 +95,17 @@ _NUMERIC_DATE = re.compile(r"\d{1,2}[-/]\d{1,2}[-/](?:\d{4}|\d{2})")
 _NAME_DATE = re.compile(r"^(?P<name>.+?)\s+\d{1,2}[-/]\d{1,2}[-/](?:\d{4}|\d{2})$")
 # a salutation of any addressee at the top of a letter ("TO MY PARTNERS:", "To My Partners for
 # 1964:", "Gentlemen:"); _SALUTATION is the narrower form that may stand anywhere in a letter
-_OPENING_SALUTATION = re.compile(
+OPENING_SALUTATION = re.compile(
     r"^\s*(?:to (?:my|the|all|our) [\w .,'’-]{2,60}|dear [\w .,'’-]{2,60}"
     r"|(?:ladies and )?gentlemen)\s*[:,]\s*$",
     re.IGNORECASE,
 )
 # a closing word that a plain signed name ("Warren Buffett") may follow
-_CLOSING_WORD = re.compile(r"^(?:Sincerely|Cordially|Yours)\b")
-_PLAIN_NAME = re.compile(r"^[A-Z][a-z]+ [A-Z][a-z]+$")
+CLOSING_WORD = re.compile(r"^(?:Sincerely|Cordially|Yours)\b")
+PLAIN_NAME = re.compile(r"^[A-Z][a-z]+ [A-Z][a-z]+$")
 # a typist's reference initials under a signature ("WEBeh", "WEB:eh", "WEB/eh")
-_INITIALS = re.compile(r"^[A-Z]{2,4}[:/]?[a-z]{1,3}$")
-_FOOTNOTE = re.compile(
+INITIALS = re.compile(r"^[A-Z]{2,4}[:/]?[a-z]{1,3}$")
+FOOTNOTE = re.compile(
     r"^\s*(?:Notes?\s*[:.]|NOTES?\b|Footnotes?\b|\*+\s*\S|\(\d{1,2}\)\s|\([a-z]\)\s|†|Sources?:)"
 )
 _MINOR = {
@@ -84,24 +119,24 @@ _TRAILING_MINOR = {
 }  # fmt: skip
 _SENTENCE_END = re.compile(r"[.?!:;][\"'”’)\]]*$|[\"”’]$")
 _CLOSERS = "\"'”’)]"
-_END_LAST = frozenset(".?!:;" + _CLOSERS)  # the last character of any line _ends_sentence accepts
+END_LAST = frozenset(".?!:;" + _CLOSERS)  # the last character of any line ends_sentence accepts
 # cheap first-character tests: a line that fails one cannot match the regex it guards
-_BULLET_FIRST = frozenset("•◦▪■□●○·Š‹›»o-–—")
-_ROW_END = frozenset("0123456789)%*")
+BULLET_FIRST = frozenset("•◦▪■□●○·Š‹›»o-–—")
+ROW_END = frozenset("0123456789)%*")
 _WIDE_GAP = re.compile(r"\S\s{3,}\S")
 _GAP3 = re.compile(r"\s{3,}")
-_LETTERS2 = re.compile(r"[A-Za-z]{2}")
-_LETTERS3 = re.compile(r"[A-Za-z]{3,}")
+LETTERS2 = re.compile(r"[A-Za-z]{2}")
+LETTERS3 = re.compile(r"[A-Za-z]{3,}")
 _ABBREV_END = re.compile(r"\b(?:Inc|Co|Corp|Ltd|etc|No)\.$")
 _WORD = re.compile(r"(?<![0-9A-Za-z])[A-Za-z][A-Za-z'’.&-]*")  # not the "th" of "50th"
 _LEADER_AFTER = re.compile(r"[$(\d-]")
-_PAREN_LINE = re.compile(r"\s*\([^)]{2,40}\)\s*")
-_PAREN_ANY = re.compile(r"\s*\(.*\)\s*")
+PAREN_LINE = re.compile(r"\s*\([^)]{2,40}\)\s*")
+PAREN_ANY = re.compile(r"\s*\(.*\)\s*")
 # a year or date column heading, maybe with a footnote mark ("2011*", "2016(1)")
-_YEAR_CELL = re.compile(r"(?:(?:19|20)\d\d|\d{1,2}/\d{1,2}/\d{2,4})(?:[*†‡]+|\(\d\))?")
+YEAR_CELL = re.compile(r"(?:(?:19|20)\d\d|\d{1,2}/\d{1,2}/\d{2,4})(?:[*†‡]+|\(\d\))?")
 
 
-def _ends_sentence(t: str) -> bool:
+def ends_sentence(t: str) -> bool:
     """``_SENTENCE_END.search(t) is not None`` for one line (no newline), without a regex scan:
     the line ends in a closing quote, or in sentence punctuation before closing quotes/brackets."""
     if not t:
@@ -112,21 +147,21 @@ def _ends_sentence(t: str) -> bool:
     return bool(r) and r[-1] in ".?!:;"
 
 
-def _is_bullet(ln: Line) -> bool:
+def is_bullet(ln: Line) -> bool:
     c = ln.text[:1]
     return (
         bool(c)
-        and (c in _BULLET_FIRST or "\uf000" <= c <= "\uf8ff")
-        and _BULLET.match(ln.raw) is not None
+        and (c in BULLET_FIRST or "\uf000" <= c <= "\uf8ff")
+        and BULLET.match(ln.raw) is not None
     )
 
 
-def _is_salutation(ln: Line) -> bool:
+def is_salutation(ln: Line) -> bool:
     return ln.text.startswith(("To the ", "Dear ")) and _SALUTATION.match(ln.raw) is not None
 
 
-def _is_separator(ln: Line) -> bool:
-    return ln.text[:1] in _SEPARATOR_FIRST and _SEPARATOR.match(ln.raw) is not None
+def is_separator(ln: Line) -> bool:
+    return ln.text[:1] in SEPARATOR_FIRST and SEPARATOR.match(ln.raw) is not None
 
 
 class Line:
@@ -167,7 +202,7 @@ def numeric_cell(cell: str) -> bool:
     return False
 
 
-def _cells(s: str) -> list[str]:
+def split_cells(s: str) -> list[str]:
     return [c for c in _CELL_SPLIT.split(s.strip()) if c]
 
 
@@ -178,12 +213,12 @@ def is_table_row(raw: str) -> bool:
         return False
     if "  " not in s and "\t" not in s and ".." not in s and ". ." not in s and "…" not in s:
         # a row needs column gaps, a leader, or a run of values
-        return s[-1] in _ROW_END and _numeric_tail(s) >= 3
+        return s[-1] in ROW_END and _numeric_tail(s) >= 3
     if s[0] in "-=_" and _RULE.match(raw):
         return False
     m = None
     if "." in s or "…" in s:  # a leader needs one
-        leaders = list(_LEADER.finditer(s))
+        leaders = list(LEADER.finditer(s))
         m = leaders[-1] if leaders else None  # the last leader on the line
     if m is not None:
         after = s[m.end() :].strip()
@@ -193,7 +228,7 @@ def is_table_row(raw: str) -> bool:
         elif before:
             if not after:
                 return True
-            after_cells = _cells(after)
+            after_cells = split_cells(after)
             # a leader with words after it and no number is an ellipsis in prose
             if numeric_cell(after_cells[0]) or (
                 _LEADER_AFTER.match(after)
@@ -202,7 +237,7 @@ def is_table_row(raw: str) -> bool:
                 return True
     if _numeric_tail(s) >= 3:
         return True  # "Total earnings $ 85,945 $ 68,632 $ 70,146": values set with single spaces
-    cells = _cells(s)
+    cells = split_cells(s)
     if len(cells) < 2:
         return False
     if not numeric_cell(cells[-1]):
@@ -231,17 +266,17 @@ def _numeric_tail(s: str) -> int:
     return n
 
 
-def _is_rule(raw: str) -> bool:
-    return _RULE.match(raw) is not None and not _SEPARATOR.match(raw)
+def is_rule(raw: str) -> bool:
+    return _RULE.match(raw) is not None and not SEPARATOR.match(raw)
 
 
-def _prose_like(raw: str) -> bool:
+def prose_like(raw: str) -> bool:
     """A line that reads as running text: long and without column gaps."""
     s = raw.strip()
     return len(s) >= 50 and _WIDE_GAP.search(s) is None and len(s.split()) >= 8
 
 
-def _header_like_cells(raw: str, width: int = 40) -> bool:
+def header_like_cells(raw: str, width: int = 40) -> bool:
     s = raw.strip()
     if not s:
         return False
@@ -262,13 +297,13 @@ def _title_case(s: str) -> bool:
     return words[0][0].isupper() and caps / len(major) >= 0.8
 
 
-def _headerish(raw: str) -> bool:
+def headerish(raw: str) -> bool:
     s = raw.strip()
     if not (2 <= len(s) <= 100) or not (s[0].isupper() or s[0] in "“\"'‘(" or s[0].isdigit()):
         return False
     if s[-1] in ".,;" and not _ABBREV_END.search(s):
         return False
-    if not _LETTERS2.search(s):
+    if not LETTERS2.search(s):
         return False
     nwords = len(s.split())
     if nwords > 14:
@@ -278,7 +313,7 @@ def _headerish(raw: str) -> bool:
     c = s[0]
     if (c == "T" or c == "D") and _SALUTATION.match(raw):
         return False
-    if (c in _BULLET_FIRST or "\uf000" <= c <= "\uf8ff") and _BULLET.match(raw):
+    if (c in BULLET_FIRST or "\uf000" <= c <= "\uf8ff") and BULLET.match(raw):
         return False
     if s.endswith(":") and nwords > 8:
         return False
@@ -288,7 +323,7 @@ def _headerish(raw: str) -> bool:
     if _numeric_tail(s) >= 2:
         return False
     if (
-        s[-1] in _ROW_END or "  " in s or "\t" in s or ".." in s or ". ." in s or "…" in s
+        s[-1] in ROW_END or "  " in s or "\t" in s or ".." in s or ". ." in s or "…" in s
     ) and is_table_row(raw):
         return False
     s = s.rstrip(":?")
@@ -303,14 +338,14 @@ def _headerish(raw: str) -> bool:
     return _title_case(s)
 
 
-def _date_line(t: str) -> bool:
+def date_line(t: str) -> bool:
     """A line holding only a date ("January 24, 1962", "July 11th, 1968", "July, 1961",
     "1-30-61")."""
     t = t.strip().rstrip(".")
     return bool(_DATE.fullmatch(t) or _MONTH_YEAR.fullmatch(t) or _NUMERIC_DATE.fullmatch(t))
 
 
-def _signature_line(raw: str) -> str | None:
+def signature_line(raw: str) -> str | None:
     """'name' | 'title' | 'date' | 'name+title' | 'name+date' when the line is a sign-off
     line, else None."""
     s = raw.strip()

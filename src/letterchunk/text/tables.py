@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
-from letterchunk.text.lines import _LEADER, _is_rule, is_table_row, numeric_cell
+from letterchunk.text.lines import LEADER, is_rule, is_table_row, numeric_cell
 
 __all__ = ["parse_table"]
 
@@ -57,7 +57,7 @@ def _split_row(line: str) -> _Row:
     The label is the first text cell; a leading number is the label only when a leader follows
     it or it is a year/date at the start of the line (a row key such as "1965 ......").
     """
-    blanked = _LEADER.sub(_blank, line) if "." in line or "…" in line else line
+    blanked = LEADER.sub(_blank, line) if "." in line or "…" in line else line
     segs = [(a, b, t.strip(" .")) for a, b, t in _segments(blanked)]
     segs = [x for x in segs if x[2]]
     if not segs:
@@ -70,7 +70,7 @@ def _split_row(line: str) -> _Row:
             merged.append((a, b, t))
     segs = [cell for seg in merged for cell in _numbers_apart(seg)]
     first = segs[0]
-    if len(segs) > 1 and _LEADER.match(line[first[1] :].lstrip(" ")):
+    if len(segs) > 1 and LEADER.match(line[first[1] :].lstrip(" ")):
         return first, segs[1:]  # "1965 ......": the row key precedes the leader
     for idx, (a, b, t) in enumerate(segs):
         if not numeric_cell(t):
@@ -191,7 +191,7 @@ def _data_rows(
     pending: _Row | None = None
     for i in range(first_data, last_data + 1):
         ln = lines[i]
-        if not ln.strip() or _is_rule(ln):
+        if not ln.strip() or is_rule(ln):
             if pending:
                 parsed.append(pending)
                 ends.append(i - 1)
@@ -306,7 +306,7 @@ def _header_names(
     label_hi = max((lab[1] for lab in label_cells), default=-1)
     label_lo = min((lab[0] for lab in label_cells), default=10**6)
     for ln in head:
-        if not ln.strip() or _is_rule(ln) or (caption and ln.strip() == caption):
+        if not ln.strip() or is_rule(ln) or (caption and ln.strip() == caption):
             continue
         for s, e, t in _segments(ln):
             if (
@@ -447,14 +447,14 @@ def _side_by_side_parse(
 
 def _text_table(lines: list[str], caption: str) -> tuple[list[str], list[list[str]]]:
     """A table of words laid out in columns under a rule line (no numeric rows)."""
-    rules = [i for i, ln in enumerate(lines) if _is_rule(ln)]
+    rules = [i for i, ln in enumerate(lines) if is_rule(ln)]
     body_from = rules[0] + 1 if rules else 0
     head = [ln for ln in lines[: rules[0]] if ln.strip() and ln.strip() != caption] if rules else []
     columns = [c for c in _GAP2.split(head[-1].strip()) if c] if head else []
     rows = [
         [c for c in _GAP2.split(ln.strip()) if c]
         for ln in lines[body_from:]
-        if ln.strip() and not _is_rule(ln) and not _FOOT.match(ln)
+        if ln.strip() and not is_rule(ln) and not _FOOT.match(ln)
     ]
     width = max([len(columns)] + [len(r) for r in rows]) if rows or columns else 1
     columns = columns + [f"Column {k + 1}" for k in range(len(columns), width)]
