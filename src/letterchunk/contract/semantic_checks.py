@@ -32,7 +32,13 @@ from letterchunk.contract.predicates import (
 )
 from letterchunk.contract.rules import EVIDENCE_MIN_WORDS, EVIDENCE_TYPES
 from letterchunk.contract.schema import Chunk, Metadata
-from letterchunk.contract.violations import Add, CheckContext, Violation, violation
+from letterchunk.contract.violations import (
+    Add,
+    CheckContext,
+    EvidenceRecord,
+    Violation,
+    violation,
+)
 
 __all__ = [
     "check_semantics",
@@ -456,7 +462,7 @@ def check_evidence(chunk: Chunk, ctx: CheckContext) -> list[Violation]:
     out: list[Violation] = []
     cid = chunk.chunk_id
     md = chunk.metadata
-    record = (ctx.evidence or {}).get(cid) or {}
+    record: EvidenceRecord = (ctx.evidence or {}).get(cid) or {"chunk_id": cid}
     needs_type = md.content_type in EVIDENCE_TYPES
     type_quotes = record.get("content_type_evidence") or []
     p_quotes = record.get("principle_evidence") or []
@@ -496,8 +502,13 @@ def check_evidence(chunk: Chunk, ctx: CheckContext) -> list[Violation]:
                 field="metadata.content_type",
             )
         )
-    for j, quote in enumerate(type_quotes):
-        check(quote, f"evidence.content_type_evidence.{j}", "evidence.not_found", "evidence quote")
+    for j, type_quote in enumerate(type_quotes):
+        check(
+            type_quote,
+            f"evidence.content_type_evidence.{j}",
+            "evidence.not_found",
+            "evidence quote",
+        )
     for i in range(max(len(md.principles), len(p_quotes))):
         quote = p_quotes[i] if i < len(p_quotes) else None
         if i < len(md.principles) and not (isinstance(quote, str) and quote.strip()):

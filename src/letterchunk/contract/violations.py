@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, NotRequired, Protocol, TypedDict
 
 from letterchunk.contract.predicates import concept_key, value_key
 from letterchunk.contract.rules import FATAL_CODES, RULES, RuleKind, Severity, rule_kind
@@ -18,6 +18,8 @@ __all__ = [
     "Stage",
     "STAGES",
     "EvidenceRecord",
+    "Judgements",
+    "ParagraphJudgement",
     "Violation",
     "LetterContext",
     "ValidationReport",
@@ -32,9 +34,39 @@ Stage = Literal["segmented", "enriched"]
 
 STAGES: tuple[str, ...] = ("segmented", "enriched")
 
-#: One line of the evidence sidecar: ``{"chunk_id", "content_type_evidence",
-#: "principle_evidence"}`` (see :func:`letterchunk.contract.files.read_evidence`).
-EvidenceRecord = dict[str, Any]
+
+class ParagraphJudgement(TypedDict):
+    """One self-critical paragraph put to the confession judge: the sentence a tag would quote
+    and the paragraph's yes-probability (None: the server gave none)."""
+
+    sentence: str
+    p_yes: float | None
+
+
+class Judgements(TypedDict):
+    """The follow-up judges' yes-probabilities for one chunk, rounded to four places
+    (:meth:`letterchunk.enrich.judges.Verdicts.to_dict`)."""
+
+    confession_p_yes: float | None
+    confession_paragraphs: list[ParagraphJudgement]
+    principle_p_yes: list[float | None]  # one per principle, in order
+
+
+class EvidenceRecord(TypedDict):
+    """One line of the evidence sidecar ``YYYY.evidence.jsonl``, written as JSON in this key
+    order (see :func:`letterchunk.contract.files.read_evidence`).
+
+    ``content_type_evidence`` quotes the sentences a confession or principle tag rests on;
+    ``principle_evidence`` quotes one sentence per principle, in order.  letterchunk always
+    writes both; a sidecar another tool wrote may leave either out (read as empty).
+    ``judgements`` is there when the follow-up judges were asked (a judging client, a Tier-1/2
+    chunk).
+    """
+
+    chunk_id: str
+    content_type_evidence: NotRequired[list[str]]
+    principle_evidence: NotRequired[list[str]]
+    judgements: NotRequired[Judgements]
 
 
 @dataclass(frozen=True)
@@ -54,7 +86,7 @@ class Violation:
         """The rule's kind (:func:`letterchunk.contract.rules.rule_kind`)."""
         return rule_kind(self.code)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | int | None]:
         return {**asdict(self), "kind": self.kind}
 
     def __str__(self) -> str:

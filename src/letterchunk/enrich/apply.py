@@ -17,6 +17,7 @@ from letterchunk.contract.schema import (
     TableData,
     TemporalReferences,
 )
+from letterchunk.contract.violations import EvidenceRecord
 from letterchunk.text.sentences import sentence_spans
 
 # --------------------------------------------------------------------------------------------
@@ -172,7 +173,7 @@ def complete_sentences(text: str) -> str:
     return flat[: spans[-2][1]] if len(spans) > 1 else flat
 
 
-def evidence_record(chunk_id: str, e: BaseModel) -> dict:
+def evidence_record(chunk_id: str, e: BaseModel) -> EvidenceRecord:
     """One line of the evidence sidecar for ``chunk_id`` (see module docstring).
 
     Evidence for a ``narrative`` tag is dropped: only a confession or principle tag needs it

@@ -45,13 +45,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeGuard
 
 from letterchunk.contract.schema import Chunk
+from letterchunk.contract.violations import EvidenceRecord, Judgements
 from letterchunk.enrich.candidates import confession_paragraphs
 from letterchunk.enrich.messages import neutralise_fences
 from letterchunk.llm import prompts
-from letterchunk.llm.client import Usage
+from letterchunk.llm.client import LLMClient, Usage
 from letterchunk.llm.judge import YesNo, ask_yes_no
 
 __all__ = [
@@ -82,7 +83,7 @@ class Verdicts:
     principles: tuple[float | None, ...] = ()  # one per extracted principle, in order
     answers: tuple[YesNo, ...] = field(default=(), repr=False)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Judgements:
         """The probabilities as the evidence sidecar records them (``judgements``)."""
         return {
             "confession_p_yes": _rounded(self.confession),
@@ -117,9 +118,10 @@ def _rounded(p: float | None) -> float | None:
     return None if p is None else round(p, 4)
 
 
-def can_judge(client: object) -> bool:
-    """Whether ``client`` can send a plain (logprobs) request: the real client can; test
-    doubles that only answer structured calls cannot, and their answers stand as given."""
+def can_judge(client: object) -> TypeGuard[LLMClient]:
+    """Whether ``client`` can send a plain (logprobs) request: the real client can (and is then
+    asked as one); test doubles that only answer structured calls cannot, and their answers
+    stand as given."""
     return callable(getattr(client, "send_plain", None))
 
 
@@ -128,7 +130,9 @@ def _question(messages: Sequence[dict], text: str) -> list[dict]:
     return [dict(m) for m in messages[:2]] + [{"role": "user", "content": text}]
 
 
-def ask_judges(chunk: Chunk, evidence: dict, messages: Sequence[dict], client: Any) -> Verdicts:
+def ask_judges(
+    chunk: Chunk, evidence: EvidenceRecord, messages: Sequence[dict], client: object
+) -> Verdicts:
     """Ask the follow-up questions for an enriched ``chunk`` (its evidence record beside it)
     whose enrichment prompt was ``messages``; tables (Tier 3) are never asked."""
     if chunk.metadata.chunk_tier == 3 or not can_judge(client):
@@ -175,11 +179,13 @@ def _confession_tag(verdicts: Verdicts) -> tuple[bool, str | None] | None:
     return best >= PARAGRAPH_THRESHOLD or verdicts.confession >= CONFESSION_THRESHOLD, sentence
 
 
-def apply_verdicts(chunk: Chunk, evidence: dict, verdicts: Verdicts) -> tuple[Chunk, dict]:
+def apply_verdicts(
+    chunk: Chunk, evidence: EvidenceRecord, verdicts: Verdicts
+) -> tuple[Chunk, EvidenceRecord]:
     """``(chunk, evidence record)`` with the verdicts applied (see module docstring)."""
     meta = chunk.metadata
     update: dict[str, object] = {}
-    record = dict(evidence)
+    record = evidence.copy()
     decided = None if meta.chunk_tier == 3 else _confession_tag(verdicts)
     if decided is not None:
         tagged, quote = decided

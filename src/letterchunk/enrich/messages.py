@@ -144,7 +144,7 @@ def _kind(chunk: Chunk) -> str:
     return f"narrative {what} chunk{ask}"
 
 
-def build_messages(chunk: Chunk, ctx: PromptContext) -> list[dict]:
+def build_messages(chunk: Chunk, ctx: PromptContext) -> list[dict[str, str]]:
     """The chat messages for one chunk: fixed instructions first, the chunk text last."""
     system = prompts.render(
         "enrich_system",

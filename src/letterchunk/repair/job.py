@@ -10,10 +10,8 @@ with every chunk in its best state, and one record per attempt goes to ``X.repor
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -26,6 +24,7 @@ from letterchunk.contract.validate import (
     validate_chunk,
     validate_paths,
 )
+from letterchunk.contract.violations import EvidenceRecord
 from letterchunk.contract.vocabulary import load_concepts
 from letterchunk.enrich import (
     Enrichment,
@@ -143,9 +142,10 @@ def _parse(lines: list[JsonLine], result: FileRepair, report: RepairReport) -> l
 def _short_error(exc: BaseException) -> str:
     if isinstance(exc, ValidationError):
         errs = exc.errors()
-        first: Mapping[str, Any] = errs[0] if errs else {}
-        loc = ".".join(str(p) for p in first.get("loc", ()))
-        return f"not a canonical chunk: {loc or '<root>'}: {first.get('msg', exc)}" + (
+        first = errs[0] if errs else None
+        loc = ".".join(str(p) for p in first["loc"]) if first else ""
+        msg = first["msg"] if first else exc
+        return f"not a canonical chunk: {loc or '<root>'}: {msg}" + (
             f" (+{len(errs) - 1} more)" if len(errs) > 1 else ""
         )
     if isinstance(exc, RecursionError):
@@ -171,13 +171,13 @@ def _letter_context(path: Path, chunks: list[Chunk]) -> LetterContext:
 
 
 def _answer_from_chunk(
-    chunk: Chunk, evidence: dict[str, Any] | None, model: type[BaseModel]
-) -> dict[str, Any]:
+    chunk: Chunk, evidence: EvidenceRecord | None, model: type[BaseModel]
+) -> dict[str, object]:
     """The chunk's current semantic values, shaped as an answer of ``model`` (for re-asks)."""
     md = chunk.metadata
-    ev = evidence or {}
+    ev: EvidenceRecord = evidence or {"chunk_id": chunk.chunk_id}
     p_ev = list(ev.get("principle_evidence") or [])
-    values = {
+    values: dict[str, object] = {
         "contextual_summary": md.contextual_summary,
         "themes": list(md.themes),
         "buffett_concepts": list(md.buffett_concepts),
@@ -206,7 +206,7 @@ def _answer_from_chunk(
 
 
 def _existing_answer(
-    chunk: Chunk, evidence: dict[str, Any] | None, model: type[BaseModel]
+    chunk: Chunk, evidence: EvidenceRecord | None, model: type[BaseModel]
 ) -> Completion:
     """A Completion standing for "what the file already says" (no request, no tokens)."""
     return Completion(
@@ -271,8 +271,8 @@ class _Job:
     client: Completer | None
     max_attempts: int
     on_failure: OnFailure
-    evidence: dict[str, dict[str, Any]]
-    new_evidence: dict[str, dict[str, Any]]
+    evidence: dict[str, EvidenceRecord]
+    new_evidence: dict[str, EvidenceRecord]
     result: FileRepair
     report: RepairReport
 
@@ -320,7 +320,7 @@ class _Job:
         self.report.add([_check_record(fixed, outcome, asked_now, seen_here, changes)])
         return dump_chunk(fixed) if changes else line.text
 
-    def _reask(self, fixed: Chunk, ev: dict[str, Any] | None, client: Completer) -> RepairResult:
+    def _reask(self, fixed: Chunk, ev: EvidenceRecord | None, client: Completer) -> RepairResult:
         model = response_model_for(fixed, self.prompt)
         return repair_enriched(
             fixed,
@@ -364,7 +364,7 @@ def repair_file(
     refuse_unusable(path)
     lines = read_jsonl(path)  # the shared reader: every line parsed or with its reason
     sidecar = evidence_path(path)
-    evidence: dict[str, dict[str, Any]] = read_evidence(sidecar)[0] if sidecar.is_file() else {}
+    evidence: dict[str, EvidenceRecord] = read_evidence(sidecar)[0] if sidecar.is_file() else {}
     result = FileRepair(path=path, report_path=report_path(path), usage=Usage())
     report = RepairReport(result.report_path)
     parsed = _parse(lines, result, report)
@@ -405,8 +405,8 @@ def _write_back(
     parsed: list[_Line],
     out_lines: list[str],
     evidence_path: Path,
-    evidence: dict[str, dict[str, Any]],
-    new_evidence: dict[str, dict[str, Any]],
+    evidence: dict[str, EvidenceRecord],
+    new_evidence: dict[str, EvidenceRecord],
     chunks: list[Chunk],
 ) -> None:
     """Rewrite the chunk file and its evidence sidecar atomically, each only when it changed."""

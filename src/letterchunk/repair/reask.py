@@ -37,13 +37,15 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from letterchunk.contract.jsontypes import JSONObject
 from letterchunk.contract.rules import COUPLED, DROPPABLE, RULES, rule_kind
 from letterchunk.contract.schema import Chunk
 from letterchunk.contract.validate import LetterContext, Violation, validate_chunk
+from letterchunk.contract.violations import EvidenceRecord
 from letterchunk.enrich import (
     EVIDENCE_FIELDS,
     FIELDS,
@@ -84,7 +86,7 @@ class Completer(Protocol):
     """What the loop asks: ``LLMClient`` or anything with its ``complete``."""
 
     def complete(
-        self, messages: list[dict[str, Any]], response_model: type[BaseModel], *, chunk_id: str
+        self, messages: list[dict[str, str]], response_model: type[BaseModel], *, chunk_id: str
     ) -> Completion: ...
 
 
@@ -96,7 +98,7 @@ class RepairResult:
     chunk_id: str
     outcome: Outcome
     chunk: Chunk | None
-    evidence: dict[str, Any] | None
+    evidence: EvidenceRecord | None
     attempts: int  # model calls for this chunk, the first enrichment included
     usage: Usage  # summed over every call, failed ones included
     records: list[AttemptRecord] = field(default_factory=list)
@@ -140,7 +142,7 @@ def violation_notes(found: list[Violation], remaining: list[Violation]) -> list[
 
 
 def with_evidence(
-    context: LetterContext | None, chunk_id: str, record: dict[str, Any] | None
+    context: LetterContext | None, chunk_id: str, record: EvidenceRecord | None
 ) -> LetterContext:
     """``context`` whose evidence for ``chunk_id`` is ``record`` (none when it is None)."""
     context = context or LetterContext()
@@ -153,7 +155,7 @@ def with_evidence(
 
 
 def check(
-    chunk: Chunk, evidence: dict[str, Any] | None, context: LetterContext | None
+    chunk: Chunk, evidence: EvidenceRecord | None, context: LetterContext | None
 ) -> tuple[Chunk, list[Change], list[Violation], list[Violation]]:
     """Validate, apply mechanical fixes when a mechanical rule fails, validate again.
 
@@ -174,29 +176,31 @@ def check(
 
 
 def _rejected_value(
-    violation: Violation, data: dict[str, Any], evidence: dict[str, Any] | None
-) -> Any:
+    violation: Violation, data: JSONObject, evidence: EvidenceRecord | None
+) -> str | int | None:
     """The value a DROPPABLE violation rejected (``data`` is the chunk as JSON), or None."""
     parts = (violation.field or "").split(".")
-    node: Any = (
+    node: object = (
         data.get("metadata")
         if parts[0] == "metadata"
         else (evidence if parts[0] == "evidence" else None)
     )
     for part in parts[1:]:
-        try:
-            node = node[int(part)] if part.isdigit() else node[part]
-        except (KeyError, IndexError, TypeError):
+        if part.isdigit() and isinstance(node, list | str) and int(part) < len(node):
+            node = node[int(part)]
+        elif not part.isdigit() and isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
             return None
-    return node if isinstance(node, (str, int)) else None
+    return node if isinstance(node, str | int) else None
 
 
 def drop_rejected(
     chunk: Chunk,
-    evidence: dict[str, Any] | None,
+    evidence: EvidenceRecord | None,
     violations: list[Violation],
     context: LetterContext | None,
-) -> tuple[Chunk, dict[str, Any] | None, list[Change]] | None:
+) -> tuple[Chunk, EvidenceRecord | None, list[Change]] | None:
     """The last resort: ``chunk`` without the list items behind ``violations``, when every one
     is DROPPABLE and the result is valid; None otherwise (the caller fails the chunk)."""
     if not violations or any(v.code not in DROPPABLE for v in violations):
@@ -217,7 +221,7 @@ def drop_rejected(
             drops.setdefault(("evidence", "principle_evidence"), set()).add(int(parts[at]))
     changes: list[Change] = []
     for where, indexes in drops.items():
-        node: Any = data["metadata"] if where[0] == "metadata" else ev
+        node: object = data["metadata"] if where[0] == "metadata" else ev
         for key in where[1:]:
             node = node.get(key) if isinstance(node, dict) else None
         if not isinstance(node, list):
@@ -279,7 +283,7 @@ def fields_for(violation: Violation, model: type[BaseModel] | None = None) -> li
 def partial_model(
     fields: list[str],
     model: type[BaseModel] | None = None,
-    exclude: dict[str, set[Any]] | None = None,
+    exclude: dict[str, set[str | int]] | None = None,
 ) -> type[BaseModel]:
     """A response model with only ``fields`` of the Enrichment model, all required.
 
@@ -302,11 +306,11 @@ def partial_model(
 
 
 def reask_messages(
-    messages: list[dict[str, Any]],
+    messages: list[dict[str, str]],
     previous_answer: str,
     fields: list[str],
     violations: list[Violation],
-) -> list[dict[str, Any]]:
+) -> list[dict[str, str]]:
     """A deep copy of ``messages`` + the previous answer + one message naming only ``fields``.
 
     Pure: the caller's list and dicts are never touched.
@@ -369,7 +373,7 @@ def _bad_fields(exc: ValidationError, model: type[BaseModel]) -> dict[str, str]:
 
 def _answer_fields(
     completion: Completion, asked: list[str], model: type[BaseModel], chunk_id: str
-) -> tuple[dict[str, Any], list[Violation], dict[str, Any]]:
+) -> tuple[dict[str, object], list[Violation], JSONObject]:
     """(valid field values, violations, raw JSON values) of one answer to ``asked`` fields.
 
     A valid answer gives all its fields.  An answer that failed the schema is parsed again and
@@ -392,7 +396,7 @@ def _answer_fields(
     if not isinstance(parsed, dict):
         return {}, [response_violation(completion, chunk_id)], {}
     raw = {f: parsed[f] for f in asked if f in parsed}
-    good: dict[str, Any] = {}
+    good: dict[str, object] = {}
     bad: dict[str, str] = {}
     for name in asked:
         if name not in parsed:
@@ -427,7 +431,7 @@ class _Step:
     violations: list[Violation] = field(default_factory=list)
     found: list[Violation] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
-    checked: tuple[Chunk, dict[str, Any]] | None = None
+    checked: tuple[Chunk, EvidenceRecord] | None = None
     valid: bool = False
 
 
@@ -445,9 +449,10 @@ class _Loop:
     ) -> None:
         self.chunk, self.model, self.context = chunk, model, context
         self.source, self.first_kind = source, first_kind
-        self.data: dict[str, Any] = {}  # field values accepted so far (python objects)
-        self.seen: dict[str, Any] = {}  # the model's latest answer per field, as JSON
-        self.rejected: dict[str, set[Any]] = {}  # response field -> values rejected so far
+        self.data: dict[str, object] = {}  # field values accepted so far (python objects)
+        self.seen: JSONObject = {}  # the model's latest answer per field, as JSON
+        # response field -> values the validator rejected so far (names, quotes, years)
+        self.rejected: dict[str, set[str | int]] = {}
         self.records: list[AttemptRecord] = []
 
     def take(self, completion: Completion, asked: list[str], attempt: int) -> _Step:
@@ -581,7 +586,7 @@ def _emit(report: RepairReport | None, records: list[AttemptRecord]) -> None:
 def repair_enriched(
     chunk: Chunk,
     *,
-    messages: list[dict[str, Any]],
+    messages: list[dict[str, str]],
     first: Completion,
     context: LetterContext | None,
     client: Completer,

@@ -15,6 +15,7 @@ from pathlib import Path
 from letterchunk.contract.files import load_chunks
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.contract.validate import read_evidence
+from letterchunk.contract.violations import EvidenceRecord
 from letterchunk.errors import InputError
 from letterchunk.io import atomic_write_lines, atomic_write_text, read_utf8
 from letterchunk.layout import LETTER_CHUNKS, LetterFiles, LetterKey
@@ -64,7 +65,7 @@ def read_chunk_file(path: Path) -> list[Chunk]:
     return load_chunks(path)
 
 
-def dump_evidence(record: dict) -> str:
+def dump_evidence(record: EvidenceRecord) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(", ", ": "))
 
 
@@ -72,7 +73,7 @@ def write_letter_files(
     paths: LetterFiles,
     cleaned_text: str | None,
     chunks: list[Chunk],
-    evidence: dict[str, dict],
+    evidence: dict[str, EvidenceRecord],
     pending: set[str],
 ) -> list[Path]:
     """Write a letter's cleaned text (when given), chunks and evidence atomically; returns the
@@ -93,8 +94,11 @@ def write_letter_files(
 
 
 def _keep_earlier(
-    paths: LetterFiles, chunks: list[Chunk], evidence: dict[str, dict], pending: set[str]
-) -> tuple[list[Chunk], dict[str, dict]]:
+    paths: LetterFiles,
+    chunks: list[Chunk],
+    evidence: dict[str, EvidenceRecord],
+    pending: set[str],
+) -> tuple[list[Chunk], dict[str, EvidenceRecord]]:
     """``chunks`` with each pending one replaced by its enriched twin already on disk."""
     if not paths.chunks.is_file():
         return chunks, evidence
@@ -122,7 +126,7 @@ def _keep_earlier(
 
 def segmented_letters(
     folder: Path,
-) -> list[tuple[LetterKey, str, list[Chunk], dict[str, dict | None]]]:
+) -> list[tuple[LetterKey, str, list[Chunk], dict[str, EvidenceRecord | None]]]:
     """The letters of ``folder`` that ``enrich`` has left to ask about: ``(key, cleaned text,
     chunks, kept)``, where ``kept`` maps each chunk an earlier run already enriched to its
     evidence record.  Reads everything it needs, so an unusable folder, chunk file or cleaned

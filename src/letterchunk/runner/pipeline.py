@@ -49,13 +49,15 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from pydantic import BaseModel
 
 from letterchunk.contract.schema import UNTITLED, Chunk
 from letterchunk.contract.validate import (
     validate_chunk,
     validate_letter,
 )
+from letterchunk.contract.violations import EvidenceRecord, Violation
 from letterchunk.enrich import (
     Verdicts,
     apply_enrichment,
@@ -117,11 +119,11 @@ class ChunkOutcome:
 
     chunk_id: str
     chunk: Chunk | None
-    evidence: dict | None
-    usage: Any  # llm.Usage summed over every call for this chunk
+    evidence: EvidenceRecord | None
+    usage: Usage  # summed over every call for this chunk
     calls: int  # LLMClient.complete calls (1 on a clean answer)
     cache_hits: int  # calls answered from the cache
-    violations: list[Any] = field(default_factory=list)  # error-level ones left when failed
+    violations: list[Violation] = field(default_factory=list)  # error-level ones left when failed
     records: list[AttemptRecord] = field(default_factory=list)  # repair report, one per attempt
     latency_s: float | None = None  # seconds of the one call of a chunk valid on first answer
     verdicts: Verdicts = field(default_factory=Verdicts)  # the follow-up yes/no questions
@@ -143,12 +145,12 @@ class LetterOutcome:
     year: LetterKey  # the letter's year, or its compilation stem YYYY-Lk (layout)
     chunks: list[Chunk]  # valid enriched chunks (this run's and kept ones), in output order
     outcomes: list[ChunkOutcome]  # one per chunk enriched in this run, in output order
-    violations: list[Any]  # letter-level (validate_letter) violations of the written chunks
+    violations: list[Violation]  # letter-level (validate_letter) violations of the written chunks
     paths: list[Path] = field(default_factory=list)
     # every chunk of the letter as it is written: enriched where it is, else as segmented
     written: list[Chunk] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)  # ids written as segmented (not enriched)
-    kept_evidence: dict[str, dict] = field(default_factory=dict)  # of chunks enriched earlier
+    kept_evidence: dict[str, EvidenceRecord] = field(default_factory=dict)  # enriched earlier
     files_written: bool = False  # this run wrote the letter's files (else they are as they were)
 
     @property
@@ -160,8 +162,8 @@ class LetterOutcome:
         return [o for o in self.outcomes if not o.ok]
 
     @property
-    def errors(self) -> list[Any]:
-        return [v for v in self.violations if getattr(v, "severity", "error") == "error"]
+    def errors(self) -> list[Violation]:
+        return [v for v in self.violations if v.severity == "error"]
 
 
 @dataclass
@@ -184,7 +186,7 @@ class Hooks:
 # ------------------------------------------------------------------------------ per chunk
 
 
-def _source_of(completion: Any) -> str:
+def _source_of(completion: object) -> str:
     return getattr(completion, "source", "live") or "live"
 
 
@@ -208,8 +210,22 @@ class _CountingClient:
     def settings(self) -> LLMSettings:
         return self._client.settings
 
-    def complete(self, *args: Any, **kwargs: Any) -> Completion:
-        completion = self._client.complete(*args, **kwargs)
+    def complete(
+        self,
+        messages: list[dict],
+        response_model: type[BaseModel],
+        *,
+        chunk_id: str,
+        prompt_hash: str | None = None,
+    ) -> Completion:
+        # forwarded as given: a client double need not take prompt_hash when none is passed
+        completion = (
+            self._client.complete(messages, response_model, chunk_id=chunk_id)
+            if prompt_hash is None
+            else self._client.complete(
+                messages, response_model, chunk_id=chunk_id, prompt_hash=prompt_hash
+            )
+        )
         self.calls += 1
         self.hits += int(_source_of(completion) == "cache")
         self.usage = self.usage + completion.usage
@@ -230,7 +246,7 @@ class _CountingClient:
         if cache is not None and self.keys:
             cache.reject(self.keys)
 
-    def __getattr__(self, name: str) -> Any:  # settings, cache, ... of the real client
+    def __getattr__(self, name: str) -> object:  # cache, send_plain, ... of the real client
         return getattr(self._client, name)
 
 
@@ -322,7 +338,7 @@ def _repair(
     *,
     messages: list[dict],
     model: type,
-    first: Any,
+    first: Completion,
     hits: int,
 ) -> ChunkOutcome:
     """Hand an invalid first answer to the repair loop (``repair.repair_enriched``).
@@ -433,7 +449,7 @@ def enrich_letter(
     options: RunOptions = RunOptions(),
     hooks: Hooks | None = None,
     *,
-    kept: dict[str, dict | None] | None = None,
+    kept: dict[str, EvidenceRecord | None] | None = None,
 ) -> LetterOutcome:
     """Enrich every chunk of one letter through a pool of ``options.workers`` threads.
 
@@ -460,7 +476,7 @@ def enrich_letter_until_failure(
     options: RunOptions = RunOptions(),
     hooks: Hooks | None = None,
     *,
-    kept: dict[str, dict | None] | None = None,
+    kept: dict[str, EvidenceRecord | None] | None = None,
 ) -> tuple[LetterOutcome, BaseException | None]:
     """:func:`enrich_letter`, returning the error that stopped the letter (or None) beside the
     letter as far as it got: finished chunks enriched, the others as segmented.
@@ -559,7 +575,7 @@ def _letter_outcome(
     job: LetterJob,
     chunks: Sequence[Chunk],
     results: Sequence[ChunkOutcome | None],
-    kept: dict[str, dict | None],
+    kept: dict[str, EvidenceRecord | None],
 ) -> LetterOutcome:
     """The letter as far as it got: one title per section, each chunk enriched or as segmented,
     and the letter-level violations of what will be written."""
@@ -646,7 +662,7 @@ def _run_one(
     options: RunOptions,
     hooks: Hooks,
     write_cleaned: bool,
-    kept: dict[str, dict | None] | None = None,
+    kept: dict[str, EvidenceRecord | None] | None = None,
 ) -> LetterOutcome:
     report = None
     if options.report:  # appended chunk by chunk, so a killed run keeps what it paid for
