@@ -707,7 +707,9 @@ def test_fixer_named_by_a_rule_repairs_it(code, stage, mutate, good_letter, enri
     hit = {v.chunk_id for v in before if v.code == code}
     assert hit
     chunks = [
-        Chunk.model_validate(fixer(c.model_dump(mode="json"), context)) if c.chunk_id in hit else c
+        Chunk.model_validate(fixer(c.model_copy(deep=True), context).model_dump(mode="json"))
+        if c.chunk_id in hit
+        else c
         for c in letter.chunks
     ]
     after = validate_letter(chunks, stage=stage, context=context)

@@ -10,12 +10,12 @@ validator and the model.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal, cast
 
+from letterchunk.contract.jsontypes import JSONObject, JSONValue
 from letterchunk.contract.names import name_kind
 from letterchunk.contract.schema import Chunk
 from letterchunk.contract.validate import LetterContext
@@ -37,20 +37,23 @@ ChangedBy = Literal["code", "llm"]
 
 @dataclass(frozen=True)
 class Change:
-    """One field changed by a repair: dotted path (``metadata.char_count``), before, after."""
+    """One field changed by a repair: dotted path (``metadata.char_count``), before, after.
+
+    ``before`` and ``after`` are the field's values in the chunk's JSON form (any of the
+    schema's types, or a raw value of another tool's file; None where the field was absent)."""
 
     field: str
-    before: Any
-    after: Any
+    before: JSONValue
+    after: JSONValue
     by: ChangedBy = "code"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"field": self.field, "before": self.before, "after": self.after, "by": self.by}
 
 
-def _flatten(data: dict[str, Any], prefix: str) -> dict[str, Any]:
+def _flatten(data: JSONObject, prefix: str) -> JSONObject:
     """Field paths one level into nested objects (``metadata.entities.companies``)."""
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for key, value in data.items():
         path = f"{prefix}.{key}" if prefix else key
         if isinstance(value, dict) and key not in ("source_span",):
@@ -61,9 +64,9 @@ def _flatten(data: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 
 def diff_fields(
-    before: dict[str, Any], after: dict[str, Any], prefix: str = "", by: ChangedBy = "code"
+    before: JSONObject, after: JSONObject, prefix: str = "", by: ChangedBy = "code"
 ) -> list[Change]:
-    """Changes between two JSON-like dicts, as dotted field paths, in ``after``'s key order."""
+    """Changes between two JSON objects, as dotted field paths, in ``after``'s key order."""
     a, b = _flatten(before, prefix), _flatten(after, prefix)
     keys = list(b) + [k for k in a if k not in b]
     return [Change(k, a.get(k), b.get(k), by) for k in keys if a.get(k) != b.get(k)]
@@ -71,126 +74,126 @@ def diff_fields(
 
 # --------------------------------------------------------------------------- mechanical fixes
 #
-# Each fixer takes the chunk as a JSON dict (a deep copy it may edit) and the letter context,
-# and returns the dict.  They only recompute what the chunk itself (or the cleaned letter)
+# Each fixer takes a chunk (a deep copy it may edit in place) and the letter context, and
+# returns the chunk.  They only recompute what the chunk itself (or the cleaned letter)
 # determines; anything needing judgement is left to the validator and the model.
 
-Fixer = Callable[[dict[str, Any], LetterContext | None], dict[str, Any]]
+Fixer = Callable[[Chunk, LetterContext | None], Chunk]
 
 
-def _fix_counts(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any]:
-    md = d["metadata"]
-    md["char_count"] = len(d["content"])
-    md["token_count"] = count_tokens(d["content"])
-    return d
+def _fix_counts(c: Chunk, ctx: LetterContext | None) -> Chunk:
+    c.metadata.char_count = len(c.content)
+    c.metadata.token_count = count_tokens(c.content)
+    return c
 
 
 CHUNK_ID_RE = re.compile(r"^(\d{4})-S(\d+)-T([123])-(\d{3})$")
 
 
-def _fix_tier(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any]:
+def _fix_tier(c: Chunk, ctx: LetterContext | None) -> Chunk:
     # The id is the identity other chunks link to (parent/child ids), so the tier follows the id.
-    m = CHUNK_ID_RE.match(d["chunk_id"])
+    m = CHUNK_ID_RE.match(c.chunk_id)
     if m:
-        d["metadata"]["chunk_tier"] = int(m.group(3))
-    return d
+        c.metadata.chunk_tier = cast(Literal[1, 2, 3], int(m.group(3)))  # the pattern's [123]
+    return c
 
 
-def _fix_primary_year(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any]:
+def _fix_primary_year(c: Chunk, ctx: LetterContext | None) -> Chunk:
     # primary_year never comes from the model; the segmenter sets it to the letter's year.
-    md = d["metadata"]
-    md["temporal_references"]["primary_year"] = md["letter_year"]
-    return d
+    md = c.metadata
+    md.temporal_references.primary_year = md.letter_year
+    return c
 
 
-def _fix_tables(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any]:
-    md = d["metadata"]
-    for table in md["table_data"]:
-        table["row_count"] = len(table["rows"])
-    md["has_table"] = len(md["table_data"]) > 0
+def _fix_tables(c: Chunk, ctx: LetterContext | None) -> Chunk:
+    md = c.metadata
+    for table in md.table_data:
+        table.row_count = len(table.rows)
+    md.has_table = len(md.table_data) > 0
     # (financial_table on a Tier-1/2 chunk is left to the model: which type it is needs judgement)
-    if md["content_type"] == "financial_table" and md["table_data"]:
-        md["has_financial_data"] = (
-            True  # a financial table is financial data (table.financial_flag)
-        )
-    if md["chunk_tier"] == 3 and md["table_data"] and md["content_type"] != "financial_table":
-        md["content_type"] = "financial_table"  # §6: Tier-3 chunks with tables
-    return d
+    if md.content_type == "financial_table" and md.table_data:
+        md.has_financial_data = True  # a financial table is financial data (table.financial_flag)
+    if md.chunk_tier == 3 and md.table_data and md.content_type != "financial_table":
+        md.content_type = "financial_table"  # §6: Tier-3 chunks with tables
+    return c
 
 
-def _fix_exception(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any]:
-    md = d["metadata"]
-    if md["standalone_exception"]:
-        md["retrieval_priority"] = "high"  # §2.4 allowed exceptions
-    return d
+def _fix_exception(c: Chunk, ctx: LetterContext | None) -> Chunk:
+    md = c.metadata
+    if md.standalone_exception:
+        md.retrieval_priority = "high"  # §2.4 allowed exceptions
+    return c
 
 
-def _fix_concepts(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any]:
+def _fix_concepts(c: Chunk, ctx: LetterContext | None) -> Chunk:
     vocabulary = ctx.vocabulary if ctx is not None else None
     if vocabulary is None:
         vocabulary = load_concepts()
-    by_key = {_concept_key(c): c for c in vocabulary}
+    by_key = {_concept_key(v): v for v in vocabulary}
     out: list[str] = []
-    for concept in d["metadata"]["buffett_concepts"]:
+    for concept in c.metadata.buffett_concepts:
         fixed = by_key.get(_concept_key(concept), concept)  # unknown stays: semantic
         if fixed not in out:
             out.append(fixed)
-    d["metadata"]["buffett_concepts"] = out
-    return d
+    c.metadata.buffett_concepts = out
+    return c
 
 
 def _concept_key(text: str) -> str:
     return re.sub(r"[\s_\-]+", " ", text).strip().casefold()
 
 
-def _fix_span(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any]:
+def _fix_span(c: Chunk, ctx: LetterContext | None) -> Chunk:
     text = ctx.cleaned_text if ctx is not None else None
     if not text:
-        return d
-    span = d["metadata"]["source_span"]
-    content = d["content"]
-    if text[span["start_char"] : span["end_char_exclusive"]] == content or not content:
-        return d
+        return c
+    span = c.metadata.source_span
+    content = c.content
+    if text[span.start_char : span.end_char_exclusive] == content or not content:
+        return c
     first = text.find(content)
     if first >= 0 and text.find(content, first + 1) < 0:  # only when the place is unambiguous
-        span["start_char"], span["end_char_exclusive"] = first, first + len(content)
-    return d
+        span.start_char, span.end_char_exclusive = first, first + len(content)
+    return c
 
 
-def _fix_notes(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any]:
-    md = d["metadata"]
-    for key in ("boundary_note", "exception_reason"):
-        if isinstance(md[key], str) and not md[key].strip():
-            md[key] = None  # "" is not a note (rule note.blank)
-    if md["letter_date"] == "0000-00-00" and not md["boundary_note"]:
-        md["boundary_note"] = "letter date unknown"  # §0.3: unknown date -> note it
-    return d
+def _blank_is_none(note: str | None) -> str | None:
+    return None if isinstance(note, str) and not note.strip() else note
 
 
-def _fix_links(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any]:
-    md = d["metadata"]
-    own = d["chunk_id"]
-    if md["chunk_tier"] == 1:
-        md["parent_chunk_id"] = None  # a Tier-1 chunk has no parent
+def _fix_notes(c: Chunk, ctx: LetterContext | None) -> Chunk:
+    md = c.metadata
+    md.boundary_note = _blank_is_none(md.boundary_note)  # "" is not a note (rule note.blank)
+    md.exception_reason = _blank_is_none(md.exception_reason)
+    if md.letter_date == "0000-00-00" and not md.boundary_note:
+        md.boundary_note = "letter date unknown"  # §0.3: unknown date -> note it
+    return c
+
+
+def _fix_links(c: Chunk, ctx: LetterContext | None) -> Chunk:
+    md = c.metadata
+    own = c.chunk_id
+    if md.chunk_tier == 1:
+        md.parent_chunk_id = None  # a Tier-1 chunk has no parent
     else:
-        md["child_chunk_ids"] = []  # Tier-2/3 chunks are leaves
-    if md["parent_chunk_id"] == own:
-        md["parent_chunk_id"] = None
-    md["child_chunk_ids"] = [c for c in dict.fromkeys(md["child_chunk_ids"]) if c != own]
-    return d
+        md.child_chunk_ids = []  # Tier-2/3 chunks are leaves
+    if md.parent_chunk_id == own:
+        md.parent_chunk_id = None
+    md.child_chunk_ids = [i for i in dict.fromkeys(md.child_chunk_ids) if i != own]
+    return c
 
 
-def _fix_entities(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any]:
+def _fix_entities(c: Chunk, ctx: LetterContext | None) -> Chunk:
     # A name typed a person under companies moves to people, an organisation under people to
     # companies (rules entity.person_in_companies / entity.organisation_in_people), when the
     # list has room under the answer's cap; a place, or a name with no room, is dropped.
-    entities = d["metadata"]["entities"]
-    companies, people = list(entities["companies"]), list(entities["people"])
-    kinds = {n: name_kind(n, d["content"]) for n in dict.fromkeys(companies + people)}
+    entities = c.metadata.entities
+    companies, people = list(entities.companies), list(entities.people)
+    kinds = {n: name_kind(n, c.content) for n in dict.fromkeys(companies + people)}
     misfiled_people = [n for n in companies if kinds[n] == "person"]
     misfiled_orgs = [n for n in people if kinds[n] in ("organisation", "place")]
     if not (misfiled_people or misfiled_orgs):
-        return d
+        return c
     companies = [n for n in companies if n not in misfiled_people]
     people = [n for n in people if n not in misfiled_orgs]
     for name in misfiled_people:
@@ -200,28 +203,27 @@ def _fix_entities(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any
         room = len(companies) < MAX_COMPANIES
         if kinds[name] == "organisation" and name not in companies and room:
             companies.append(name)
-    entities["companies"], entities["people"] = companies, people
-    return d
+    entities.companies, entities.people = companies, people
+    return c
 
 
-def _fix_lists(d: dict[str, Any], ctx: LetterContext | None) -> dict[str, Any]:
-    md = d["metadata"]
-    md["section_hierarchy"] = [h for h in md["section_hierarchy"] if h.strip()] or (
-        [md["section_title"]] if md["section_title"].strip() else []
+def _fix_lists(c: Chunk, ctx: LetterContext | None) -> Chunk:
+    md = c.metadata
+    md.section_hierarchy = [h for h in md.section_hierarchy if h.strip()] or (
+        [md.section_title] if md.section_title.strip() else []
     )
-    for holder, key in (
-        (md, "themes"),
-        (md, "buffett_concepts"),
-        (md, "merged_from"),
-        (md["entities"], "companies"),
-        (md["entities"], "people"),
-        (md["entities"], "metrics"),
-        (md["temporal_references"], "comparison_years"),
-        (md["cross_references"], "related_sections_same_letter"),
-        (md["cross_references"], "related_years"),
-    ):
-        holder[key] = list(dict.fromkeys(holder[key]))  # first occurrence wins
-    return d
+    # first occurrence wins
+    md.themes = list(dict.fromkeys(md.themes))
+    md.buffett_concepts = list(dict.fromkeys(md.buffett_concepts))
+    md.merged_from = list(dict.fromkeys(md.merged_from))
+    ent, tr, xr = md.entities, md.temporal_references, md.cross_references
+    ent.companies = list(dict.fromkeys(ent.companies))
+    ent.people = list(dict.fromkeys(ent.people))
+    ent.metrics = list(dict.fromkeys(ent.metrics))
+    tr.comparison_years = list(dict.fromkeys(tr.comparison_years))
+    xr.related_sections_same_letter = list(dict.fromkeys(xr.related_sections_same_letter))
+    xr.related_years = list(dict.fromkeys(xr.related_years))
+    return c
 
 
 # (name, fixer) in the order they run; the names are the ``fixer`` column of the rule table
@@ -249,9 +251,11 @@ def mechanical_fixes(
     Pure: ``chunk`` is not modified.  Idempotent: fixing a fixed chunk changes nothing.
     """
     data = chunk.model_dump(mode="json")
-    fixed = copy.deepcopy(data)
+    fixed = chunk.model_copy(deep=True)
     for _name, fixer in FIXERS:
         fixed = fixer(fixed, context)
-    if fixed == data:
+    after = fixed.model_dump(mode="json")
+    if after == data:
         return chunk, []
-    return Chunk.model_validate(fixed), diff_fields(data, fixed)
+    # loaded again from JSON: what a fixer set must pass the strict schema like any chunk
+    return Chunk.model_validate(after), diff_fields(data, after)

@@ -8,10 +8,10 @@ defaults") and records every change it made.
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from pydantic import BaseModel
 
+from letterchunk.contract.jsontypes import JSONObject, JSONValue
 from letterchunk.contract.schema import Metadata
 from letterchunk.layout import cleaned_name
 from letterchunk.repair.fixers import CHUNK_ID_RE, Change, diff_fields
@@ -20,7 +20,7 @@ from letterchunk.tokens import count_tokens
 __all__ = ["normalize_record"]
 
 
-def normalize_record(raw: Any) -> tuple[Any, list[Change]]:
+def normalize_record(raw: JSONValue) -> tuple[JSONValue, list[Change]]:
     """Fix the shape of one raw JSON chunk so the strict schema can load it (§0: "use defaults").
 
     Fills missing keys with the §0.2 defaults, turns ``null``/dict where a list belongs into a
@@ -41,7 +41,8 @@ def normalize_record(raw: Any) -> tuple[Any, list[Change]]:
     m = CHUNK_ID_RE.match(str(d.get("chunk_id", "")))
     year = int(m.group(1)) if m else md.get("letter_year")
     tier = int(m.group(3)) if m else md.get("chunk_tier")
-    content = d.get("content") if isinstance(d.get("content"), str) else None
+    text = d.get("content")
+    content = text if isinstance(text, str) else None
     _fill_missing(md, year, tier, content)
     _coerce(md, year)
     for key in list(md):
@@ -50,12 +51,12 @@ def normalize_record(raw: Any) -> tuple[Any, list[Change]]:
     return d, diff_fields(before, d)
 
 
-def _fill_missing(md: dict[str, Any], year: Any, tier: Any, content: str | None) -> None:
+def _fill_missing(md: JSONObject, year: JSONValue, tier: JSONValue, content: str | None) -> None:
     """Missing metadata keys: the model's defaults, else what the id and content determine."""
-    defaults: dict[str, Any] = {
+    defaults: JSONObject = {
         "letter_year": year,
         "chunk_tier": tier,
-        "source_file": cleaned_name(year) if year else None,
+        "source_file": cleaned_name(str(year)) if year else None,
         "content_type": "financial_table" if tier == 3 else "narrative",
         "section_hierarchy": [],
         "temporal_references": {"primary_year": year} if year else None,
@@ -66,9 +67,8 @@ def _fill_missing(md: dict[str, Any], year: Any, tier: Any, content: str | None)
         if key in md:
             continue
         if not fld.is_required():
-            md[key] = fld.get_default(call_default_factory=True)
-            if isinstance(md[key], BaseModel):
-                md[key] = md[key].model_dump(mode="json")
+            default = fld.get_default(call_default_factory=True)
+            md[key] = default.model_dump(mode="json") if isinstance(default, BaseModel) else default
         elif defaults.get(key) is not None:
             md[key] = defaults[key]
     if "letter_date" not in md:
@@ -77,7 +77,7 @@ def _fill_missing(md: dict[str, Any], year: Any, tier: Any, content: str | None)
             md["boundary_note"] = "letter date unknown"
 
 
-def _coerce(md: dict[str, Any], year: Any) -> None:
+def _coerce(md: JSONObject, year: JSONValue) -> None:
     """``null`` or a dict where a list belongs, numbers and booleans written as strings, and the
     missing parts of the nested objects."""
     for key in (
@@ -91,22 +91,26 @@ def _coerce(md: dict[str, Any], year: Any) -> None:
     ):
         if md.get(key) is None and key in md:
             md[key] = []
-    if isinstance(md.get("table_data"), dict):
-        md["table_data"] = [md["table_data"]]
+    table = md.get("table_data")
+    if isinstance(table, dict):
+        md["table_data"] = [table]
     for key in ("letter_year", "chunk_tier", "token_count", "char_count"):
-        if isinstance(md.get(key), str) and md[key].strip().isdigit():
-            md[key] = int(md[key])
+        number = md.get(key)
+        if isinstance(number, str) and number.strip().isdigit():
+            md[key] = int(number)
     for key in ("has_table", "has_financial_data", "standalone_exception"):
-        if isinstance(md.get(key), str) and md[key].strip().lower() in ("true", "false"):
-            md[key] = md[key].strip().lower() == "true"
+        flag = md.get(key)
+        if isinstance(flag, str) and flag.strip().lower() in ("true", "false"):
+            md[key] = flag.strip().lower() == "true"
     for key, sub in (
         ("entities", ("companies", "people", "metrics")),
         ("cross_references", ("related_sections_same_letter", "related_years")),
     ):
-        if isinstance(md.get(key), dict):
+        nested = md.get(key)
+        if isinstance(nested, dict):
             for s in sub:
-                if md[key].get(s) is None:
-                    md[key][s] = []
+                if nested.get(s) is None:
+                    nested[s] = []
     tr = md.get("temporal_references")
     if isinstance(tr, dict):
         tr.setdefault("primary_year", year)
