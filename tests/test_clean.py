@@ -118,11 +118,28 @@ def test_date_at_the_head_of_the_letter():
     assert extract_date(text)[0] == "1982-02-26"
 
 
-def test_month_and_year_only_is_not_a_date():
+def test_month_and_year_only_is_a_date_to_the_month():
     date, note = extract_date(
         "Body.\n\nFebruary 2008        Warren E. Buffett\n   Chairman of the Board\n"
     )
-    assert date == UNKNOWN_DATE and "February 2008" in note
+    assert date == "2008-02-01" and "February 2008" in note and "month only" in note
+
+
+@pytest.mark.parametrize(
+    ("tail", "date"),
+    [
+        ("Warren E. Buffett 1-30-61\n", "1961-01-30"),
+        ("Cordially,\n\nWarren E. Buffett\n2/11/59\n", "1959-02-11"),
+        ("Warren E. Buffett, Chairman\n\n3/14/1978\n", "1978-03-14"),
+    ],
+)
+def test_numeric_dates_beside_a_signature(tail, date):
+    assert extract_date("Body of the letter.\n\n" + tail) == (date, None)
+
+
+def test_a_numeric_date_beside_a_header_is_not_a_signature_date():
+    text = "Body.\n\nCommon Stock Investments\n                 12/31/97\n\nShares  Company\n"
+    assert extract_date(text)[0] == UNKNOWN_DATE
 
 
 def test_dates_in_prose_are_ignored():
@@ -138,6 +155,7 @@ def test_dates_in_prose_are_ignored():
         ("1986.txt", "", UNKNOWN_DATE, 1986),
         ("letter-2004-final.txt", "", UNKNOWN_DATE, 2004),
         ("letter.txt", "", "1987-02-27", 1986),  # written after the year closes
+        ("2018.txt", "", "2018-02-24", 2017),  # the text's date wins over the file name
         ("letter.txt", "in 1990 and 1990, not 1989", UNKNOWN_DATE, 1990),  # most mentioned
         ("letter.txt", "no year here", UNKNOWN_DATE, None),
     ],

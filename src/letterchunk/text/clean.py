@@ -30,12 +30,16 @@ Encoding policy of :func:`load_letter`: the file must be UTF-8 (a BOM is allowed
 else is refused with an :class:`~letterchunk.errors.InputError` that says how to convert it
 (``iconv -f cp1252 -t utf-8``); no encoding is guessed, so offsets never depend on a guess.
 
-Year and date: :func:`extract_year` takes ``letter_year`` from a ``YYYY`` in the file name,
-else from the content (see there); a name whose year no letter can have (``1850.txt``,
-``2999.txt``) is refused rather than replaced by a year of the text; :func:`extract_date`
-takes ``letter_date`` from the signature block (see there).  When no full date exists the
-date is ``"0000-00-00"`` and ``date_note`` says why; the segmenter copies that note into
-``boundary_note`` (seed §0.3).
+Year and date: :func:`extract_date` takes ``letter_date`` from the signature block (see
+there); :func:`extract_year` takes ``letter_year`` from that date where the text has one (a
+letter is written after the year it reports on closes), else from a ``YYYY`` in the file name,
+else from the content (see there).  When the text's year and the file name's disagree, the
+text wins and :func:`load_letter` warns; when the name is all there is, it warns too.  A name
+whose year no letter can have (``1850.txt``, ``2999.txt``) is refused rather than replaced by
+a year of the text.  A date given to the month only ("February 2008") is dated to the month's
+first day with a ``date_note`` saying so; when no date exists the date is ``"0000-00-00"`` and
+``date_note`` says why; the segmenter copies the note into ``boundary_note`` (seed §0.3).
+:func:`parse_date_line` reads a line that holds nothing but a date, in any common form.
 """
 
 from __future__ import annotations
@@ -57,6 +61,10 @@ __all__ = [
     "clean_text",
     "extract_year",
     "extract_date",
+    "parse_date_line",
+    "is_signature",
+    "month_date",
+    "year_of_date",
     "UNKNOWN_DATE",
     "PAGE_NUMBER_MIN_INDENT",
     "RUNNING_MIN_REPEATS",
@@ -229,10 +237,77 @@ _SIGNATURE_CUE = re.compile(
 _NAME_LINE = re.compile(
     r"^\s*[A-Z][a-z]+(?: [A-Z]\.)?(?: [A-Z][a-z]+){1,2}(?:, [A-Z][a-z]+(?: [A-Z][a-z]+)?)?$"
 )
+_CLOSING = re.compile(
+    r"^(?:cordially|sincerely|yours|very truly|respectfully|best regards|with best wishes)\b",
+    re.I,
+)
+_SIGNER_TITLE = re.compile(
+    r"(?:Vice )?Chairman(?: of the Board)?|(?:General |Managing )?Partner|President"
+    r"|Chief Executive Officer",
+    re.I,
+)
+# "Warren E. Buffett" at the start of its line, or after a wide gap ("February 2008    Warren
+# E. Buffett"): a first name, middle initials, a last name, then nothing, a title or a date
+_SIGNER_NAME = re.compile(
+    r"(?:^|\s{3,})[A-Z][a-z]+(?: [A-Z]\.)+ [A-Z][a-z]+(?:[,;]? [A-Za-z ,.]{0,40}|\s+\S{6,10})?\.?$"
+)
 _YEAR_IN_NAME = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
 _NUMBER_IN_NAME = re.compile(r"(?<!\d)([12]\d{3})(?!\d)")  # what a user meant as a year
 FIRST_LETTER_YEAR = 1950  # before any Buffett letter (the validator's related_years bound)
 _YEAR_IN_TEXT = re.compile(r"(?<![\d,.$])((?:19|20)\d\d)(?![\d,])")
+# a whole line that is a date, in the forms letters use: "January 22, 1969", "Jan. 22, 1969",
+# "March 14,1978", "July 11th, 1968", "22nd January 1969", "22 Jan. 1969", "1/22/69",
+# "2-11-59", "1969-01-22"; month only: "July, 1961", "February 2008"
+_ORDINAL = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
+_YEAR4 = r"(?P<year>(?:19|20)\d\d)"
+_WHOLE_DATES = (
+    re.compile(rf"{_MONTH_RE}\s*{_ORDINAL}\s*,?\s*{_YEAR4}", re.I),
+    re.compile(rf"{_ORDINAL}\s+(?:of\s+)?{_MONTH_RE},?\s+{_YEAR4}", re.I),
+)
+_WHOLE_MONTH = re.compile(rf"{_MONTH_RE},?\s+{_YEAR4}", re.I)
+_ISO_DATE = re.compile(r"(?P<year>(?:19|20)\d\d)-(?P<month>\d\d)-(?P<day>\d\d)")
+# month first, as American letters write it; a two-digit year is 19YY from 50 on, else 20YY
+_NUMERIC_DATE = re.compile(r"(?P<month>\d{1,2})[-/](?P<day>\d{1,2})[-/](?P<year>\d{4}|\d{2})")
+_NUMERIC_IN_LINE = re.compile(r"(?<![\d/.,-])\d{1,2}[-/]\d{1,2}[-/](?:\d{4}|\d{2})(?![\d/-])")
+
+
+def _iso(year: int, month: int, day: int) -> str | None:
+    if year < 100:
+        year += 1900 if year >= 50 else 2000
+    try:
+        return _dt.date(year, month, day).isoformat()
+    except ValueError:
+        return None
+
+
+def parse_date_line(line: str) -> tuple[str | None, tuple[int, int] | None]:
+    """A line that holds nothing but a date (a final period allowed): ``(ISO date, None)``;
+    a month and a year only: ``(None, (year, month))``; anything else ``(None, None)``."""
+    s = line.strip().rstrip(".").strip()
+    if not s or len(s) > 40 or not any(c.isdigit() for c in s):
+        return None, None
+    for rx in _WHOLE_DATES:
+        m = rx.fullmatch(s)
+        if m:
+            month = _MONTHS[m.group("month").lower()]
+            return _iso(int(m.group("year")), month, int(m.group("day"))), None
+    for rx in (_NUMERIC_DATE, _ISO_DATE):
+        m = rx.fullmatch(s)
+        if m:
+            return _iso(int(m.group("year")), int(m.group("month")), int(m.group("day"))), None
+    m = _WHOLE_MONTH.fullmatch(s)
+    if m:
+        return None, (int(m.group("year")), _MONTHS[m.group("month").lower()])
+    return None, None
+
+
+def month_date(year: int, month: int, shown: str) -> tuple[str, str]:
+    """``(letter_date, date_note)`` of a letter dated to the month only: the month's first day,
+    and a note that says so (a reader accepts "February 2008" as the letter's date)."""
+    return (
+        f"{year:04d}-{month:02d}-01",
+        f"Letter dated to the month only ('{shown}'); letter_date is that month's first day.",
+    )
 
 
 def _date_lines(text: str, lines: list[str]) -> list[tuple[int, re.Match[str], bool]]:
@@ -274,6 +349,22 @@ def _date_lines(text: str, lines: list[str]) -> list[tuple[int, re.Match[str], b
     return out
 
 
+def is_signature(line: str) -> bool:
+    """Whether ``line`` signs a letter: a closing ("Cordially,", "Sincerely yours"), a signer's
+    title alone ("Chairman of the Board"), or a personal name with a middle initial, alone or
+    with a title or a date beside it ("Warren E. Buffett, Chairman", "Warren E. Buffett
+    1-30-61").  Stricter than a name-shaped line: "Common Stock Investments" is a header."""
+    s = " ".join(line.split())
+    if not s or len(s) > 80:
+        return False
+    return bool(
+        _CLOSING.match(s)
+        or _SIGNER_TITLE.fullmatch(s)
+        or _SIGNER_NAME.search(s)
+        or s.startswith("/s/")
+    )
+
+
 def _is_signature_line(ln: str) -> bool:
     s = ln.strip()
     # short once the column gap between a date and a title is closed up
@@ -292,9 +383,9 @@ def extract_date(text: str) -> tuple[str, str | None]:
     "Feb. 27, 2016", "February 25th, 2017".  The first date line within three lines of a
     signature line (a title such as "Chairman", "/s/", "Sincerely", or an indented personal
     name) wins; failing that, a date line among the first five non-blank lines (letters dated
-    at the top).  Only a month and a
-    year ("February 2008") is not a date: the result is ``"0000-00-00"`` with a note naming what
-    was found.  No date at all: ``"0000-00-00"`` and a note.
+    at the top); failing that, a numeric date ("1-30-61") beside a signature line.  Only a
+    month and a year ("February 2008"): the month's first day, with a note that the letter is
+    dated to the month only.  No date at all: ``"0000-00-00"`` and a note.
     """
     lines = text.split("\n")
     candidates = _date_lines(text, lines)
@@ -323,24 +414,52 @@ def extract_date(text: str) -> tuple[str, str | None]:
             day, year = int(m.group("day")), int(m.group("year"))
             if 1 <= day <= 31:
                 return f"{year:04d}-{month:02d}-{day:02d}", None
+    numeric = _numeric_signature_date(lines)
+    if numeric:
+        return numeric, None
     if partial:
-        return UNKNOWN_DATE, (
-            f"Letter date unknown: the signature block gives only '{partial}' (no day)."
-        )
+        m = _MONTH_YEAR.search(partial)
+        if m:
+            return month_date(int(m.group("year")), _MONTHS[m.group("month").lower()], partial)
     return UNKNOWN_DATE, "Letter date unknown: no dated signature block in the letter text."
 
 
+def _numeric_signature_date(lines: list[str]) -> str | None:
+    """A numeric date ("1-30-61", "2/11/59") standing alone, after a name, or across a wide
+    gap from one, within three lines of a signature line; None when there is none."""
+    for i in sorted(j for j, ln in enumerate(lines) if is_signature(ln)):
+        for j in range(max(0, i - 3), min(len(lines), i + 4)):
+            for m in _NUMERIC_IN_LINE.finditer(lines[j]):
+                before, after = lines[j][: m.start()], lines[j][m.end() :]
+                beside = (
+                    not before.strip()
+                    or re.search(r"\S\s{3,}$", before) is not None
+                    or _NAME_LINE.match(before.rstrip()) is not None
+                )
+                if beside and (not after.strip() or re.match(r"\s{3,}", after)):
+                    found, _ = parse_date_line(m.group(0))
+                    if found:
+                        return found
+    return None
+
+
+def year_of_date(date: str) -> int:
+    """The year a letter dated ``date`` reports on: the year before for January-June (letters
+    are written after the year closes), else the date's year."""
+    y, mo = int(date[:4]), int(date[5:7])
+    return y - 1 if mo <= 6 else y
+
+
 def extract_year(path: str | Path, text: str, date: str = UNKNOWN_DATE) -> int | None:
-    """``letter_year``: a ``YYYY`` (1900-2099) in the file name; else the year before a
-    signature date in January-June (letters are written after the year closes); else the year
-    mentioned most often in the text (ties: the later year).  None when there is no year at all.
+    """``letter_year``: what the text says (:func:`year_of_date` of its date); else a ``YYYY``
+    (1900-2099) in the file name; else the year mentioned most often in the text (ties: the
+    later year).  None when there is no year at all.
     """
+    if date != UNKNOWN_DATE:
+        return year_of_date(date)
     m = _YEAR_IN_NAME.search(Path(path).stem)
     if m:
         return int(m.group(1))
-    if date != UNKNOWN_DATE:
-        y, mo = int(date[:4]), int(date[5:7])
-        return y - 1 if mo <= 6 else y
     counts = Counter(int(y) for y in _YEAR_IN_TEXT.findall(text))
     if not counts:
         return None
@@ -362,6 +481,29 @@ def _check_name_year(path: Path) -> None:
             f"the file name says year {m.group(1)}, which no letter can have "
             f"({FIRST_LETTER_YEAR}-{last}); rename the file to the letter's year, "
             "e.g. 1986.txt",
+        )
+
+
+def _notice_year(p: Path, year: int, date: str) -> None:
+    """Warn where the year does not come from the text, or where the file name disagrees."""
+    m = _YEAR_IN_NAME.search(p.stem)
+    if date == UNKNOWN_DATE:
+        if m:
+            log.warning(
+                "%s: no dated signature in the text; letter_year %d comes from the file name only",
+                p,
+                year,
+            )
+    elif m and int(m.group(1)) != year:
+        log.warning(
+            "%s: the letter is dated %s, so it reports on %d: letter_year is %d (from the text), "
+            "not %s (the file name); its files are named %d",
+            p,
+            date,
+            year,
+            year,
+            m.group(1),
+            year,
         )
 
 
@@ -409,15 +551,5 @@ def load_letter(path: str | Path) -> CleanedLetter:
             "no letter year found (none in the file name or the text); "
             "rename the file to YYYY.txt, e.g. 1986.txt",
         )
-    if date != UNKNOWN_DATE:
-        covers = int(date[:4]) - 1 if int(date[5:7]) <= 6 else int(date[:4])
-        if covers != year:
-            log.warning(
-                "%s: signature date %s suggests the letter covers %d, but letter_year is %d "
-                "(from the file name); rename the file if the name is wrong",
-                p,
-                date,
-                covers,
-                year,
-            )
+    _notice_year(p, year, date)
     return CleanedLetter(year=year, date=date, date_note=note, source_path=str(p), text=text)

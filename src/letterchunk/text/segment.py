@@ -76,7 +76,7 @@ from letterchunk.contract.schema import (
 )
 from letterchunk.errors import InputError
 from letterchunk.text.blocks import Block, detect_blocks
-from letterchunk.text.clean import UNKNOWN_DATE, CleanedLetter, load_letter
+from letterchunk.text.clean import CleanedLetter, load_letter
 from letterchunk.text.tables import parse_table
 from letterchunk.tokens import SpanCounter, span_counter
 
@@ -424,7 +424,7 @@ def _fix_short_parts(parts: list[list[_Unit]], counter: _SpanCounter) -> list[li
 
 def _meta(letter: CleanedLetter, **kw: Any) -> Metadata:
     note = kw.pop("boundary_note", None)
-    if letter.date == UNKNOWN_DATE and letter.date_note:
+    if letter.date_note:  # an unknown date, or one given to the month only
         note = f"{note} {letter.date_note}".strip() if note else letter.date_note
     content = kw.pop("content")
     return Metadata(
