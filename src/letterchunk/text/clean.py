@@ -417,10 +417,9 @@ def extract_date(text: str) -> tuple[str, str | None]:
     numeric = _numeric_signature_date(lines)
     if numeric:
         return numeric, None
-    if partial:
-        m = _MONTH_YEAR.search(partial)
-        if m:
-            return month_date(int(m.group("year")), _MONTHS[m.group("month").lower()], partial)
+    shown = _MONTH_YEAR.search(partial) if partial else None
+    if shown:
+        return month_date(int(shown.group("year")), _MONTHS[shown.group("month").lower()], shown[0])
     return UNKNOWN_DATE, "Letter date unknown: no dated signature block in the letter text."
 
 
