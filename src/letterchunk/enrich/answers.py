@@ -7,7 +7,7 @@ changing them changes request bodies (cache keys, cassettes)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, TypedDict, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
@@ -131,6 +131,29 @@ class TableEnrichment(_Answer):
     future_outlook: bool
     related_sections_same_letter: list[str] = Field(max_length=MAX_RELATED_SECTIONS)
     related_years: list[RelatedYear] = Field(max_length=MAX_RELATED_YEARS)
+
+
+class AnswerFields(TypedDict, total=False):
+    """The fields of an answer as :func:`letterchunk.enrich.apply.apply_enrichment` reads them
+    (``dict(answer)``): every response model here, its per-chunk narrowing (a subclass with
+    narrower enums) and a repair model holding a subset of its fields give these types."""
+
+    section_title: str
+    tables: list[EnrichedTable]
+    contextual_summary: str
+    themes: list[str]
+    buffett_concepts: list[str]
+    entities: EnrichedEntities
+    principles: list[EnrichedPrinciple]
+    content_type_evidence: list[str]
+    content_type: NarrativeType
+    has_financial_data: bool
+    retrieval_priority: Level
+    abstraction_level: Level
+    comparison_years: list[int]
+    future_outlook: bool
+    related_sections_same_letter: list[str]
+    related_years: list[int]
 
 
 # response field -> the validator field path(s) it fills: a metadata path, or a key of the

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import cast
 
 from pydantic import BaseModel
 
@@ -18,6 +18,7 @@ from letterchunk.contract.schema import (
     TemporalReferences,
 )
 from letterchunk.contract.violations import EvidenceRecord
+from letterchunk.enrich.answers import AnswerFields
 from letterchunk.text.sentences import sentence_spans
 
 # --------------------------------------------------------------------------------------------
@@ -35,7 +36,7 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
     ``e`` may be any response model built by :func:`response_model_for` (or a repair model that
     holds a subset of its fields): only the fields present are applied.
     """
-    answer = dict(e)
+    answer = _fields_of(e)
     meta = chunk.metadata
     # each step adds the fields it owns; the order of the steps is the order the fields are set
     update: dict[str, object] = {}
@@ -57,7 +58,13 @@ def apply_enrichment(chunk: Chunk, e: BaseModel) -> Chunk:
     )
 
 
-def _plain_fields(answer: dict[str, Any]) -> dict[str, object]:
+def _fields_of(e: BaseModel) -> AnswerFields:
+    """``e``'s fields by name: the answer models of :mod:`letterchunk.enrich.answers` (and the
+    repair models holding a subset of their fields) are the only answers, and give these types."""
+    return cast(AnswerFields, dict(e))
+
+
+def _plain_fields(answer: AnswerFields) -> dict[str, object]:
     """The answer's scalar and list fields, copied as they are except that a summary loses an
     unfinished last sentence and the tag lists lose repeats (a grammar cannot forbid them)."""
     update: dict[str, object] = {}
@@ -70,17 +77,18 @@ def _plain_fields(answer: dict[str, Any]) -> dict[str, object]:
         "abstraction_level",
     ):
         if name in answer:
-            value = answer[name]
+            value = answer.get(name)
             update[name] = list(value) if isinstance(value, list) else value
     if "contextual_summary" in answer:
         update["contextual_summary"] = complete_sentences(str(answer["contextual_summary"]))
-    for name in ("themes", "buffett_concepts"):
-        if name in answer:
-            update[name] = _unique(answer[name])
+    if "themes" in answer:
+        update["themes"] = _unique(answer["themes"])
+    if "buffett_concepts" in answer:
+        update["buffett_concepts"] = _unique(answer["buffett_concepts"])
     return update
 
 
-def _entity_fields(answer: dict[str, Any]) -> dict[str, object]:
+def _entity_fields(answer: AnswerFields) -> dict[str, object]:
     """Entities (each list without repeats) and principles, rebuilt as the canonical models."""
     update: dict[str, object] = {}
     if "entities" in answer:
@@ -97,7 +105,7 @@ def _entity_fields(answer: dict[str, Any]) -> dict[str, object]:
     return update
 
 
-def _reference_fields(answer: dict[str, Any], meta: Metadata) -> dict[str, object]:
+def _reference_fields(answer: AnswerFields, meta: Metadata) -> dict[str, object]:
     """Temporal and cross references: the answered parts replace the chunk's, the rest (the
     primary year above all, which the segmenter sets) stay as they were."""
     update: dict[str, object] = {}
@@ -121,7 +129,7 @@ def _reference_fields(answer: dict[str, Any], meta: Metadata) -> dict[str, objec
     return update
 
 
-def _title_fields(answer: dict[str, Any], meta: Metadata) -> dict[str, object]:
+def _title_fields(answer: AnswerFields, meta: Metadata) -> dict[str, object]:
     """A section title only for a chunk the segmenter left untitled, and the hierarchy's
     untitled entries renamed with it; an empty answer changes nothing."""
     update: dict[str, object] = {}
@@ -135,7 +143,7 @@ def _title_fields(answer: dict[str, Any], meta: Metadata) -> dict[str, object]:
     return update
 
 
-def _table_fields(answer: dict[str, Any], meta: Metadata) -> dict[str, object]:
+def _table_fields(answer: AnswerFields, meta: Metadata) -> dict[str, object]:
     """For a table chunk, each table's name and summary from the answer; its columns and rows
     stay the parser's (tables the answer did not cover are kept unchanged)."""
     if "tables" not in answer or meta.chunk_tier != 3:
@@ -179,7 +187,7 @@ def evidence_record(chunk_id: str, e: BaseModel) -> EvidenceRecord:
     Evidence for a ``narrative`` tag is dropped: only a confession or principle tag needs it
     (the small model tends to quote the whole chunk whatever the tag).
     """
-    answer = dict(e)
+    answer = _fields_of(e)
     tagged = answer.get("content_type", "narrative") in (
         "mistake_confession",
         "principle_statement",
