@@ -42,7 +42,8 @@ answers) beside the KEYWORD RULE applied to the *same* chunks:
 * grounding (as the scorer, over all chunks): entity strings found case-insensitively in their
   chunk's content, comparison years found as text in it.
 * concept agreement on ``bench/gold/concepts.json`` (chunks labelled by hand from their text;
-  labels of chunks whose text has changed are reported stale and left out): precision, recall,
+  its "test" split, the gold letters' labels; labels of chunks whose text has changed are
+  reported stale and left out): precision, recall,
   F1 over (chunk, concept) pairs. Keyword rule: the concepts whose cues in
   ``schemas/buffett_concepts.json`` (or own name) occur in the chunk, as the vocabulary defines.
 * LLM calls per chunk: structured calls (re-asks included) and the one-token yes/no questions
@@ -404,9 +405,15 @@ def load_entity_labels(year: int) -> dict[str, str]:
     return {name: kind for kind, names in by_kind.items() for name in names}
 
 
-def load_concept_labels() -> dict[str, dict]:
+def load_concept_labels(split: str | None = None) -> dict[str, dict]:
+    """chunk_id -> hand label; only the labels of ``split`` ("test": gold letters, "dev":
+    development letters, see ``bench/gold/concepts.json``) unless ``split`` is None."""
     data = json.loads((GOLD / "concepts.json").read_text(encoding="utf-8"))
-    return {label["chunk_id"]: label for label in data["labels"]}
+    return {
+        label["chunk_id"]: label
+        for label in data["labels"]
+        if split is None or label["split"] == split
+    }
 
 
 def load_cues() -> dict[str, list[str]]:
@@ -569,7 +576,7 @@ def gold_years() -> list[int]:
 
 def measure(years: Iterable[int] | None = None, out: Path | None = None) -> list[LetterResult]:
     """Replay and score each gold letter in ``years`` (default: all); unrecorded ones say so."""
-    labels = load_concept_labels()
+    labels = load_concept_labels("test")
     results = []
     for year in years or gold_years():
         if not (CASSETTES / f"{year}.yaml").is_file():

@@ -291,10 +291,17 @@ def test_concept_labels_use_only_the_vocabulary():
         assert label["concepts"] or label["why_none"].strip()
 
 
+def test_concept_labels_split_test_on_gold_letters_dev_on_others():
+    gold = set(eq.gold_years())
+    test, dev = eq.load_concept_labels("test"), eq.load_concept_labels("dev")
+    assert len(test) + len(dev) == len(eq.load_concept_labels())  # every label has a split
+    assert {int(chunk_id[:4]) for chunk_id in test} <= gold
+    assert not {int(chunk_id[:4]) for chunk_id in dev} & gold
+
+
 def test_concept_labels_match_the_segmented_chunks():
     labels = eq.load_concept_labels()
     years = sorted({int(chunk_id[:4]) for chunk_id in labels})
-    assert set(years) <= set(eq.gold_years())  # labels only on gold letters
     contents = {
         c.chunk_id: eq.norm(c.content)
         for year in years
