@@ -382,7 +382,8 @@ def repair_file(
     try:
         out_lines = [p.text if p.chunk is None else job.repair(p, p.chunk) for p in parsed]
     except RepairExhausted as exc:
-        report.records.extend(exc.records)
+        # the loop's records (the error itself types them loosely: it sits below every stage)
+        report.records.extend(r for r in exc.records if isinstance(r, AttemptRecord))
         report.flush()
         # the loop's first "attempt" is the file's own values (no request): count model calls
         raise RepairExhausted(

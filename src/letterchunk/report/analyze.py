@@ -1,14 +1,14 @@
-"""Corpus statistics over an output folder (seed 002's ``analyze``, adapted to letters).
+"""Corpus statistics over an output folder (spec §C, docs/spec.md, adapted to letters).
 
 ``analyze_dir(DIR)`` reads every ``DIR/YYYY.jsonl`` chunk file (segmented or enriched), the
 ``DIR/YYYY.report.jsonl`` repair reports and ``DIR/run.json`` when present, and returns one
-plain dict (the ``--json`` output):
+:class:`Analysis` (a JSON-shaped ``TypedDict``: the ``--json`` output):
 
 * ``letters``       per year: chunks, by tier, by content type, tokens
 * ``tiers`` / ``content_types``   counts over the folder
 * ``tokens``        token_count distribution (n, min, median, p90, max, mean), overall and
                     per tier; p90 is the nearest-rank percentile (a value that occurs)
-* ``size``          per tier, chunks under the seed-000 hard minimum (Tier 1: 250 tokens, Tier 2:
+* ``size``          per tier, chunks under the spec's hard minimum (Tier 1: 250 tokens, Tier 2:
                     120) without ``standalone_exception``, and over the size target (2000 / 500)
 * ``top``           the most frequent companies, people, metrics, buffett_concepts and themes
                     (counted once per chunk; ties broken alphabetically)
@@ -31,18 +31,24 @@ import contextlib
 import math
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from pydantic import ValidationError
 
+from letterchunk.contract.jsontypes import JSONObject, JSONValue
 from letterchunk.contract.schema import Chunk
 from letterchunk.errors import InputError
 from letterchunk.io import parse_json, read_json_objects, read_jsonl, read_utf8
-from letterchunk.layout import LETTER_CHUNKS, LETTER_REPORT, RUN_FILE, chunk_stem
-from letterchunk.report.records import runs_by_chunk
+from letterchunk.layout import LETTER_CHUNKS, LETTER_REPORT, RUN_FILE, LetterKey, chunk_stem
+from letterchunk.report.records import count_value, runs_by_chunk
 
 __all__ = [
+    "Analysis",
+    "ChunkStats",
+    "Distribution",
+    "Repairs",
     "analyze_dir",
     "analyze_chunks",
     "distribution",
@@ -53,12 +59,90 @@ __all__ = [
 
 _CHUNK_FILE = LETTER_CHUNKS  # YYYY.jsonl, or YYYY-Lk.jsonl for a compilation's letter
 _REPORT_FILE = LETTER_REPORT
-MIN_TOKENS = {1: 250, 2: 120}  # seed 000 §2.4 anti-orphan minimums
-TARGET_MAX_TOKENS = {1: 2000, 2: 500}  # seed 000 §2.1/§2.2 size targets
+MIN_TOKENS = {1: 250, 2: 120}  # spec §2.4 anti-orphan minimums (docs/spec.md)
+TARGET_MAX_TOKENS = {1: 2000, 2: 500}  # spec §2.1/§2.2 size targets (docs/spec.md)
 TOP_FIELDS = ("companies", "people", "metrics", "buffett_concepts", "themes")
 
 
-def distribution(values: list[int]) -> dict[str, Any]:
+class Distribution(TypedDict):
+    """A token_count distribution; every value None (n 0) for no chunks."""
+
+    n: int
+    min: int | None
+    median: float | None  # an int when it is whole
+    p90: int | None
+    max: int | None
+    mean: float | None
+
+
+class LetterStats(TypedDict):
+    chunks: int
+    tiers: dict[str, int]  # "1" -> chunks of Tier 1
+    content_types: dict[str, int]
+    tokens: int
+
+
+class SizeStats(TypedDict):
+    below_minimum: int
+    above_target: int
+
+
+class ChunkStats(TypedDict):
+    """What :func:`analyze_chunks` counts (see the module docstring for each key)."""
+
+    chunks: int
+    enriched_chunks: int
+    letters: dict[str, LetterStats]
+    tiers: dict[str, int]
+    content_types: dict[str, int]
+    tokens: dict[str, Distribution]  # "all", "tier1", ...
+    size: dict[str, SizeStats]  # "tier1", "tier2"
+    top: dict[str, list[list[str | int]]]  # field -> [value, chunks] pairs, most first
+    principles: dict[str, int]
+    mistake_confessions: dict[str, int]
+
+
+class RuleCounts(TypedDict):
+    found: int
+    fixed: int
+
+
+class Repairs(TypedDict):
+    """What the report files of a folder say, over every run they hold."""
+
+    records: int
+    runs: int
+    tokens: dict[str, int]  # prompt_tokens, completion_tokens
+    chunks: int
+    outcomes: dict[str, int]  # outcome of each chunk's latest run -> chunks
+    by_rule: dict[str, RuleCounts]
+
+
+class CompilationLetter(TypedDict):
+    letter: str  # YYYY-Lk
+    date: str
+    year: int
+    lines: int | None  # None when the cleaned text cannot be read
+    chunks: int
+
+
+class Skipped(TypedDict):
+    file: str
+    line: int | None
+    reason: str
+
+
+class Analysis(ChunkStats):
+    """:func:`analyze_dir`'s result: the chunk statistics, then the folder's own."""
+
+    folder: str
+    compilation_letters: list[CompilationLetter]
+    repairs: Repairs | None
+    run: JSONObject | None  # model, status and the totals of run.json, as written there
+    skipped: list[Skipped]
+
+
+def distribution(values: list[int]) -> Distribution:
     """n, min, median, p90 (nearest rank), max, mean; all None for an empty list."""
     if not values:
         return {"n": 0, "min": None, "median": None, "p90": None, "max": None, "mean": None}
@@ -75,11 +159,11 @@ def distribution(values: list[int]) -> dict[str, Any]:
     }
 
 
-def _top(counter: Counter, n: int) -> list[list[Any]]:
+def _top(counter: Counter[str], n: int) -> list[list[str | int]]:
     return [[k, v] for k, v in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
 
 
-def _read_chunks(path: Path, skipped: list[dict]) -> list[Chunk]:
+def _read_chunks(path: Path, skipped: list[Skipped]) -> list[Chunk]:
     """The chunks of one chunk file; a line that is not one is skipped and listed.  InputError
     when the file is not a regular file of UTF-8 text (the shared reader's verdict)."""
     chunks = []
@@ -99,23 +183,23 @@ def _read_chunks(path: Path, skipped: list[dict]) -> list[Chunk]:
     return chunks
 
 
-def _read_records(path: Path, skipped: list[dict]) -> list[dict]:
+def _read_records(path: Path, skipped: list[Skipped]) -> list[JSONObject]:
     records, bad = read_json_objects(path, lenient=True)
     skipped.extend({"file": path.name, "line": n, "reason": reason} for n, reason in bad)
     return records
 
 
-def analyze_chunks(by_year: dict[Any, list[Chunk]], *, top: int = 10) -> dict[str, Any]:
+def analyze_chunks(by_year: Mapping[LetterKey, list[Chunk]], *, top: int = 10) -> ChunkStats:
     """Statistics of chunks grouped by letter (its year, or a compilation's stem ``YYYY-Lk``;
     no files involved)."""
     tiers: Counter = Counter()
     types: Counter = Counter()
     tokens_all: list[int] = []
     tokens_tier: dict[int, list[int]] = defaultdict(list)
-    size = {t: {"below_minimum": 0, "above_target": 0} for t in (1, 2)}
+    size: dict[int, SizeStats] = {t: {"below_minimum": 0, "above_target": 0} for t in (1, 2)}
     tops: dict[str, Counter[str]] = {f: Counter() for f in TOP_FIELDS}
     principles: Counter = Counter()
-    letters: dict[str, Any] = {}
+    letters: dict[str, LetterStats] = {}
     mistakes: dict[str, int] = {}
     enriched = 0
     for year in sorted(by_year, key=str):
@@ -166,13 +250,13 @@ def analyze_chunks(by_year: dict[Any, list[Chunk]], *, top: int = 10) -> dict[st
     }
 
 
-def _repairs(records_by_file: dict[str, list[dict]]) -> dict[str, Any] | None:
+def _repairs(records_by_file: dict[str, list[JSONObject]]) -> Repairs | None:
     if not records_by_file:
         return None
     found: Counter = Counter()
     fixed: Counter = Counter()
     latest: dict[str, str] = {}  # chunk id -> outcome of its latest run
-    runs: set[Any] = set()
+    runs: set[JSONValue] = set()
     tokens = {"prompt_tokens": 0, "completion_tokens": 0}
     attempts = 0
     for records in records_by_file.values():
@@ -184,8 +268,9 @@ def _repairs(records_by_file: dict[str, list[dict]]) -> dict[str, Any] | None:
             usage = r.get("usage")
             usage = usage if isinstance(usage, dict) else {}
             for key in tokens:
-                tokens[key] += int(usage.get(key) or 0)
-            for v in r.get("violations") or []:
+                tokens[key] += count_value(usage.get(key))
+            violations = r.get("violations")
+            for v in violations if isinstance(violations, list) else []:
                 code = str(v.get("code", "?")) if isinstance(v, dict) else str(v)
                 found[code] += 1
                 if isinstance(v, dict) and v.get("fixed"):
@@ -201,16 +286,16 @@ def _repairs(records_by_file: dict[str, list[dict]]) -> dict[str, Any] | None:
     }
 
 
-def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
+def analyze_dir(folder: str | Path, *, top: int = 10) -> Analysis:
     """Statistics of an output folder; see the module docstring for the keys."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(
             folder, "not a folder; pass the --out folder of `letterchunk run` or `segment`"
         )
-    skipped: list[dict] = []
-    by_year: dict[int | str, list[Chunk]] = {}
-    reports: dict[str, list[dict]] = {}
+    skipped: list[Skipped] = []
+    by_year: dict[LetterKey, list[Chunk]] = {}
+    reports: dict[str, list[JSONObject]] = {}
     for path in sorted(folder.iterdir()):
         if m := _CHUNK_FILE.match(path.name):
             stem = chunk_stem(path)
@@ -223,29 +308,36 @@ def analyze_dir(folder: str | Path, *, top: int = 10) -> dict[str, Any]:
             "holds no YYYY.jsonl chunk files; run `letterchunk segment` or "
             f"`letterchunk run ... --out {folder}` first",
         )
-    out = analyze_chunks(by_year, top=top)
-    out["folder"] = str(folder)
-    out["compilation_letters"] = _compilation_letters(folder, by_year)
-    out["repairs"] = _repairs(reports)
+    stats = analyze_chunks(by_year, top=top)
+    letters = _compilation_letters(folder, by_year)
+    repairs = _repairs(reports)
     run_file = folder / RUN_FILE
-    out["run"] = None
+    run_totals: JSONObject | None = None
     if run_file.exists():
         try:
             run, _error = parse_json(read_utf8(run_file, "the run ledger run.json"))
-            out["run"] = {
+            run_totals = {
                 "model": run.get("model"),
                 "status": run.get("status"),
                 **(run.get("totals") or {}),
             }
         except (InputError, AttributeError, TypeError):
             skipped.append({"file": RUN_FILE, "line": None, "reason": "not a run ledger"})
-    out["skipped"] = skipped
-    return out
+    return Analysis(
+        **stats,
+        folder=str(folder),
+        compilation_letters=letters,
+        repairs=repairs,
+        run=run_totals,
+        skipped=skipped,
+    )
 
 
-def _compilation_letters(folder: Path, by_year: dict[int | str, list[Chunk]]) -> list[dict]:
+def _compilation_letters(
+    folder: Path, by_year: dict[LetterKey, list[Chunk]]
+) -> list[CompilationLetter]:
     """The letters cut from compilations (``YYYY-Lk``): date, year, lines, chunks."""
-    out = []
+    out: list[CompilationLetter] = []
     for stem, chunks in sorted(by_year.items(), key=lambda kv: str(kv[0])):
         if isinstance(stem, int) or not chunks:
             continue
@@ -269,8 +361,8 @@ def _compilation_letters(folder: Path, by_year: dict[int | str, list[Chunk]]) ->
 # ------------------------------------------------------------------------------ text
 
 
-def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
-    cells = [[str(c) for c in r] for r in [head, *rows]]
+def _table(head: list[str], rows: list[list[object]]) -> list[str]:
+    cells = [list(head)] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
 
     def fmt(r: list[str]) -> str:
@@ -282,7 +374,7 @@ def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
     return [fmt(cells[0]), *(fmt(r) for r in cells[1:])]
 
 
-def render_text(a: dict[str, Any]) -> str:
+def render_text(a: Analysis) -> str:
     """The human report: one small table per section."""
     lines = _letters_text(a) + _compilation_text(a) + _tokens_text(a) + _enrichment_text(a)
     lines += _repairs_text(a)
@@ -290,7 +382,7 @@ def render_text(a: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _letters_text(a: dict[str, Any]) -> list[str]:
+def _letters_text(a: Analysis) -> list[str]:
     """The headline and the per-letter table: chunks by tier and content type, tokens."""
     types = sorted(a["content_types"])
     tiers = sorted(a["tiers"])
@@ -299,7 +391,7 @@ def _letters_text(a: dict[str, Any]) -> list[str]:
         f"{a['enriched_chunks']} enriched",
         "",
     ]
-    rows = []
+    rows: list[list[object]] = []
     for year, d in a["letters"].items():
         rows.append(
             [
@@ -322,17 +414,19 @@ def _letters_text(a: dict[str, Any]) -> list[str]:
     return lines + _table(["letter", "chunks", *(f"T{t}" for t in tiers), *types, "tokens"], rows)
 
 
-def _compilation_text(a: dict[str, Any]) -> list[str]:
+def _compilation_text(a: Analysis) -> list[str]:
     """The letters found in compilations, when there are any."""
     found = a.get("compilation_letters") or []
     if not found:
         return []
-    rows = [[d["letter"], d["date"], d["year"], d["lines"], d["chunks"]] for d in found]
+    rows: list[list[object]] = [
+        [d["letter"], d["date"], d["year"], d["lines"], d["chunks"]] for d in found
+    ]
     head = ["", f"letters found in compilations ({len(found)}):"]
     return head + _table(["letter", "date", "year", "lines", "chunks"], rows)
 
 
-def _tokens_text(a: dict[str, Any]) -> list[str]:
+def _tokens_text(a: Analysis) -> list[str]:
     """The token_count distribution and the sizes against the targets."""
     lines = ["", "token_count distribution"]
     lines += _table(
@@ -360,7 +454,7 @@ def _tokens_text(a: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _enrichment_text(a: dict[str, Any]) -> list[str]:
+def _enrichment_text(a: Analysis) -> list[str]:
     """The top entities, concepts and themes, principles and confessions (when enriched)."""
     if a["enriched_chunks"] == 0:
         return [
@@ -388,7 +482,7 @@ def _enrichment_text(a: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _repairs_text(a: dict[str, Any]) -> list[str]:
+def _repairs_text(a: Analysis) -> list[str]:
     """What the report files say: records, runs, tokens, outcomes and rules."""
     rep = a["repairs"]
     if rep is None:
@@ -409,11 +503,11 @@ def _repairs_text(a: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _run_text(a: dict[str, Any]) -> list[str]:
+def _run_text(a: Analysis) -> list[str]:
     """The totals of run.json and the lines that were skipped."""
     lines: list[str] = []
-    if a.get("run"):
-        r = a["run"]
+    r = a["run"]
+    if r:
         cost = "unknown" if r.get("cost_usd") is None else f"${r['cost_usd']:.4f}"
         lines += [
             "",

@@ -22,10 +22,12 @@ import difflib
 import html
 import json
 import re
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
+from letterchunk.contract.jsontypes import JSONObject, JSONValue
 from letterchunk.contract.rules import RULES
 from letterchunk.contract.validate import validate_path
 from letterchunk.errors import InputError
@@ -59,7 +61,7 @@ __all__ = [
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
 
 
-def _as_text(value: Any) -> str:
+def _as_text(value: JSONValue) -> str:
     if value is None:
         return "null"
     if isinstance(value, str):
@@ -67,7 +69,7 @@ def _as_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def word_diff(before: Any, after: Any) -> list[list[str]]:
+def word_diff(before: JSONValue, after: JSONValue) -> list[list[str]]:
     """Word-level diff of two values as ``[[op, text], ...]`` with op in eq / del / ins."""
     a, b = _TOKEN.findall(_as_text(before)), _TOKEN.findall(_as_text(after))
     out: list[list[str]] = []
@@ -178,14 +180,14 @@ def collect(out_dir: str | Path) -> dict:
         evidence_file = folder / f"{stem}{EVIDENCE_SUFFIX}"
         evidence = {e.get("chunk_id"): e for e in read_jsonl(evidence_file, lenient=True)}
         source = (
-            (written_list[0].get("metadata") or {}).get("source_file") if written_list else None
+            _mapping(written_list[0].get("metadata")).get("source_file") if written_list else None
         )
         cleaned_path = folder / (
             source if isinstance(source, str) and "/" not in source else f"{stem}{CLEANED_SUFFIX}"
         )
         cleaned = _cleaned(cleaned_path)
         if written_list and is_compilation_source(cleaned_name(stem)):
-            md = written_list[0].get("metadata") or {}
+            md = _mapping(written_list[0].get("metadata"))
             found.append(
                 {
                     "letter": stem,
@@ -232,11 +234,11 @@ def collect(out_dir: str | Path) -> dict:
     }
 
 
-def _mapping(value: Any) -> dict:
+def _mapping(value: JSONValue) -> JSONObject:
     return value if isinstance(value, dict) else {}
 
 
-def _strings(value: Any) -> list[str]:
+def _strings(value: JSONValue) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
@@ -328,15 +330,18 @@ def _chunk_view(
 ) -> dict:
     latest = runs[-1].records if runs else []
     last = latest[-1] if latest else {}
-    md = (written or {}).get("metadata") or {}
-    content = (written or {}).get("content")
-    if not isinstance(content, str):
+    md = _mapping((written or {}).get("metadata"))
+    found = (written or {}).get("content")
+    content = found if isinstance(found, str) else None
+    if content is None:
         content = next(
-            (r["content"] for r in reversed(latest) if isinstance(r.get("content"), str)), None
+            (text for r in reversed(latest) if isinstance(text := r.get("content"), str)), None
         )
-    if content is None and cleaned is not None and isinstance(last.get("span"), list):
-        start, end = last["span"][:2]
-        content = cleaned[start:end]
+    where = last.get("span")
+    if content is None and cleaned is not None and isinstance(where, list):
+        start, end = where[:2]
+        if isinstance(start, int) and isinstance(end, int):
+            content = cleaned[start:end]
     quotes: dict[str, list[str]] = {}
     if evidence:
         quotes["confession-or-principle"] = _strings(evidence.get("content_type_evidence"))
@@ -349,7 +354,7 @@ def _chunk_view(
         outcome = last.get("outcome")
     else:  # no report records: what the file itself holds
         outcome = "enriched" if md.get("contextual_summary") else "segmented"
-    span = md.get("source_span") if isinstance(md.get("source_span"), dict) else {}
+    span = _mapping(md.get("source_span"))
     return {
         "chunk_id": chunk_id,
         "letter": letter,
@@ -382,7 +387,7 @@ def _chunk_view(
 # --------------------------------------------------------------------------- HTML
 
 
-def _json_for_script(data: Any) -> str:
+def _json_for_script(data: object) -> str:
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
@@ -392,10 +397,19 @@ def _template() -> str:
     return template.read_text(encoding="utf-8")
 
 
-def build_html(out_dir: str | Path, path: str | Path | None = None) -> Path:
-    """Write the self-contained ``DIR/report.html``; return its path."""
+def build_html(
+    out_dir: str | Path,
+    path: str | Path | None = None,
+    *,
+    extend: Callable[[dict], None] | None = None,
+) -> Path:
+    """Write the self-contained ``DIR/report.html``; return its path.  ``extend`` adds to the
+    page's data before it is written (the runs and as-of views of
+    :func:`letterchunk.report.history.build_history`)."""
     folder = Path(out_dir)
     data = collect(folder)
+    if extend is not None:
+        extend(data)
     target = Path(path) if path is not None else folder / HTML_NAME
     page = _template().replace("{{title}}", html.escape(f"letterchunk report: {folder.name}"))
     page = page.replace("{{data}}", _json_for_script(data))  # last: data may contain "{{"

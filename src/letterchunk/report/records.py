@@ -33,8 +33,9 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol, TypeVar
 
+from letterchunk.contract.jsontypes import JSONObject, JSONValue
 from letterchunk.contract.schema import Chunk
 from letterchunk.io import append_lines, read_json_objects
 from letterchunk.layout import REPORT_SUFFIX
@@ -48,6 +49,7 @@ __all__ = [
     "RepairReport",
     "ViolationNote",
     "chunk_records",
+    "count_value",
     "load_records",
     "new_run_id",
     "runs_by_chunk",
@@ -81,8 +83,8 @@ class ViolationNote:
     rule_kind: str
     fixed: bool | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {
             "code": self.code,
             "field": self.field,
             "message": self.message,
@@ -110,7 +112,7 @@ class AttemptRecord:
     outcome: AttemptOutcome
     asked_fields: tuple[str, ...] = ()
     violations: tuple[ViolationNote, ...] = ()
-    changes: tuple[dict[str, Any], ...] = ()
+    changes: tuple[JSONObject, ...] = ()
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float | None = None
@@ -120,9 +122,9 @@ class AttemptRecord:
     content: str | None = None
     run_id: str | None = None  # set by the RepairReport that writes it
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """The JSON line, keys in the order of the module docstring."""
-        out: dict[str, Any] = {
+        out: JSONObject = {
             "chunk_id": self.chunk_id,
             "letter_year": self.letter_year,
             "attempt": self.attempt,
@@ -164,7 +166,7 @@ class UnreadLineRecord(AttemptRecord):
     Written with ``changes`` before ``violations``, the order readers of such lines expect.
     """
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         out = super().to_dict()
         order = ["chunk_id", "letter_year", "attempt", "kind", "asked_fields", "changes"]
         return {k: out[k] for k in order} | {k: v for k, v in out.items() if k not in order}
@@ -264,6 +266,8 @@ def _relabel(record: AttemptRecord, source: str | None) -> AttemptRecord:
     return record
 
 
+_Done = TypeVar("_Done", bound=FinishedChunk)  # the pipeline's own outcome type, passed on
+
 # --------------------------------------------------------------------------- writing
 
 
@@ -316,11 +320,11 @@ class RepairReport:
         """The records of one finished pipeline chunk."""
         self.add(chunk_records(outcome, source=self.source))
 
-    def chunk_hook(self, then: Callable[[Any], None] | None = None) -> Callable[[Any], None]:
+    def chunk_hook(self, then: Callable[[_Done], None] | None = None) -> Callable[[_Done], None]:
         """A ``Hooks.chunk_done`` that appends each finished chunk's records, then calls
         ``then``."""
 
-        def done(outcome: Any) -> None:
+        def done(outcome: _Done) -> None:
             self.add_outcome(outcome)
             if then is not None:
                 then(outcome)
@@ -366,7 +370,7 @@ def write_letter_report(
 # --------------------------------------------------------------------------- reading
 
 
-def read_jsonl(path: Path, *, lenient: bool = False) -> list[dict[str, Any]]:
+def read_jsonl(path: Path, *, lenient: bool = False) -> list[JSONObject]:
     """The JSON objects of one JSONL file ([] when it is absent); bad lines are skipped with a
     warning.  InputError when ``path`` is not a regular file of UTF-8 text; with ``lenient``
     (sidecars and logs) bytes that are not UTF-8 only spoil their own line."""
@@ -378,7 +382,7 @@ def read_jsonl(path: Path, *, lenient: bool = False) -> list[dict[str, Any]]:
     return objects
 
 
-def load_records(path: str | Path) -> list[dict[str, Any]]:
+def load_records(path: str | Path) -> list[JSONObject]:
     """The records of one ``*.report.jsonl`` (bad lines are skipped with a warning)."""
     return read_jsonl(Path(path), lenient=True)
 
@@ -388,17 +392,35 @@ class ChunkRun:
     """The records one run wrote for one chunk, by attempt."""
 
     run_id: str | None  # None for records that carry no run_id
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[JSONObject] = field(default_factory=list)  # report lines as read
 
     @property
     def outcome(self) -> str | None:
-        return self.records[-1].get("outcome") if self.records else None
+        outcome = self.records[-1].get("outcome") if self.records else None
+        return outcome if isinstance(outcome, str) else None
 
     def tokens(self, key: str) -> int:
-        return sum(int((r.get("usage") or {}).get(key, 0) or 0) for r in self.records)
+        total = 0
+        for r in self.records:
+            usage = r.get("usage")
+            total += count_value(usage.get(key)) if isinstance(usage, dict) else 0
+        return total
 
 
-def runs_by_chunk(records: Iterable[dict[str, Any]]) -> dict[str, list[ChunkRun]]:
+def count_value(value: JSONValue) -> int:
+    """``int(value or 0)`` for a count read from a report line (a list or an object fails as
+    int() would)."""
+    if isinstance(value, list | dict):
+        raise TypeError(f"not a count: {value!r}")
+    return int(value or 0)
+
+
+def _attempt(record: JSONObject) -> int | float:
+    number = record.get("attempt")
+    return number if isinstance(number, int | float) else 0
+
+
+def runs_by_chunk(records: Iterable[JSONObject]) -> dict[str, list[ChunkRun]]:
     """``chunk_id -> [ChunkRun, ...]`` in the order the runs first appended: latest last.
 
     Records without a ``run_id`` count as one run, placed where the first of them appears.
@@ -406,9 +428,10 @@ def runs_by_chunk(records: Iterable[dict[str, Any]]) -> dict[str, list[ChunkRun]
     out: dict[str, dict[str | None, ChunkRun]] = {}
     for rec in records:
         runs = out.setdefault(str(rec.get("chunk_id")), {})
-        run_id = rec.get("run_id")
+        found = rec.get("run_id")
+        run_id = found if isinstance(found, str) else None
         runs.setdefault(run_id, ChunkRun(run_id, [])).records.append(rec)
     for runs in out.values():
         for run in runs.values():
-            run.records.sort(key=lambda r: r.get("attempt") or 0)
+            run.records.sort(key=_attempt)
     return {cid: list(runs.values()) for cid, runs in out.items()}
