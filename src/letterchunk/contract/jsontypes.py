@@ -13,7 +13,7 @@ from typing import TypeAlias
 
 __all__ = ["JSONValue", "JSONObject"]
 
-#: Any value :func:`json.loads` can return (and :func:`json.dumps` can write).
+#: A value :func:`json.loads` can return (and :func:`json.dumps` can write).
 JSONValue: TypeAlias = "str | int | float | bool | None | list[JSONValue] | dict[str, JSONValue]"
 
 #: A JSON object: what one line of a JSONL file holds.

@@ -4,7 +4,7 @@ Counts, flags, defaults, ``has_table`` vs ``table_data``, ``row_count``, tier vs
 ``primary_year``, exception priority, concept spelling, spans, notes, links, entity names filed
 under the wrong list (by :func:`letterchunk.contract.names.name_kind`) and duplicate list
 items: :func:`mechanical_fixes` applies every fixer in :data:`FIXERS` (pure functions, no LLM) and
-returns every change it made as a :class:`Change`.  Anything needing judgement is left to the
+returns every change it made as a :class:`Change`.  What needs judgement is left to the
 validator and the model.
 """
 
