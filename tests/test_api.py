@@ -1,4 +1,4 @@
-"""The Python API: what the README's "Use it from Python" section shows works as written.
+"""The Python API: what docs/usage.md's "Use it from Python" section shows works as written.
 
 Everything comes from ``letterchunk`` itself; the main job runs against the scripted fake
 server through the same backend choice as the CLI (``OPENAI_BASE_URL`` in the environment).

@@ -1,4 +1,4 @@
-"""Seed 004 §5 budget: the worked example, precedence defaults < env < options, errors."""
+"""docs/spec.md §B.5 budget: the worked example, precedence defaults < env < options, errors."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ def clean_env(monkeypatch):
 
 
 def test_seed_worked_example():
-    # seed 004 §5: C=128000, Rp=1200, Ra=1500, K=6, B=0.8, TPM=90000, 10 req/min
+    # spec §B.5: C=128000, Rp=1200, Ra=1500, K=6, B=0.8, TPM=90000, 10 req/min
     r = compute_budget(BudgetSettings())
     assert r.t_req == 9000
     assert r.t_chunk_tpm == 1050
-    # the seed prints 20900, but floor((128000 - 2700) / 6) is 20883 (its own formula)
+    # the spec prints 20900, but floor((128000 - 2700) / 6) is 20883 (its own formula)
     assert r.t_chunk_ctx == 20883
     assert r.t_chunk_safe == 840
     assert r.w_chunk_safe == 646

@@ -50,7 +50,7 @@ from letterchunk.text.segment import segment_letter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CASSETTES = ROOT / "cassettes"
-# the early letter of the seed, a modern one with Tier-3 tables, the three letters with
+# the early letter of spec §1.1, a modern one with Tier-3 tables, the three letters with
 # hand-made gold (bench/gold/), which bench/enrichment_quality.py replays, and the other letters
 # bench/retrieval.py asks its questions of (it replays every letter it has a cassette for)
 LETTERS = [1977, 1978, 1982, 1987, 1991, 1995, 1996, 2009, 2016, 2019]

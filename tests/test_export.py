@@ -38,7 +38,7 @@ def test_flat_metadata_is_one_level_and_keeps_the_filter_fields(letter_dir):
         assert isinstance(value, SCALARS) or (
             isinstance(value, list) and all(isinstance(v, SCALARS) for v in value)
         ), key
-    # seed 000 §4.2 ranks these filters first; each survives as its own key
+    # spec §4.2 (docs/spec.md) ranks these filters first; each survives as its own key
     assert md["letter_year"] == 1987
     assert md["section_title"] == "Insurance Operations"
     assert md["companies"] == ["GEICO", "National Indemnity"]

@@ -14,7 +14,7 @@ from letterchunk.contract.schema import Chunk, Metadata, dump_chunk, json_schema
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA_FILE = REPO / "schemas" / "chunk.schema.json"
 
-# Literal copy of the key list of seed 000 §0.1 / §0.2, in the spec's order.
+# Literal copy of the key list of spec §0.1 / §0.2 (docs/spec.md), in its order.
 SPEC_TOP_KEYS = ["chunk_id", "content", "metadata"]
 SPEC_METADATA_KEYS = [
     "letter_year",

@@ -1,4 +1,4 @@
-"""Canonical chunk schema (seed 000 §0), as strict pydantic models.
+"""Canonical chunk schema (spec §0, docs/spec.md), as strict pydantic models.
 
 Every chunk letterchunk writes is a :class:`Chunk`.  The models are the single source of truth
 for ``schemas/chunk.schema.json`` (see :func:`json_schema`); a test fails when the committed file

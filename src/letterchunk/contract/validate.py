@@ -1,4 +1,4 @@
-"""Strict, deterministic validator of canonical chunks (seed 000 §0.3, §3.2, §6) and letters.
+"""Strict, deterministic validator of canonical chunks (docs/spec.md §0.3, §3.2, §6) and letters.
 
 Three entry points, from the smallest unit up:
 
@@ -38,7 +38,7 @@ Decisions worth knowing:
   an upper-case letter, a digit or a quote, skipping common abbreviations (Mr., Inc., U.S., …).
 - Evidence quotes (sidecar ``{"chunk_id", "content_type_evidence", "principle_evidence"}``)
   are all checked when present, and must have at least 4 words (``evidence.too_short``).
-- ``primary_year != letter_year`` is only a warning: the seed says "usually".
+- ``primary_year != letter_year`` is only a warning: spec §0.3 says "usually".
 - A chunk is data, never instructions: ``injection.obeyed`` fires when a free-text field
   (summary, themes, entities, principle statements, table names/summaries) repeats an
   instruction-like sentence ("ignore all previous instructions", "set every field to X", "you

@@ -1,4 +1,4 @@
-"""The controlled vocabulary of ``metadata.buffett_concepts`` (seed 000 §5.2).
+"""The controlled vocabulary of ``metadata.buffett_concepts`` (spec §5.2, docs/spec.md).
 
 The list lives in ``schemas/buffett_concepts.json`` (``{"concepts": [...]}``) so that it stays the
 same across years and can be reviewed as data.  The validator rejects a concept outside it

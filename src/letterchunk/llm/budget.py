@@ -1,4 +1,4 @@
-"""Safe per-chunk token size from rate and context limits (seed 004 §5, defaults from §6).
+"""Safe per-chunk token size from rate and context limits (spec §B.5, defaults §B.6; docs/spec.md).
 
 Let C be the model context, R_p / R_a the tokens reserved for the prompt and the answer, K the
 number of chunks a retrieval query packs into one request, B the safety buffer, TPM the
@@ -10,12 +10,12 @@ tokens-per-minute limit and req/min the requests expected per minute.  Then::
     T_chunk_safe = B * min(T_chunk_ctx, T_chunk_tpm)        (floored to whole tokens)
     W_chunk_safe = floor(T_chunk_safe / 1.3)
 
-The seed's worked example (C=128000, R_p=1200, R_a=1500, K=6, B=0.8, TPM=90000, 10 req/min)
-gives T_chunk_safe = 840 tokens and W_chunk_safe = 646 words.  (The seed's prose says "1 token ≈
+The spec's worked example (C=128000, R_p=1200, R_a=1500, K=6, B=0.8, TPM=90000, 10 req/min)
+gives T_chunk_safe = 840 tokens and W_chunk_safe = 646 words.  (The spec's prose says "1 token ≈
 1.3 words" but its formula divides tokens by 1.3, i.e. ≈1.3 tokens per word, which is the usual
 figure for English; we follow the formula.)
 
-Settings come from, lowest to highest precedence: the §6 defaults, environment variables
+Settings come from, lowest to highest precedence: the §B.6 defaults, environment variables
 (:data:`ENV_VARS`), then explicit overrides (the CLI options).  Env vars are read only when
 :func:`settings_from_env` is called, never at import time.
 """
@@ -41,8 +41,8 @@ __all__ = [
 
 TOKENS_PER_WORD = 1.3
 
-# field name -> environment variable (seed 004 §5 names; the two reserved-size variables are
-# ours, the seed only gives example values for them)
+# field name -> environment variable (spec §B.5 names; the two reserved-size variables are
+# ours, the spec only gives example values for them)
 ENV_VARS: dict[str, str] = {
     "context_limit": "MODEL_CONTEXT_LIMIT",
     "tpm": "OPENAI_TPM_LIMIT",
@@ -73,11 +73,11 @@ _OPTION = {
 
 @dataclass(frozen=True)
 class BudgetSettings:
-    """Inputs of seed 004 §5; defaults are §6's (reserved sizes from §5's example)."""
+    """Inputs of spec §B.5 (docs/spec.md); defaults are §B.6's (reserved sizes: §B.5's example)."""
 
     context_limit: int = 128_000
     tpm: int = 90_000
-    rpm: int = 60  # informational (seed §6): checked against requests_per_minute
+    rpm: int = 60  # informational (spec §B.6): checked against requests_per_minute
     requests_per_minute: int = 10
     top_k: int = 6
     safety_buffer: float = 0.8

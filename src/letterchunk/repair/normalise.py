@@ -1,7 +1,7 @@
 """Normalisation of other tools' chunk records: fix the shape before the strict model sees it.
 
 ``letterchunk repair`` reads files other tools wrote; :func:`normalize_record` turns one raw JSON
-object into something :class:`~letterchunk.contract.schema.Chunk` can load (seed 000 §0: "use
+object into something :class:`~letterchunk.contract.schema.Chunk` can load (spec §0: "use
 defaults") and records every change it made.
 """
 

@@ -1,4 +1,4 @@
-"""The re-ask loop: make an enriched chunk valid, or fail loudly (seed 000 §3.2 "repair or halt").
+"""The re-ask loop: make an enriched chunk valid, or fail loudly (spec §3.2 "repair or halt").
 
 This module is the only owner of apply -> check -> re-ask.  Two kinds of fixes, chosen by the
 ``kind`` of each violated rule in :data:`letterchunk.contract.rules.RULES`:

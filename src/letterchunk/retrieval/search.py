@@ -48,7 +48,7 @@ already fills the context with the best-ranked passages.
 BM25 matches the query's content words (:mod:`letterchunk.retrieval.query`): function words
 such as "why", "does" and "its" are left out.
 
-Tier expansion (seed 000 §4.1): a Tier-3 (table) or Tier-2 (paragraph) hit names its Tier-1
+Tier expansion (docs/spec.md §4.1): a Tier-3 (table) or Tier-2 (paragraph) hit names its Tier-1
 parent (id, title, span) in ``parent``, so an answer about a figure or a quote can fetch the
 surrounding text; with ``expand`` the parent's text comes with it.  Every hit carries its exact
 source span: ``source_file[start_char:end_char] == content``.

@@ -386,7 +386,7 @@ def unify_titles(original: Sequence[Chunk], enriched: Sequence[Chunk | None]) ->
     """One title per untitled section: the first enriched chunk's (output order) wins.
 
     Every chunk of a section the segmenter left as :data:`UNTITLED` answered its own title;
-    the section title must be stable across the section's chunks (seed §0.3), so all of them get
+    the section title must be stable across the section's chunks (spec §0.3), so all of them get
     the title of the section's first chunk.  Deterministic whatever order the pool finished in.
     """
     chosen: dict[str, str] = {}

@@ -3,7 +3,7 @@
 What :func:`clean_text` changes, exactly (and nothing else):
 
 1. Line endings: ``\\r\\n`` and lone ``\\r`` become ``\\n``.  A form feed (``\\f``) or a
-   ``[[PAGE_BREAK]]`` marker (seed §1.1) is a page boundary: it becomes a single line break.
+   ``[[PAGE_BREAK]]`` marker (spec §1.1) is a page boundary: it becomes a single line break.
    Other C0 control characters (except ``\\t`` and ``\\n``) and DEL are removed; a UTF-8
    byte-order mark at the start is removed.
 2. Trailing spaces and tabs are stripped from every line.
@@ -38,7 +38,7 @@ text wins and :func:`load_letter` warns; when the name is all there is, it warns
 whose year no letter can have (``1850.txt``, ``2999.txt``) is refused rather than replaced by
 a year of the text.  A date given to the month only ("February 2008") is dated to the month's
 first day with a ``date_note`` saying so; when no date exists the date is ``"0000-00-00"`` and
-``date_note`` says why; the segmenter copies the note into ``boundary_note`` (seed §0.3).
+``date_note`` says why; the segmenter copies the note into ``boundary_note`` (docs/spec.md §0.3).
 :func:`parse_date_line` reads a line that holds nothing but a date, in any common form.
 """
 
