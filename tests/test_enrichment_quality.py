@@ -297,6 +297,7 @@ def test_concept_labels_split_test_on_gold_letters_dev_on_others():
     assert len(test) + len(dev) == len(eq.load_concept_labels())  # every label has a split
     assert {int(chunk_id[:4]) for chunk_id in test} <= gold
     assert not {int(chunk_id[:4]) for chunk_id in dev} & gold
+    assert len(dev) >= 60 and len({chunk_id[:4] for chunk_id in dev}) >= 6
 
 
 def test_concept_labels_match_the_segmented_chunks():
