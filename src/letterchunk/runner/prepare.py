@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from letterchunk.contract.schema import UNTITLED, Chunk
 from letterchunk.contract.validate import LetterContext
@@ -37,7 +36,7 @@ class LetterJob:
     year: LetterKey
     cleaned_text: str
     prompt: PromptContext
-    context: Any  # validate.LetterContext without evidence
+    context: LetterContext  # without evidence (each chunk adds its own)
 
 
 def letter_job(
