@@ -43,7 +43,7 @@ What :func:`load_document` does to a compilation, in order:
 
 from __future__ import annotations
 
-import datetime as _dt
+import bisect
 import logging
 import re
 from collections import Counter, defaultdict
@@ -57,8 +57,6 @@ from letterchunk.contract.schema import Chunk
 from letterchunk.errors import InputError
 from letterchunk.layout import compilation_stem
 from letterchunk.text.clean import (
-    _MONTH_RE,
-    _MONTHS,
     _NAME_LINE,
     _SIGNATURE_CUE,
     _YEAR_IN_NAME,
@@ -67,7 +65,11 @@ from letterchunk.text.clean import (
     UNKNOWN_DATE,
     CleanedLetter,
     clean_text,
+    extract_date,
+    is_signature,
     load_letter,
+    month_date,
+    parse_date_line,
     read_letter_file,
 )
 from letterchunk.text.segment import segment_letter
@@ -94,24 +96,26 @@ _TAIL_LINES = 40  # its signature among its last
 _ANNUAL_LAST_MONTH = 3  # a letter dated January-March reports on the year before
 
 _DIGITS = re.compile(r"\d+")
+_BARE_PAGE = re.compile(r"[-–—(\[]? ?# ?[-–—)\]]?")
 _LETTER = re.compile(r"[A-Za-z]")
 _SALUTATION = re.compile(
-    r"^(?:to (?:my|the|all|our) [\w .,'-]{2,50}|dear [\w .,'-]{2,50}|(?:ladies and )?gentlemen)"
+    r"^(?:to (?:my|the|all|our) [\w .,'&-]{2,60}|dear [\w .,'&-]{2,50}|(?:ladies and )?gentlemen)"
     r"\s*[:,]?$",
     re.IGNORECASE,
 )
-_CLOSING = re.compile(r"^(?:cordially|sincerely|yours|very truly|respectfully|best regards)", re.I)
-# a numeric date: "1-30-61", "1/30/1961" (month first), at the end of a line
-_NUMERIC_DATE = re.compile(r"(?<![\d/-])(\d{1,2})[-/](\d{1,2})[-/](\d{4}|\d{2})\s*$")
-# a date line: "January 24, 1962", "July 11th, 1968", "October 9 1967", "9 October 1967",
-# "July, 1961" (month only), "1-30-61"
-_DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
-_YEAR = r"(?P<year>(?:19|20)\d\d)"
-_FULL_LINES = (
-    re.compile(rf"^{_MONTH_RE}\s*{_DAY}\s*,?\s*{_YEAR}$", re.I),
-    re.compile(rf"^{_DAY}\s+{_MONTH_RE},?\s+{_YEAR}$", re.I),
+# whom a letter is addressed to, when its salutation has no colon ("To the Partners")
+_ADDRESSEE = re.compile(
+    r"\b(?:partners?|shareholders?|stockholders?|members|investors|owners|friends)\b", re.I
 )
-_MONTH_LINE = re.compile(rf"^{_MONTH_RE}\s*,?\s+{_YEAR}$", re.I)
+_TITLE_LETTER = re.compile(r"\bletters?\b", re.I)
+_TITLE_YEAR = re.compile(r"(?<![\d,.$])(?:19|20)\d\d(?![\d,%])")
+_POSTSCRIPT = re.compile(r"^(?:P\.\s?S\.|P/S\b|PS\b|P\.S\b)", re.I)
+_INITIALS = re.compile(r"[A-Za-z]{1,4}(?:[:/ ]?[A-Za-z]{1,4})?|Enc(?:l|losures?)?\.?|\d{1,3}")
+# a numeric date in a signature: "1-30-61", "1/30/1961" (month first), at the end of a line
+_NUMERIC_DATE = re.compile(r"(?<![\d/-])\d{1,2}[-/]\d{1,2}[-/](?:\d{4}|\d{2})\s*$")
+_RUNNING_MAX_CHARS = 120  # a running header/footer is one short line
+_PAGE_LEAST, _PAGE_MOST = 12, 80  # the lines of a page, at least and at most
+_WEAK_GAP = 3  # ... and its title or date line
 
 
 @dataclass(frozen=True)
@@ -141,43 +145,84 @@ def _occurrences(lines: Sequence[str]) -> dict[str, list[int]]:
 
 
 def _is_page_form(lines: Sequence[str], where: list[int]) -> bool:
-    """Whether the occurrences ``where`` of one form number pages (their last number grows)."""
-    nums = []
-    for i in where:
-        found = _DIGITS.findall(lines[i])
-        if not found:
-            return False
-        nums.append(int(found[-1]))
-    if max(nums) >= 1900:
-        return False
-    steps = [b - a for a, b in zip(nums, nums[1:], strict=False)]
-    return sum(1 <= d <= 3 for d in steps) >= 0.8 * len(steps)
+    """Whether the occurrences ``where`` of one form number pages: one of their numbers (the
+    same place from the end: ``Page 8``, ``Page 8 of 40``) grows by 1 to 3 in most steps."""
+    found = [_DIGITS.findall(lines[i]) for i in where]
+    width = min(len(f) for f in found)
+    for place in range(1, width + 1):
+        nums = [int(f[-place]) for f in found]
+        if max(nums) >= 1900:
+            continue  # a year is not a page
+        steps = [b - a for a, b in zip(nums, nums[1:], strict=False)]
+        if sum(1 <= d <= 3 for d in steps) >= 0.8 * len(steps):
+            return True
+    return False
 
 
 def _letter_words(line: str) -> bool:
-    """A closing, salutation or personal name: words of a letter, whatever their repetition."""
+    """A closing, salutation, signature or date: words of a letter, whatever their repetition."""
     s = line.strip()
     return bool(
-        _CLOSING.match(s) or _SALUTATION.match(s) or _SIGNATURE_CUE.search(s) or _NAME_LINE.match(s)
+        is_signature(s)
+        or _is_salutation(s)
+        or _SIGNATURE_CUE.search(s)
+        or _NAME_LINE.match(s)
+        or any(parse_date_line(s))
     )
+
+
+def _is_periodic(where: list[int], total: int) -> bool:
+    """Whether occurrences at lines ``where`` of a file of ``total`` lines recur as pages do:
+    never closer than a page's least lines, never further apart than two pages' most, from
+    the first page to the last."""
+    reach = 2 * _PAGE_MOST
+    gaps = [b - a for a, b in zip(where, where[1:], strict=False)]
+    return (
+        min(gaps) >= _PAGE_LEAST
+        and max(gaps) <= reach
+        and where[0] <= reach
+        and total - where[-1] <= reach
+    )
+
+
+def _heads_letters(
+    lines: Sequence[str], nonblank: list[int], pos: dict[int, int], where: list[int]
+) -> bool:
+    """Whether most occurrences are followed, within four lines, by a date line or a salutation:
+    a letterhead, not a running line."""
+    heads = 0
+    for i in where:
+        after = [lines[j] for j in nonblank[pos[i] + 1 : pos[i] + 5]]
+        heads += any(_is_salutation(a.strip()) or any(parse_date_line(a)) for a in after)
+    return heads >= 0.5 * len(where)
 
 
 def running_lines(lines: Sequence[str]) -> set[int]:
     """Indexes of the compilation's page lines and running headers/footers (module doc, 1.)."""
     occ = _occurrences(lines)
+    nonblank = [i for i, ln in enumerate(lines) if ln.strip()]
+    pos = {i: k for k, i in enumerate(nonblank)}
     anchors: set[int] = {i for i, ln in enumerate(lines) if "\f" in ln}
     for form, where in occ.items():
+        if len(where) < RUNNING_MIN_REPEATS:
+            continue
+        if not _LETTER.search(form):  # a bare page number ("- 7 -"): a page line too
+            if _BARE_PAGE.fullmatch(form) and _is_page_form(lines, where):
+                anchors.update(where)
+            continue
         if (
-            len(where) >= RUNNING_MIN_REPEATS
-            and "#" in form
-            and _LETTER.search(form)
+            "#" in form
             and _is_page_form(lines, where)
+            or (
+                len(form) <= _RUNNING_MAX_CHARS
+                and _is_periodic(where, len(lines))
+                and not _letter_words(lines[where[0]])
+                and not _heads_letters(lines, nonblank, pos, where)
+            )
         ):
             anchors.update(where)
     if not anchors:
         return set()
-    nonblank = [i for i, ln in enumerate(lines) if ln.strip()]
-    pos = {i: k for k, i in enumerate(nonblank)}
     out = set(anchors)
     for form, where in occ.items():
         if len(where) < max(RUNNING_MIN_REPEATS, len(anchors) / 2) or not _LETTER.search(form):
@@ -203,18 +248,33 @@ def _indent(line: str) -> int:
 
 
 def _is_date_line(line: str) -> bool:
-    s = line.strip()
-    if not s or len(s) > 40:
+    return any(parse_date_line(line))
+
+
+def _is_salutation(s: str) -> bool:
+    """ "To the Partners:", "TO MY PARTNERS FOR 1963:", "To the Shareholders of X Inc.:",
+    "Dear Partner,", "Gentlemen:" — the line that opens a letter."""
+    if not s[:1].isupper() or _SALUTATION.match(s) is None:
         return False
-    return bool(
-        any(rx.match(s) for rx in _FULL_LINES) or _MONTH_LINE.match(s) or _NUMERIC_DATE.fullmatch(s)
+    return s.endswith((":", ",")) or (len(s.split()) <= 6 and _ADDRESSEE.search(s) is not None)
+
+
+def _is_title(s: str) -> bool:
+    """A short title line naming a year or a letter ("1960 Letter", "Letter to the Partners",
+    "Chairman's Letter 1997"): no sentence, no table row."""
+    words = s.split()
+    return (
+        0 < len(words) <= 8
+        and len(s) <= 60
+        and not s.endswith((".", ",", ";"))
+        and s[0].isupper() | s[0].isdigit()
+        and (
+            _TITLE_LETTER.search(s) is not None
+            or (_TITLE_YEAR.search(s) is not None and len(words) <= 3)
+        )
+        and sum(w[0].isdigit() for w in words) <= 1
+        and not _is_date_line(s)
     )
-
-
-def _is_heading_line(line: str) -> bool:
-    """A short indented line, as letterheads are printed (centred)."""
-    s = line.strip()
-    return len(s) <= 70 and _LETTER.search(s) is not None and _indent(line) >= 10
 
 
 def _is_caps(line: str) -> bool:
@@ -222,119 +282,216 @@ def _is_caps(line: str) -> bool:
     return len(letters) >= 3 and sum(c.isupper() for c in letters) >= 0.8 * len(letters)
 
 
-def _letterhead_start(lines: Sequence[str], nonblank: list[int], k: int) -> int | None:
-    """The first line of the letterhead that starts at ``nonblank[k]``, or None."""
-    block = [nonblank[k]]
-    j = k + 1
-    while (
-        j < len(nonblank)
-        and _is_heading_line(lines[nonblank[j]])
-        and not _is_date_line(lines[nonblank[j]])
-        and nonblank[j] - block[-1] <= 2
-    ):
-        block.append(nonblank[j])
-        j += 1
-    if len(block) < 2 or not any(_is_caps(lines[i]) for i in block):
+def _is_head_line(line: str) -> bool:
+    """A line of a letter's head: a letterhead line (short, centred or in capitals), a title,
+    a date line or a salutation."""
+    s = line.strip()
+    return bool(s) and (
+        _is_date_line(s)
+        or _is_salutation(s)
+        or _is_title(s)
+        or (len(s) <= 70 and _LETTER.search(s) is not None and (_indent(line) >= 10 or _is_caps(s)))
+    )
+
+
+def _tail_end(lines: Sequence[str], nonblank: list[int], k: int) -> int:
+    """Index in ``nonblank`` of the first line after the signature at ``nonblank[k]`` and the
+    lines that go with it: more signature lines, the signer's initials ("WEB:bf"), a page
+    number, a postscript ("P.S. ..." to the end of its paragraph), and its date — a date line
+    on the signature's page that no salutation follows (after a page break, or before a
+    salutation, a date line opens the next letter)."""
+    k += 1
+    paged = dated = False
+    while k < len(nonblank):
+        i = nonblank[k]
+        s = lines[i].strip()
+        if _POSTSCRIPT.match(s):
+            k += 1
+            while (
+                k < len(nonblank)
+                and nonblank[k] == nonblank[k - 1] + 1
+                and lines[nonblank[k]] != "\f"
+            ):
+                k += 1
+            continue
+        if s == "\f" or is_signature(s) or _is_signer_line(s) or _INITIALS.fullmatch(s):
+            paged = paged or s == "\f"
+            k += 1
+            continue
+        if _is_date_line(s) and not (paged or dated) and not _opens_letter(lines, nonblank, k):
+            k += 1
+            dated = True  # a signature has one date: a second date line opens the next letter
+            continue
+        break
+    return k
+
+
+def _is_signer_line(s: str) -> bool:
+    """A name below a closing, without initials ("Warren Buffett"), a date beside it or not."""
+    return bool(_NAME_LINE.match(_NUMERIC_DATE.sub("", s).strip().rstrip(".")))
+
+
+def _opens_letter(lines: Sequence[str], nonblank: list[int], k: int) -> bool:
+    """Whether the date line at ``nonblank[k]`` opens a letter: a salutation is the next line (a
+    signature's date is followed by the next letter's letterhead, or by nothing)."""
+    after = [lines[i].strip() for i in nonblank[k + 1 : k + 4] if lines[i] != "\f"]
+    return bool(after) and _is_salutation(after[0])
+
+
+def _marker(lines: Sequence[str], nonblank: list[int], k: int) -> str | None:
+    """What kind of letter start ``nonblank[k]`` is: "strong" (a salutation, a date line followed
+    by a salutation, a letterhead followed by a date line or a salutation), "weak" (a title
+    naming a year or a letter, a date line, a letterhead), or None."""
+    s = lines[nonblank[k]].strip()
+    if s == "\f":
         return None
-    after = [lines[i].strip() for i in nonblank[j : j + 4]]
-    if any(_is_date_line(s) or _SALUTATION.match(s) for s in after):
-        return block[0]
+    if _is_salutation(s):
+        return "strong"
+    ahead = [lines[i].strip() for i in nonblank[k + 1 : k + 6] if lines[i] != "\f"]
+    if _is_date_line(s):
+        return "strong" if any(_is_salutation(a) for a in ahead[:3]) else "weak"
+    if _is_title(s):
+        return "weak"
+    if _is_head_line(lines[nonblank[k]]) and any(
+        _is_date_line(a) or _is_salutation(a) for a in ahead[:4]
+    ):
+        heads = [a for a in ahead[:4] if _is_head_line(a) or not a]
+        return "strong" if len(heads) >= 1 else "weak"
     return None
-
-
-def _signed(lines: Sequence[str], start: int, end: int) -> bool:
-    """Whether lines ``[start, end)`` hold a closing or a signature ("… Buffett 1-30-61")."""
-    for i in range(start, end):
-        s = _NUMERIC_DATE.sub("", lines[i]).strip()
-        if s and (_CLOSING.match(s) or _SIGNATURE_CUE.search(s) or _NAME_LINE.match(s)):
-            return True
-    return False
-
-
-def _page_top(lines: Sequence[str], running: AbstractSet[int], at: int) -> bool:
-    """Whether line ``at`` opens a page: the non-blank line before it is a running line."""
-    i = at - 1
-    while i >= 0 and i not in running and not lines[i].strip():
-        i -= 1
-    return i < 0 or i in running
 
 
 def find_letter_starts(lines: Sequence[str], running: AbstractSet[int] = frozenset()) -> list[int]:
     """First lines of the letters in ``lines`` (module doc, 2.); always starts with 0.
 
-    ``running``: the indexes of the running lines (never part of a letterhead)."""
-    nonblank = [i for i, ln in enumerate(lines) if ln.strip() and i not in running]
-    found: list[int] = []
+    ``running``: the indexes of the running lines (page breaks, never part of a letter start)."""
+    nonblank = [i for i, ln in enumerate(lines) if ln.strip()]
+    starts = [0]
+    tail: int | None = None  # where the last signature's lines end (index in nonblank)
+    dated: str | None = None  # the current letter's date line, once found in its head
     k = 0
     while k < len(nonblank):
         i = nonblank[k]
+        s = lines[i].strip()
+        if i > starts[-1] and is_signature(s) and i not in running:
+            tail = _tail_end(lines, nonblank, k)
+            for j in nonblank[k:tail]:  # the signature's date dates a letter with none at the top
+                dated = dated or _sortable(lines[j])
+            k = tail
+            continue
+        kind = _marker(lines, nonblank, k) if i > starts[-1] and i not in running else None
         start = None
-        if _is_heading_line(lines[i]) and (k == 0 or not _is_heading_line(lines[nonblank[k - 1]])):
-            start = _letterhead_start(lines, nonblank, k)
-        if start is None and _is_date_line(lines[i]):
-            after = [lines[j].strip() for j in nonblank[k + 1 : k + 4]]
-            if any(_SALUTATION.match(s) for s in after):
-                start = i
-        if start is not None and (not found or found[-1] < start):
-            found.append(start)
+        if kind and tail is not None:
+            start = _start_after_signature(lines, nonblank, running, tail, k, kind, dated)
+        elif kind == "strong" and _page_top(lines, running, i):
+            start = _head_start(lines, nonblank, k)
+        if start is not None and start > starts[-1]:
+            starts.append(start)
+            tail, dated = None, None
+        if (
+            dated is None
+            and i >= starts[-1]
+            and k - _nonblank_at(nonblank, starts[-1]) < HEAD_LINES
+        ):
+            dated = _sortable(s)
         k += 1
-    starts = [0]
-    for s in found:
-        if s > starts[-1] and (_signed(lines, starts[-1], s) or _page_top(lines, running, s)):
-            starts.append(s)
     return starts
+
+
+def _sortable(line: str) -> str | None:
+    """The date of a date line as ``YYYY-MM-DD`` (a month-only date: its first day), else None."""
+    full, month = parse_date_line(line)
+    return full or (f"{month[0]:04d}-{month[1]:02d}-01" if month else None)
+
+
+def _nonblank_at(nonblank: list[int], line: int) -> int:
+    """Index in ``nonblank`` of the first non-blank line at or after ``line``."""
+    return bisect.bisect_left(nonblank, line)
+
+
+def _start_after_signature(
+    lines: Sequence[str],
+    nonblank: list[int],
+    running: AbstractSet[int],
+    tail: int,
+    k: int,
+    kind: str,
+    dated: str | None,
+) -> int | None:
+    """Where the letter whose start marker is ``nonblank[k]`` begins, the previous letter's
+    signature lines ending at ``nonblank[tail]``; None when the marker does not start one.
+
+    * a title, date line or letterhead right after the signature (head lines only between):
+      the next letter starts right after the signature;
+    * a salutation (or a date or letterhead before one): where its head starts (what lies
+      between the signature and the head, such as an appendix, stays with the letter signed);
+    * a date line alone further on starts a letter when it is later than the current
+      letter's date (a date in a statement or a table is earlier): where its head starts."""
+    between = nonblank[tail:k]
+    if kind == "weak":
+        if len(between) <= _WEAK_GAP and all(
+            lines[j] == "\f" or _is_head_line(lines[j]) for j in between
+        ):
+            return _first_text(lines, nonblank, tail)
+        found = parse_date_line(lines[nonblank[k]])[0]
+        if found and dated and dated < found <= _two_years(dated):
+            return max(_head_start(lines, nonblank, k), _first_text(lines, nonblank, tail))
+        return None
+    return max(_head_start(lines, nonblank, k), _first_text(lines, nonblank, tail))
+
+
+def _two_years(date: str) -> str:
+    return f"{int(date[:4]) + 2:04d}{date[4:]}"
+
+
+def _first_text(lines: Sequence[str], nonblank: list[int], k: int) -> int:
+    """The first line from ``nonblank[k]`` on that is not a page break."""
+    return next(j for j in nonblank[k:] if lines[j] != "\f")
+
+
+def _head_start(lines: Sequence[str], nonblank: list[int], k: int) -> int:
+    """The first line of the head that holds ``nonblank[k]``: back over head lines to the page
+    break above them."""
+    while k > 0 and lines[nonblank[k - 1]] != "\f" and _is_head_line(lines[nonblank[k - 1]]):
+        k -= 1
+    return nonblank[k]
+
+
+def _page_top(lines: Sequence[str], running: AbstractSet[int], at: int) -> bool:
+    """Whether line ``at`` opens a page: above it, past head lines and blank lines, a running
+    line or the top of the file."""
+    i = at - 1
+    while (
+        i >= 0
+        and i not in running
+        and lines[i] != "\f"
+        and (not lines[i].strip() or _is_head_line(lines[i]))
+    ):
+        i -= 1
+    return i < 0 or i in running or lines[i] == "\f"
 
 
 # --------------------------------------------------------------------------------------------
 # dates and years
 
 
-def _line_date(line: str) -> str | None:
-    """The ISO date of a date line with a day, else None."""
-    s = line.strip()
-    m = _FULL_LINES[0].match(s) or _FULL_LINES[1].match(s)
-    if m:
-        try:
-            month = _MONTHS[m.group("month").lower()]
-            return _dt.date(int(m.group("year")), month, int(m.group("day"))).isoformat()
-        except ValueError:
-            return None
-    m = _NUMERIC_DATE.fullmatch(s)
-    return _numeric(m) if m else None
-
-
-def _numeric(m: re.Match[str]) -> str | None:
-    month, day, year = int(m.group(1)), int(m.group(2)), int(m.group(3))
-    if year < 100:
-        year += 1900 if year >= 50 else 2000
-    try:
-        return _dt.date(year, month, day).isoformat()
-    except ValueError:
-        return None
-
-
 def _head_date(lines: list[str]) -> tuple[str | None, tuple[int, int] | None, str | None]:
     """(full date, (year, month) of a month-only date, the date line) from the head."""
     for s in lines[:HEAD_LINES]:
-        if not _is_date_line(s):
-            continue
-        full = _line_date(s)
-        if full:
-            return full, None, s.strip()
-        m = _MONTH_LINE.match(s.strip())
-        if m:
-            return None, (int(m.group("year")), _MONTHS[m.group("month").lower()]), s.strip()
+        full, month = parse_date_line(s)
+        if full or month:
+            return full, month, s.strip()
     return None, None, None
 
 
 def _signature_date(lines: list[str]) -> str | None:
     """The last date of the signature: a date line, or a date after a name ("… 1-30-61")."""
     for s in reversed(lines[-_TAIL_LINES:]):
-        if _is_date_line(s) and _line_date(s):
-            return _line_date(s)
+        full, _ = parse_date_line(s)
+        if full:
+            return full
         m = _NUMERIC_DATE.search(s)
         if m and (s[: m.start()].strip() == "" or _NAME_LINE.match(s[: m.start()].rstrip())):
-            found = _numeric(m)
+            found, _ = parse_date_line(m.group(0))
             if found:
                 return found
     return None
@@ -347,17 +504,23 @@ def _date(text: str) -> tuple[str, str | None, tuple[int, int] | None]:
     full, month, shown = _head_date(lines)
     if full:
         return full, None, None
-    signed = _signature_date(lines)
+    signed = _signature_date(lines) or _known(extract_date(text)[0])
     if signed and (month is None or (int(signed[:4]), int(signed[5:7])) == month):
         return signed, None, None
-    if month is not None:
-        note = f"Letter date unknown: the date line gives only '{shown}' (no day)."
-        return UNKNOWN_DATE, note, month
+    if month is not None and shown is not None:
+        return (*month_date(month[0], month[1], shown), month)
+    found, note = extract_date(text)  # a signature dated to the month only, or nothing
+    if found != UNKNOWN_DATE:
+        return found, note, None
     return (
         UNKNOWN_DATE,
         "Letter date unknown: no date line at the top and no dated signature.",
         None,
     )
+
+
+def _known(date: str) -> str | None:
+    return None if date == UNKNOWN_DATE else date
 
 
 def _reported_year(
@@ -388,13 +551,13 @@ def _split(raw: str) -> tuple[list[str], list[LetterSpan]]:
     return lines, [LetterSpan(s, e) for s, e in zip(starts, ends, strict=True)]
 
 
-def _dated_heads(lines: list[str], spans: list[LetterSpan]) -> int:
-    """How many letters have a date line at the top (a compilation's letters do; a letter
-    dated only at its signature, such as a Berkshire letter, does not)."""
+def _dated_letters(lines: list[str], spans: list[LetterSpan]) -> int:
+    """How many of the letters found have a date of their own (at the top or at the
+    signature): a compilation's letters do; an appendix or an essay inside one letter does not."""
     dated = 0
     for span in spans:
-        head = [ln for ln in lines[span.start : span.end] if ln.strip()][:HEAD_LINES]
-        dated += any(_is_date_line(ln) for ln in head)
+        text = clean_text("\n".join(lines[span.start : span.end]))
+        dated += bool(text.strip()) and _date(text)[0] != UNKNOWN_DATE
     return dated
 
 
@@ -453,7 +616,7 @@ def load_document(path: str | Path, profile: Profile = "auto") -> list[CleanedLe
         return [load_letter(p)]
     raw = read_letter_file(p)
     lines, spans = _split(raw)
-    if profile == "auto" and _dated_heads(lines, spans) < 2:
+    if profile == "auto" and (len(spans) < 2 or _dated_letters(lines, spans) < 2):
         return [load_letter(p)]
     if len(spans) < 2:
         log.warning(
