@@ -15,10 +15,10 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from letterchunk.contract.jsontypes import JSONObject
 from letterchunk.contract.letter_checks import check_letter
 from letterchunk.contract.predicates import short
 from letterchunk.contract.schema import (
@@ -74,7 +74,7 @@ _FIELD_NAMES: dict[type[BaseModel], tuple[str, ...]] = {
 
 
 def _key_violations(
-    obj: dict[str, Any], model: type[BaseModel], path: str = ""
+    obj: JSONObject, model: type[BaseModel], path: str = ""
 ) -> list[tuple[str, str, str]]:
     """(code, field, message) for keys missing (even ones pydantic would default) or out of
     order."""
@@ -158,7 +158,7 @@ def _pydantic_violations(exc: ValidationError) -> list[tuple[str, str, str]]:
     return out
 
 
-def _chunk_id_of(obj: dict[str, Any]) -> str | None:
+def _chunk_id_of(obj: JSONObject) -> str | None:
     cid = obj.get("chunk_id")
     return cid if isinstance(cid, str) else None
 
@@ -346,7 +346,7 @@ def _parse_lines(text: str, fname: str) -> _Parsed:
     return parsed
 
 
-def _load_chunk(obj: dict[str, Any], fname: str, n: int, pending: list[Violation]) -> Chunk | None:
+def _load_chunk(obj: JSONObject, fname: str, n: int, pending: list[Violation]) -> Chunk | None:
     """``obj`` as a Chunk, or None; its key and type violations (one per code and field) go to
     ``pending``."""
     cid = _chunk_id_of(obj)
