@@ -36,6 +36,7 @@ REQUIRED = {
     "analyze": ["out/"],
     "export": ["out/", "--to", "langchain"],
     "index": ["out/", "--db", "letters.sqlite"],
+    "link": ["--db", "letters.sqlite"],
     "search": ["float", "--db", "letters.sqlite"],
 }
 

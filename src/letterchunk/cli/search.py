@@ -14,8 +14,10 @@ with its section's other passages that rank before the first passage of a (k+1)-
 ("also"). A Tier-3 or Tier-2 hit names its Tier-1 parent; --expand returns the parent's text
 too. --tokens N fills a context budget instead: bare passages in rank order while their tokens
 fit N. --tier N ranks every chunk of tier N, one hit each. Each hit shows its chunk id, year,
-section, score and exact source span (source_file[start:end]). --json prints one JSON object per
-hit and line.
+section, score and exact source span (source_file[start:end]). --expand-links adds each hit's
+links to chunks of other letters that share its Buffett concept or principle (computed by
+`letterchunk link`): year, chunk id, the shared ideas and the link's score. --json prints one
+JSON object per hit and line.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ Examples:
   letterchunk search "why float can cost nothing" --db letters.sqlite --expand
   # the ranked paragraphs and tables alone (whole), without the paragraphs around them
   letterchunk search "why float can cost nothing" --db letters.sqlite --leaves
+  # and the other letters' chunks on the same idea (after `letterchunk link --db letters.sqlite`)
+  letterchunk search "why float can cost nothing" --db letters.sqlite --expand-links
 """
 
 
@@ -92,6 +96,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--expand", action="store_true", help="include each hit's parent text (parent.content)"
     )
+    p.add_argument(
+        "--expand-links",
+        action="store_true",
+        help="show each hit's linked chunks of other letters (needs `letterchunk link`)",
+    )
     w = p.add_mutually_exclusive_group()
     w.add_argument(
         "--window",
@@ -136,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
         embedder=embedder,
         expand=args.expand,
         window=None if args.leaves else args.window,
+        expand_links=args.expand_links,
     )
     lines = [_json(hit) for hit in hits] if args.json else _listing(hits)
     # one write of all the hits: a reader that stops early (`| head -1`) ends it quietly
@@ -171,4 +181,10 @@ def _listing(hits: list[Hit]) -> list[str]:
             lines.append(f"   parent {p.chunk_id} ({p.section_title}) {span}")
             if p.content is not None:
                 lines.append(textwrap.indent(textwrap.shorten(p.content, 600), "   | "))
+        for link in hit.links:
+            via = "" if link.via == hit.chunk_id else f" (via section {link.via})"
+            lines.append(
+                f"   link {link.letter_year} {link.chunk_id}  {link.section_title}  score "
+                f"{link.score:.4f}  shares {'; '.join(link.shared)}{via}"
+            )
     return lines

@@ -11,6 +11,8 @@ Tables::
     units                   the embedded pieces of each chunk: its summary and the windows of its
                             content (offsets in that text), keyed by the chunk's checksum, with a
                             float32 vector (the blob format sqlite-vec reads)
+    links                   cross-year links between chunks (:mod:`letterchunk.retrieval.links`);
+                            emptied whenever the chunks are written, filled by `letterchunk link`
 
 **Ranked units (leaves).**  Search ranks the most specific chunks: Tier-2 and Tier-3 chunks and
 every Tier-1 chunk without children.  A Tier-1 chunk with children is ranked too when its
@@ -61,6 +63,7 @@ from letterchunk.errors import InputError
 from letterchunk.io import read_jsonl
 from letterchunk.retrieval.chunks import Record, chunk_files, read_records
 from letterchunk.retrieval.embed import Embedder, windows
+from letterchunk.retrieval.links import LINKS_SQL
 from letterchunk.retrieval.store import (
     APPLICATION_ID,
     SCHEMA_VERSION,
@@ -121,7 +124,7 @@ CREATE TABLE IF NOT EXISTS units (
     embedding BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS units_checksum ON units (checksum);
-"""
+{LINKS_SQL}"""
 
 
 @dataclass(frozen=True)
@@ -356,7 +359,7 @@ def build_index(
                 meta = _meta(conn) if _is_index(conn) else {}
                 if meta.get("schema", SCHEMA_VERSION) != SCHEMA_VERSION:
                     # an index another letterchunk wrote: its tables and vectors cannot be reused
-                    for table in ("chunks_fts", "chunks", "units", "meta"):
+                    for table in ("chunks_fts", "chunks", "units", "links", "meta"):
                         conn.execute(f"DROP TABLE IF EXISTS {table}")
                     meta = {}
                 for statement in _SCHEMA.split(";"):
@@ -368,6 +371,9 @@ def build_index(
                 # --no-dense on a dense index keeps its vectors usable for unchanged chunks
                 name = name or meta.get("embedder", "")
                 _write_chunks(conn, records, ranked, name)
+                # links join chunks as they were: `letterchunk link` computes them anew
+                conn.execute("DELETE FROM links")
+                conn.execute("DELETE FROM meta WHERE key LIKE 'links%'")
                 conn.executemany(
                     "INSERT OR REPLACE INTO meta VALUES (?, ?)",
                     [("schema", SCHEMA_VERSION), ("embedder", name)],

@@ -52,6 +52,10 @@ Tier expansion (docs/spec.md §4.1): a Tier-3 (table) or Tier-2 (paragraph) hit 
 parent (id, title, span) in ``parent``, so an answer about a figure or a quote can fetch the
 surrounding text; with ``expand`` the parent's text comes with it.  Every hit carries its exact
 source span: ``source_file[start_char:end_char] == content``.
+
+Link expansion: with ``expand_links`` each hit also carries the chunks of other letters its leaf
+is linked to (``letterchunk link``, :mod:`letterchunk.retrieval.links`), so a question about how
+a view changed reaches the other letters that explain the same idea.
 """
 
 from __future__ import annotations
@@ -60,12 +64,13 @@ import datetime as _dt
 import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from letterchunk.errors import ConfigError
 from letterchunk.retrieval.embed import Embedder, load_numpy, windows
+from letterchunk.retrieval.links import LinkedChunk, linked_chunks, require_links
 from letterchunk.retrieval.query import fts_query, query_years
 from letterchunk.retrieval.store import check_index, connect, index_errors
 from letterchunk.retrieval.window import focus_window, grow_window, paragraph_edges
@@ -179,6 +184,8 @@ class Hit:
     more: list[Passage] = field(default_factory=list)
     within: list[str] = field(default_factory=list)  # ids of ranked passages the window holds
     metadata: dict[str, Any] = field(default_factory=dict)
+    # chunks of other letters sharing the leaf's (or its section's) idea; with expand_links
+    links: list[LinkedChunk] = field(default_factory=list)
 
 
 def _bm25(conn: Any, query: str, where: str, params: list[Any]) -> list[int]:
@@ -420,6 +427,7 @@ def search(
     expand: bool = False,
     tokens: int | None = None,
     window: int | None = WINDOW_TOKENS,
+    expand_links: bool = False,
 ) -> list[Hit]:
     """The ``k`` best sections' leaves in the index ``db`` for ``query`` (see the module doc).
 
@@ -429,6 +437,9 @@ def search(
     budget: passages are taken in rank order while their token counts fit it (``k=None`` then
     leaves the number of sections to the budget), and returned bare.  ``window`` is each hit's
     allowance in tokens for the text around its leaf; ``None`` returns bare leaves.
+    ``expand_links`` puts in ``hit.links`` the chunks of other letters its leaf is linked to
+    (its section's links for a leaf with no concept of its own; see
+    :mod:`letterchunk.retrieval.links`), and needs an index that ``letterchunk link`` ran on.
     """
     if k is None and tokens is None:
         raise ConfigError("search needs k, a token budget, or both")
@@ -443,9 +454,14 @@ def search(
         conn, has_vec = connect(db)
     try:
         with index_errors(db):
-            return _search(
+            if expand_links:
+                require_links(conn, db)
+            hits = _search(
                 conn, has_vec, db, query, k, filters, mode, embedder, expand, tokens, window
             )
+            if expand_links:
+                hits = [replace(hit, links=linked_chunks(conn, hit.chunk_id)) for hit in hits]
+            return hits
     finally:
         conn.close()
 

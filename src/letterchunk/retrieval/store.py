@@ -50,10 +50,10 @@ __all__ = [
     "scratch",
 ]
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"  # 3: the links table (retrieval.links)
 # "LCix" in the header's application id field: a letterchunk index, whatever its file name
 APPLICATION_ID = int.from_bytes(b"LCix", "big")
-TABLES = ("meta", "chunks", "chunks_fts", "units")  # what an index of SCHEMA_VERSION holds
+TABLES = ("meta", "chunks", "chunks_fts", "units", "links")  # what an index of SCHEMA_VERSION holds
 # how long a read or a write waits for another process's lock before it is refused
 LOCK_TIMEOUT_S = 2.0
 
