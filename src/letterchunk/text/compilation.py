@@ -58,7 +58,6 @@ from letterchunk.errors import InputError
 from letterchunk.layout import compilation_stem
 from letterchunk.text.clean import (
     _NAME_LINE,
-    _SIGNATURE_CUE,
     _YEAR_IN_NAME,
     _YEAR_IN_TEXT,
     RUNNING_MIN_REPEATS,
@@ -115,7 +114,11 @@ _INITIALS = re.compile(r"[A-Za-z]{1,4}(?:[:/ ]?[A-Za-z]{1,4})?|Enc(?:l|losures?)
 _NUMERIC_DATE = re.compile(r"(?<![\d/-])\d{1,2}[-/]\d{1,2}[-/](?:\d{4}|\d{2})\s*$")
 _RUNNING_MAX_CHARS = 120  # a running header/footer is one short line
 _PAGE_LEAST, _PAGE_MOST = 12, 80  # the lines of a page, at least and at most
-_WEAK_GAP = 3  # ... and its title or date line
+_HEAD_MOST = 6  # lines of a letterhead and title above a date line or a salutation
+_WEAK_GAP = 3
+_TAIL_DATE_GAP = (
+    3  # a signature's date is within three lines of it  # ... and its title or date line
+)
 
 
 @dataclass(frozen=True)
@@ -162,13 +165,7 @@ def _is_page_form(lines: Sequence[str], where: list[int]) -> bool:
 def _letter_words(line: str) -> bool:
     """A closing, salutation, signature or date: words of a letter, whatever their repetition."""
     s = line.strip()
-    return bool(
-        is_signature(s)
-        or _is_salutation(s)
-        or _SIGNATURE_CUE.search(s)
-        or _NAME_LINE.match(s)
-        or any(parse_date_line(s))
-    )
+    return bool(is_signature(s) or _is_salutation(s) or any(parse_date_line(s)))
 
 
 def _is_periodic(where: list[int], total: int) -> bool:
@@ -290,39 +287,61 @@ def _is_head_line(line: str) -> bool:
         _is_date_line(s)
         or _is_salutation(s)
         or _is_title(s)
-        or (len(s) <= 70 and _LETTER.search(s) is not None and (_indent(line) >= 10 or _is_caps(s)))
+        or (
+            len(s) <= 70
+            and "   " not in s  # a table row's columns
+            and _LETTER.search(s) is not None
+            and (_indent(line) >= 10 or _is_caps(s))
+        )
     )
 
 
-def _tail_end(lines: Sequence[str], nonblank: list[int], k: int) -> int:
+def _tail_end(lines: Sequence[str], nonblank: list[int], k: int, head: str | None) -> int:
     """Index in ``nonblank`` of the first line after the signature at ``nonblank[k]`` and the
     lines that go with it: more signature lines, the signer's initials ("WEB:bf"), a page
-    number, a postscript ("P.S. ..." to the end of its paragraph), and its date — a date line
-    on the signature's page that no salutation follows (after a page break, or before a
-    salutation, a date line opens the next letter)."""
+    number, a postscript ("P.S. ..." to the end of its paragraph), and its date — one date
+    line within three lines of a signature line, on its page, with no salutation next (a date
+    line after a page break, a postscript or a salutation opens the next letter), unless the
+    letter is dated at its top (``head``) to another day: a letter has one date."""
+    signed = k
     k += 1
-    paged = dated = False
+    dated = False
     while k < len(nonblank):
-        i = nonblank[k]
-        s = lines[i].strip()
+        s = lines[nonblank[k]].strip()
         if _POSTSCRIPT.match(s):
-            k += 1
-            while (
-                k < len(nonblank)
-                and nonblank[k] == nonblank[k - 1] + 1
-                and lines[nonblank[k]] != "\f"
-            ):
-                k += 1
+            k = _paragraph_end(lines, nonblank, k)
+            signed = -_TAIL_DATE_GAP  # no signature date after a postscript
             continue
-        if s == "\f" or is_signature(s) or _is_signer_line(s) or _INITIALS.fullmatch(s):
-            paged = paged or s == "\f"
+        if s == "\f":
+            signed = -_TAIL_DATE_GAP
             k += 1
             continue
-        if _is_date_line(s) and not (paged or dated) and not _opens_letter(lines, nonblank, k):
+        if is_signature(s) or _is_signer_line(s):
+            signed = k
             k += 1
-            dated = True  # a signature has one date: a second date line opens the next letter
+            continue
+        if _INITIALS.fullmatch(s):
+            k += 1
+            continue
+        if (
+            _is_date_line(s)
+            and not dated
+            and k - signed <= _TAIL_DATE_GAP
+            and not _opens_letter(lines, nonblank, k)
+            and head in (None, parse_date_line(s)[0])
+        ):
+            k += 1
+            dated = True
             continue
         break
+    return k
+
+
+def _paragraph_end(lines: Sequence[str], nonblank: list[int], k: int) -> int:
+    """Index in ``nonblank`` of the first line after the paragraph at ``nonblank[k]``."""
+    k += 1
+    while k < len(nonblank) and nonblank[k] == nonblank[k - 1] + 1 and lines[nonblank[k]] != "\f":
+        k += 1
     return k
 
 
@@ -368,12 +387,13 @@ def find_letter_starts(lines: Sequence[str], running: AbstractSet[int] = frozens
     starts = [0]
     tail: int | None = None  # where the last signature's lines end (index in nonblank)
     dated: str | None = None  # the current letter's date line, once found in its head
+    head: str | None = None  # ... when it gives the day
     k = 0
     while k < len(nonblank):
         i = nonblank[k]
         s = lines[i].strip()
         if i > starts[-1] and is_signature(s) and i not in running:
-            tail = _tail_end(lines, nonblank, k)
+            tail = _tail_end(lines, nonblank, k, head)
             for j in nonblank[k:tail]:  # the signature's date dates a letter with none at the top
                 dated = dated or _sortable(lines[j])
             k = tail
@@ -382,19 +402,27 @@ def find_letter_starts(lines: Sequence[str], running: AbstractSet[int] = frozens
         start = None
         if kind and tail is not None:
             start = _start_after_signature(lines, nonblank, running, tail, k, kind, dated)
-        elif kind == "strong" and _page_top(lines, running, i):
+        elif kind == "strong" and (
+            _page_top(lines, running, i) or _later(lines, nonblank[k : k + 5], dated)
+        ):  # an unsigned letter ends where a new page, or a later letter's head, begins
             start = _head_start(lines, nonblank, k)
         if start is not None and start > starts[-1]:
             starts.append(start)
-            tail, dated = None, None
+            tail, dated, head = None, None, None
         if (
             dated is None
             and i >= starts[-1]
             and k - _nonblank_at(nonblank, starts[-1]) < HEAD_LINES
         ):
-            dated = _sortable(s)
+            dated, head = _sortable(s), parse_date_line(s)[0]
         k += 1
     return starts
+
+
+def _later(lines: Sequence[str], head: list[int], dated: str | None) -> bool:
+    """Whether the first date line of ``head`` is later than ``dated`` (by at most two years)."""
+    found = next((d for d in (_sortable(lines[i]) for i in head) if d), None)
+    return bool(found and dated and dated < found <= _two_years(dated))
 
 
 def _sortable(line: str) -> str | None:
@@ -451,7 +479,8 @@ def _first_text(lines: Sequence[str], nonblank: list[int], k: int) -> int:
 def _head_start(lines: Sequence[str], nonblank: list[int], k: int) -> int:
     """The first line of the head that holds ``nonblank[k]``: back over head lines to the page
     break above them."""
-    while k > 0 and lines[nonblank[k - 1]] != "\f" and _is_head_line(lines[nonblank[k - 1]]):
+    top = max(0, k - _HEAD_MOST)
+    while k > top and lines[nonblank[k - 1]] != "\f" and _is_head_line(lines[nonblank[k - 1]]):
         k -= 1
     return nonblank[k]
 
