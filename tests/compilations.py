@@ -36,7 +36,9 @@ ANNUAL = {1977: "1978-03-14", 1982: "1983-03-03", 1985: "1986-03-04", 1995: "199
 ANNUAL |= {2009: "2010-02-26", 2012: "2013-03-01"}
 
 _SOURCE_RUNNING = re.compile(r"csinvesting|Buffett Partnership Letters 1957 to 1970")
-_HEAD_DATE = re.compile(r"^(?P<month>[A-Z][a-z]+) (?P<day>\d{1,2})(?:st|nd|rd|th)?, (?P<year>\d{4})$")
+_HEAD_DATE = re.compile(
+    r"^(?P<month>[A-Z][a-z]+) (?P<day>\d{1,2})(?:st|nd|rd|th)?, (?P<year>\d{4})$"
+)
 _MONTHS = [_dt.date(2000, m, 1).strftime("%B") for m in range(1, 13)]
 
 # a date in each common form
@@ -49,7 +51,10 @@ DATE_FORMS = (
 )
 # running header and footer wordings ({n}: the page number, {total}: the pages); None: no line
 WORDINGS: tuple[tuple[str | None, str | None], ...] = (
-    ("                    Collected Partnership Letters", "                                 Page {n}"),
+    (
+        "                    Collected Partnership Letters",
+        "                                 Page {n}",
+    ),
     ("BPL -- ARCHIVE EDITION", "                                   - {n} -"),
     (None, "Partnership letters, reading copy                                    {n}/{total}"),
     ("            Letters to the Partners, a reading edition", None),  # no page number at all
@@ -105,7 +110,9 @@ def reformat_date(letter: list[str], form: int) -> list[str]:
     for i, ln in enumerate(out[:20]):
         m = _HEAD_DATE.match(ln.strip())
         if m and m.group("month") in _MONTHS:
-            d = _dt.date(int(m.group("year")), _MONTHS.index(m.group("month")) + 1, int(m.group("day")))
+            d = _dt.date(
+                int(m.group("year")), _MONTHS.index(m.group("month")) + 1, int(m.group("day"))
+            )
             indent = ln[: len(ln) - len(ln.lstrip())]
             out[i] = indent + DATE_FORMS[form % len(DATE_FORMS)](d)
             break
@@ -167,14 +174,26 @@ def cases() -> list[Case]:
     bare_redated = [reformat_date(x, i + 2) for i, x in enumerate(stripped)]
     years = sorted(ANNUAL)
     out = [
-        Case("original", PARTNERSHIP.read_text(encoding="utf-8"), list(dates), [_key(x) for x in letters], []),
+        Case(
+            "original",
+            PARTNERSHIP.read_text(encoding="utf-8"),
+            list(dates),
+            [_key(x) for x in letters],
+            [],
+        ),
         build("pages-recut", letters, dates, every=52, wording=0),
         build("letterheads-stripped", stripped, dates, every=47, wording=1),
         build("dates-reformatted", redated, dates, every=60, wording=2),
         build("unnumbered-header", bare_redated, dates, every=55, wording=3),
         build("early-subset", bare_redated[:3], dates[:3], every=40, wording=4),
         build("middle-subset", redated[6:11], dates[6:11], every=44, wording=1),
-        build("annual-paginated", annual_letters(years), [ANNUAL[y] for y in years], every=58, wording=4),
+        build(
+            "annual-paginated",
+            annual_letters(years),
+            [ANNUAL[y] for y in years],
+            every=58,
+            wording=4,
+        ),
         build("annual-plain", annual_letters(years[:4]), [ANNUAL[y] for y in years[:4]]),
     ]
     return out
