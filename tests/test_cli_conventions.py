@@ -34,6 +34,7 @@ REQUIRED = {
     "report": ["out/"],
     "budget": [],
     "analyze": ["out/"],
+    "diff": ["old/", "out/"],
     "export": ["out/", "--to", "langchain"],
     "index": ["out/", "--db", "letters.sqlite"],
     "link": ["--db", "letters.sqlite"],

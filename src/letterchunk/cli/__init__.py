@@ -21,12 +21,11 @@ import logging
 import select
 import sys
 import textwrap
-from importlib import metadata
 
-from letterchunk import __version__
 from letterchunk.errors import BudgetExceeded, LetterchunkError, RepairExhausted
 from letterchunk.io import silence
 from letterchunk.redact import redact
+from letterchunk.version import installed_version
 
 __all__ = [
     "COMMAND_HELP",
@@ -44,7 +43,7 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_HALTED, EXIT_BUDGET, EXIT_INTERRUPTED = 
 
 # One module per command, in the order `letterchunk --help` lists them.
 COMMANDS = ["segment", "validate", "run", "batch", "enrich", "repair", "report", "budget"]
-COMMANDS += ["analyze"]
+COMMANDS += ["analyze", "diff"]
 COMMANDS += ["export", "index", "link", "search"]  # retrieval: letterchunk.retrieval
 # each command's one-line help, as `letterchunk --help` lists it: kept here, so the list is
 # printed without importing a command's module (the module's parser uses the same line)
@@ -60,6 +59,7 @@ COMMAND_HELP = {
     "analyze": (
         "statistics of an output folder: chunks per letter/tier/type, tokens, top entities, ..."
     ),
+    "diff": "what changed between two runs: chunks and fields added, removed, rewritten",
     "export": "write chunks as LangChain documents, LlamaIndex nodes or flat JSONL",
     "index": "build a SQLite hybrid index (BM25 + vectors) of an output folder",
     "link": "link each chunk of an index to chunks of other letters on the same idea",
@@ -101,11 +101,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 def version() -> str:
     """The installed distribution's version; ``__version__`` when run from a checkout."""
-
-    try:
-        return metadata.version("letterchunk")
-    except metadata.PackageNotFoundError:
-        return __version__
+    return installed_version()
 
 
 def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:

@@ -9,12 +9,14 @@ from pathlib import Path
 from letterchunk.cli import COMMAND_HELP, EXIT_OK, HelpFormatter
 from letterchunk.errors import InputError
 from letterchunk.io import write_stream
+from letterchunk.report.history import build_history
 from letterchunk.report.html import build_html
 
 EXAMPLES = """\
 Examples:
   letterchunk report out/
   letterchunk report out/ -o /tmp/letterchunk-report.html
+  letterchunk report out/ --compare out-2025/ segmented/
 """
 
 
@@ -45,6 +47,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="write the page here instead of DIR/report.html",
     )
+    p.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="RUN",
+        default=[],
+        help="other output folders over the same letters (earlier or later runs): each chunk "
+        "card shows the chunk's fields in every run, oldest first by the time in run.json, and "
+        "a diff page REPORT.diff.html beside the page (e.g. DIR/report.diff.html) shows what "
+        "changed from each run to the next; both paths are printed",
+    )
     p.set_defaults(func=run)
 
 
@@ -62,5 +74,9 @@ def run(args: argparse.Namespace) -> int:
             f"`letterchunk segment LETTER --out {folder}` or `letterchunk "
             f"run LETTER --out {folder}` first",
         )
-    write_stream(sys.stdout, f"{build_html(folder, args.output)}\n")
+    if args.compare:
+        page, diff_page = build_history(folder, args.compare, args.output)
+        write_stream(sys.stdout, f"{page}\n{diff_page}\n")
+    else:
+        write_stream(sys.stdout, f"{build_html(folder, args.output)}\n")
     return EXIT_OK

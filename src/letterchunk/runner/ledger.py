@@ -7,7 +7,8 @@ written complete or left *incomplete* (chunks kept as segmented: :meth:`Ledger.r
 ``"state"`` and ``"pending_chunk_ids"`` in ``run.json``, a line in the summary saying to rerun).
 At the end the CLI prints
 :meth:`Ledger.summary_lines` and the pipeline writes :meth:`Ledger.write` → ``DIR/run.json``
-(atomic).
+(atomic).  ``"identity"`` in ``run.json`` says what made the run (model and settings, prompt and
+schema hashes, vocabularies, letterchunk version, start time: :mod:`letterchunk.runner.identity`).
 
 Prices live in a JSON file, ``letterchunk/data/prices.json`` by default (package data, so it is
 installed with the wheel like the tokenizer file; it is configuration, not a schema, which is why
@@ -22,13 +23,13 @@ summary says "unknown", never 0.  A model's entry may also give ``batch_input_pe
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from letterchunk.errors import ConfigError
 from letterchunk.io import atomic_write_text
 from letterchunk.layout import CHUNKS_SUFFIX, RUN_FILE
 from letterchunk.redact import redact
+from letterchunk.settings import Settings
 
 __all__ = [
     "BatchSpend",
@@ -82,12 +84,14 @@ class BatchSpend:
     failed: list[dict[str, str]]  # requests no batch answered: chunk_id, error (asked live)
 
 
-def _prices_path(path: str | Path | None) -> Path | Any:
+def _prices_path(path: str | Path | None) -> Path | Traversable:
+    """The price file: ``path``, else ``LETTERCHUNK_PRICES``, else the table shipped with the
+    package."""
     if path is not None:
         return Path(path)
-    env = os.environ.get("LETTERCHUNK_PRICES", "").strip()
-    if env:
-        return Path(env)
+    configured = Settings.from_env().prices
+    if configured is not None:
+        return configured
     return resources.files("letterchunk").joinpath("data", "prices.json")
 
 
@@ -193,9 +197,13 @@ class Ledger:
         *,
         prices: dict[str, ModelPrice] | None = None,
         clock: Any = time.monotonic,
+        identity: dict[str, Any] | None = None,
     ) -> None:
-        """``prices``: a table from :func:`load_prices` (default: the shipped/env price file)."""
+        """``prices``: a table from :func:`load_prices` (default: the shipped/env price file);
+        ``identity``: what made the run (:func:`letterchunk.runner.identity.run_identity`),
+        written under ``"identity"``."""
         self.model = model
+        self.identity = dict(identity or {})
         self.price = price_for(model, prices)
         self._clock = clock
         self._lock = threading.Lock()
@@ -362,6 +370,7 @@ class Ledger:
         out["wall_s"] = round(end - self._started, 3)
         return {
             "model": self.model,
+            **({"identity": self.identity} if self.identity else {}),
             "price": None
             if self.price is None
             else {

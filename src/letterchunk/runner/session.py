@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from letterchunk.errors import BudgetExceeded, RepairExhausted
+from letterchunk.runner.identity import run_identity
 from letterchunk.runner.ledger import BatchSpend, Ledger, ModelPrice
 from letterchunk.runner.pipeline import Hooks
 
@@ -40,7 +41,7 @@ def ledger_session(
     letters it finished.  The exception (budget cap, halt, Ctrl-C) propagates unchanged.
     """
 
-    ledger = Ledger(client.settings.model, prices=prices)
+    ledger = Ledger(client.settings.model, prices=prices, identity=run_identity(client.settings))
     wrapped = _counted(ledger, hooks or Hooks(), lambda: _write(ledger, out, extra, batch))
     status, reason = "complete", None
     failure: BaseException | None = None
