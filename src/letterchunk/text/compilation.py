@@ -6,37 +6,57 @@ Document profiles (``--profile``):
 * ``letter`` — the file is one letter (:func:`~letterchunk.text.clean.load_letter`; the
   Berkshire letters);
 * ``partnership`` — the file is a compilation of letters;
-* ``auto`` (the default) — a compilation when at least two letter starts are found (see 2.),
-  else one letter exactly as ``letter`` reads it.
+* ``auto`` (the default) — a compilation when at least two letters are found (see 2.) and
+  at least two of them are dated (at the top or at the signature: an appendix or an essay
+  inside one letter is not), else one letter exactly as ``letter`` reads it.
 
-What :func:`load_document` does to a compilation, in order:
+Every rule below is a general property of letters and pages, found by repetition and shape,
+never by a file's wording (``tests/compilations.py`` generates compilations of other
+formats to hold the rules to that).  What :func:`load_document` does to a compilation:
 
 1. **Running lines** are removed before the file is cut: *page lines* — a line whose text,
-   digits aside, repeats at least :data:`RUNNING_MIN_REPEATS` times and whose last number grows
-   by 1 to 3 from one occurrence to the next in most places (``www.… Page 8``, ``Page 9``), a
-   number under 1900 (a year is not a page) — and *running headers/footers* — a line whose text
-   repeats on at least half as many pages as there are page lines and form feeds, and that sits
-   next to one (previous or next non-blank line) in at least 80% of its occurrences.  A closing,
-   salutation or personal-name line is never a running line, however often it repeats.  Each
-   removed line becomes a page boundary for the cleaner, so the gap rules of
+   digits aside, repeats at least :data:`RUNNING_MIN_REPEATS` times and one of whose numbers
+   grows by 1 to 3 from one occurrence to the next in most places (``www.… Page 8``,
+   ``Page 8 of 40``, ``- 8 -``), a number under 1900 (a year is not a page); *periodic lines*
+   — a short line that repeats, whatever its wording, never closer than a page's least lines
+   nor further apart than two pages' most, from the first page to the last, and that is not
+   a letterhead (followed by a date line or a salutation in most places); and *running
+   headers/footers* — a line whose text repeats on at least half as many pages as there are
+   page lines, and that sits next to one in at least 80% of its occurrences.  A closing,
+   signature, salutation or date line is never a running line, however often it repeats.
+   Each removed line becomes a page break for the cleaner, so the gap rules of
    :func:`~letterchunk.text.clean.clean_text` apply.
-2. **Letter starts**: a *letterhead* — at least two short indented lines (a blank line between
-   them allowed), one of them in capitals, followed within four non-blank lines by a date line
-   or a salutation ("TO MY PARTNERS:", "Dear …") — or a date line followed within three
-   non-blank lines by a salutation.  The first letter starts at the top of the file, so a title
-   page belongs to it.  A start is kept only when the text since the previous one holds a
-   closing or a signature ("Cordially", "Warren E. Buffett"), or when it opens a page (the
-   non-blank line before it is a running line), so a statement's centred heading in the middle
-   of a letter's page does not cut it.  The letters tile the file: every line that is not a
-   running line belongs to exactly one letter.
+2. **Letter starts**.  The marks of a letter's head: a *salutation* ("To the Partners:",
+   "TO MY PARTNERS FOR 1963:", "Dear …,"), a *title* naming a letter or a year ("1960
+   Letter", "1997 Chairman's Letter"), a *date line* in any common form, a *letterhead* (short
+   centred or capital lines) followed by a date line or a salutation.  A letter's *signature*
+   is a closing or a signer's name or title (:func:`~letterchunk.text.clean.is_signature`);
+   its *tail* the lines that go with it: initials ("WEB:bf"), a postscript, page breaks, and
+   one date line within three lines of it (not after a postscript or a page break, not before
+   a salutation, not another day than the letter's date at its top: a letter has one date).
+   A new letter starts where, after the previous letter's signature and tail,
+
+   * a title, date line or letterhead comes first (head lines only before it): right after
+     the tail;
+   * a salutation, or a date line or letterhead with one: where its head starts (what lies
+     between, such as an appendix, stays with the letter signed);
+   * a date line alone comes later on, dated after the current letter (by at most two
+     years: a date in a statement or a table is earlier): where its head starts.
+
+   An unsigned letter ends where a salutation's head opens a page or is dated after it.  The
+   first letter starts at the top of the file, so a title page belongs to it.  The letters
+   tile the file: every line that is not a running line belongs to exactly one letter.
 3. Each letter is cleaned by :func:`~letterchunk.text.clean.clean_text` into its own text.
-4. **Date**: the date line among the first :data:`HEAD_LINES` non-blank lines ("January 24,
-   1962", "July 11th, 1968"); when that line gives only a month ("July, 1961") or is missing,
-   the signature's date in the last lines ("July 22, 1961", "Warren E. Buffett 1-30-61") when
-   it agrees with that month.  No date: ``0000-00-00``, a note in the chunks' ``boundary_note``
-   and a warning naming the letter's first line.  **Year**: the year the letter reports on — an
-   annual letter dated January to March reports on the year before; any other letter on its
-   date's year; an undated one on the year of the letter before it.
+4. **Date**: the date line among the first :data:`HEAD_LINES` non-blank lines, in any form
+   :func:`~letterchunk.text.clean.parse_date_line` reads ("January 24, 1962", "Jan. 22,
+   1969", "July 11th, 1968", "22nd January 1969", "1/22/69", "2-11-59"); when that line gives
+   only a month ("July, 1961") or is missing, the signature's date ("July 22, 1961", "Warren
+   E. Buffett 1-30-61", a Berkshire signature block) when it agrees with that month; a month
+   alone dates the letter to the month's first day, with a note.  No date: ``0000-00-00``, a
+   note in the chunks' ``boundary_note`` and a warning naming the letter's first line.
+   **Year**: the year the letter reports on — an annual letter dated January to March
+   reports on the year before; any other letter on its date's year; an undated one on the
+   year of the letter before it.
 5. **Names**: ``YYYY-L{k}`` (see :mod:`letterchunk.layout`); :func:`segment_letters` numbers
    each letter's sections after those of the year's earlier letters.
 """
