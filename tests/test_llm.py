@@ -59,6 +59,9 @@ class FakeLimiter:
     def settle(self, estimated_tokens: int, actual_tokens: int, **split: int) -> None:
         self.calls.append(("settle", estimated_tokens, actual_tokens, split))
 
+    def penalize(self, retry_after_s: float) -> None:
+        self.calls.append(("penalize", retry_after_s))
+
 
 @pytest.fixture
 def server():
@@ -249,6 +252,7 @@ def test_limiter_acquires_before_and_settles_after_every_http_request(server):
     assert limiter.calls == [
         ("acquire", estimate),
         ("settle", estimate, 0, {}),  # the 429 cost nothing
+        ("penalize", 0.1),  # and holds every worker's next request for its Retry-After
         ("acquire", estimate),
         (
             "settle",

@@ -29,6 +29,7 @@ from letterchunk.errors import (
     LetterchunkError,
     RepairExhausted,
 )
+from letterchunk.version import __version__
 
 if _TYPE_CHECKING:
     from letterchunk.api import run
@@ -42,7 +43,6 @@ if _TYPE_CHECKING:
     from letterchunk.text.segment import segment_letter
     from letterchunk.tokens import count_tokens
 
-__version__ = "0.1.0"
 
 # name -> module that defines it, imported on first access (PEP 562)
 _LAZY = {

@@ -21,10 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # types only: the report records import nothing from here
-    from letterchunk.report.records import AttemptRecord
 
 __all__ = [
     "LetterchunkError",
@@ -41,9 +37,11 @@ __all__ = [
 class LetterchunkError(Exception):
     """Root of every error letterchunk raises on purpose."""
 
-    #: the repair report's records of the chunk being repaired when the error was raised (a
-    #: halt, or a lost backend or budget cap during a re-ask), so the report keeps them
-    records: Sequence[AttemptRecord] = ()
+    #: the repair report's records (``report.records.AttemptRecord``) of the chunk being
+    #: repaired when the error was raised (a halt, or a lost backend or budget cap during a
+    #: re-ask), so the report keeps them; typed ``object`` here because this module sits below
+    #: every stage and only carries them
+    records: Sequence[object] = ()
 
 
 class InputError(LetterchunkError):
@@ -92,9 +90,9 @@ class RepairExhausted(LetterchunkError):
         self,
         chunk_id: str,
         attempts: int,
-        violations: list[Any],
-        usage: Any,
-        records: Sequence[AttemptRecord] = (),
+        violations: Sequence[object],
+        usage: object,
+        records: Sequence[object] = (),
     ) -> None:
         self.chunk_id = chunk_id
         self.attempts = attempts

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
+
+from letterchunk.settings import process_env
 
 __all__ = ["SECRET_ENV_VARS", "redact", "redact_obj", "register_secret", "secret_values"]
 
@@ -61,7 +62,7 @@ def _is_secret_name(name: str) -> bool:
 
 def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
     """The values to mask, longest first (so a secret that contains another goes whole)."""
-    env = os.environ if env is None else env
+    env = process_env() if env is None else env
     values = {v.strip() for name, v in env.items() if _is_secret_name(name)}
     with _registered_lock:
         values |= _registered

@@ -12,12 +12,12 @@ A missing file raises :class:`~letterchunk.errors.ConfigError` naming every plac
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Literal
 
 from letterchunk.errors import ConfigError
 from letterchunk.install import pip_install
+from letterchunk.settings import Settings
 
 __all__ = ["resource_path", "RESOURCES_ENV"]
 
@@ -29,10 +29,9 @@ _KINDS = ("prompts", "schemas")
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
-def _candidates(kind: str) -> list[Path]:
-    override = os.environ.get(RESOURCES_ENV)
-    if override:
-        return [Path(override) / kind]
+def _candidates(kind: str, override: Path | None) -> list[Path]:
+    if override is not None:
+        return [override / kind]
     return [_PACKAGE_DIR / "_resources" / kind, _PACKAGE_DIR.parents[1] / kind]
 
 
@@ -42,15 +41,16 @@ def resource_path(kind: Kind, name: str) -> Path:
         raise ValueError(f"resource kind must be one of {_KINDS}, not {kind!r}")
     if not name or Path(name).is_absolute() or ".." in Path(name).parts:
         raise ValueError(f"resource name must be a relative path inside {kind}/, not {name!r}")
+    override = Settings.from_env().resources_dir
     tried = []
-    for folder in _candidates(kind):
+    for folder in _candidates(kind, override):
         path = folder / name
         if path.is_file():
             return path
         tried.append(str(path))
     hint = (
         f"unset {RESOURCES_ENV} or point it at a folder holding {kind}/{name}"
-        if os.environ.get(RESOURCES_ENV)
+        if override is not None
         else f"reinstall letterchunk ({pip_install(reinstall=True)}) "
         "so the shipped resources are present"
     )

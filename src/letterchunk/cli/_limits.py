@@ -10,19 +10,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from letterchunk.errors import ConfigError
 from letterchunk.llm.limiter import RateLimiter
 from letterchunk.runner.ledger import load_prices, price_for
 from letterchunk.runner.session import ledger_session
-
-ENV_WINDOW = (
-    "LETTERCHUNK_RATE_WINDOW_S"  # rolling-window length; 60 s = per minute (tests/bench scale it)
-)
+from letterchunk.settings import Settings
 
 
 def add_limit_options(p: argparse.ArgumentParser) -> None:
@@ -74,22 +69,6 @@ def add_limit_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _window_s() -> float:
-
-    raw = os.environ.get(ENV_WINDOW, "").strip()
-    if not raw:
-        return 60.0
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(
-            f"{ENV_WINDOW}={raw!r} is not a number of seconds; fix or unset it"
-        ) from None
-    if value <= 0:
-        raise ConfigError(f"{ENV_WINDOW} must be positive, got {value}")
-    return value
-
-
 def _prices(args: argparse.Namespace) -> dict:
 
     return load_prices(getattr(args, "prices", None))
@@ -108,7 +87,7 @@ def make_limiter(args: argparse.Namespace, settings: Any) -> Any:
         max_tokens_total=getattr(args, "max_tokens_total", None),
         max_cost=getattr(args, "max_cost", None),
         price=price_for(settings.model, _prices(args)),
-        window_s=_window_s(),
+        window_s=Settings.from_env().rate_window_s,
         completion_allowance=getattr(settings, "max_tokens", None),
     )
     args._limiter = limiter  # accounting() puts its stats into run.json

@@ -13,13 +13,13 @@ Indexing again embeds only chunks whose summary or content changed.  --no-dense 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 
 from letterchunk.cli import COMMAND_HELP, HelpFormatter
 from letterchunk.retrieval.embed import open_embedder
 from letterchunk.retrieval.index import build_index
+from letterchunk.settings import Settings
 
 EXAMPLES = """\
 Examples:
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         embedder = open_embedder(
             name,
             url=args.embed_url,
-            api_key=os.environ.get("LETTERCHUNK_EMBED_API_KEY", "none"),
+            api_key=Settings.from_env().embed_api_key,
             window=args.embed_window,
         )
 

@@ -21,7 +21,6 @@ terminal; stdout is never written.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -38,7 +37,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from letterchunk.errors import ConfigError
+from letterchunk.settings import Settings
 
 __all__ = [
     "ENV_INTERVAL",
@@ -53,7 +52,6 @@ __all__ = [
 ]
 
 ENV_INTERVAL = "LETTERCHUNK_PROGRESS_INTERVAL"  # seconds between plain lines off a terminal
-DEFAULT_INTERVAL_S = 30.0
 
 
 def format_duration(seconds: float | None) -> str:
@@ -284,18 +282,7 @@ class RichReporter(Reporter):
 def progress_interval() -> float:
     """Seconds between plain progress lines: ``LETTERCHUNK_PROGRESS_INTERVAL`` or 30."""
 
-    raw = os.environ.get(ENV_INTERVAL, "").strip()
-    if not raw:
-        return DEFAULT_INTERVAL_S
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(
-            f"{ENV_INTERVAL}={raw!r} is not a number of seconds; fix or unset it"
-        ) from None
-    if value < 0:
-        raise ConfigError(f"{ENV_INTERVAL} must be 0 or more seconds, got {value}")
-    return value
+    return Settings.from_env().progress_interval_s
 
 
 def make_reporter(quiet: bool, stream: Any = None) -> Reporter:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 import textwrap
 
@@ -35,6 +34,7 @@ from letterchunk.errors import ConfigError
 from letterchunk.io import write_stream
 from letterchunk.retrieval.embed import open_embedder
 from letterchunk.retrieval.search import WINDOW_TOKENS, YEAR_MAX, Filters, Hit, search
+from letterchunk.settings import Settings
 
 EXAMPLES = """\
 Examples:
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         return open_embedder(
             name,
             url=args.embed_url,
-            api_key=os.environ.get("LETTERCHUNK_EMBED_API_KEY", "none"),
+            api_key=Settings.from_env().embed_api_key,
             window=args.embed_window,
         )
 

@@ -30,9 +30,11 @@ checks that every fixer and field named here exists there.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Literal
+
+from letterchunk.settings import DEFAULT_CONTEXT_TOKENS as _DEFAULT_CONTEXT_TOKENS
+from letterchunk.settings import Settings
 
 __all__ = [
     "Severity",
@@ -85,16 +87,17 @@ EVIDENCE_MIN_WORDS = 4
 #: the years a ``related_years`` entry may name (rule xref.year_range); the response schema
 #: states the same bounds as ``minimum``/``maximum``
 RELATED_YEAR_RANGE = (1950, 2100)
-DEFAULT_CONTEXT_TOKENS = 8192  # the embedded server's context (backend.EmbeddedServer.ctx_size)
+# the context assumed when LETTERCHUNK_CONTEXT_TOKENS is unset: the embedded server's (see the
+# docstring of letterchunk.settings for why validate does not follow the shell's API variables)
+DEFAULT_CONTEXT_TOKENS = _DEFAULT_CONTEXT_TOKENS
 PROMPT_RESERVE_TOKENS = 2560  # instructions + section list (~1,200) + the answer (max_tokens 1,024)
 
 
 def max_chunk_tokens() -> int:
     """Largest chunk a model can be asked about (rule size.context):
     ``LETTERCHUNK_CONTEXT_TOKENS`` (read at call time) or :data:`DEFAULT_CONTEXT_TOKENS`, less
-    :data:`PROMPT_RESERVE_TOKENS`."""
-    raw = os.environ.get("LETTERCHUNK_CONTEXT_TOKENS", "").strip()
-    context = int(raw) if raw.isdigit() else DEFAULT_CONTEXT_TOKENS
+    :data:`PROMPT_RESERVE_TOKENS` (:meth:`letterchunk.settings.Settings.validation_context`)."""
+    context = Settings.from_env().validation_context()
     return max(context - PROMPT_RESERVE_TOKENS, 1)
 
 

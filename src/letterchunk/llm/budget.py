@@ -23,12 +23,12 @@ Settings come from, lowest to highest precedence: the §B.6 defaults, environmen
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from letterchunk.errors import ConfigError
+from letterchunk.settings import Settings
 
 __all__ = [
     "BudgetSettings",
@@ -146,27 +146,13 @@ class BudgetResult:
         return out
 
 
-def _parse(name: str, raw: str) -> int | float:
-    kind = float if name == "safety_buffer" else int
-    try:
-        return kind(raw.strip())
-    except ValueError:
-        raise ConfigError(
-            f"environment variable {ENV_VARS[name]}={raw!r} is not a valid "
-            f"{'number' if kind is float else 'integer'}; fix or unset it"
-        ) from None
-
-
 def settings_from_env(
     env: Mapping[str, str] | None = None, **overrides: int | float | None
 ) -> BudgetSettings:
-    """Defaults, then env vars, then ``overrides`` whose value is not None."""
-    env = os.environ if env is None else env
-    values: dict[str, Any] = {}
-    for f in fields(BudgetSettings):
-        raw = env.get(ENV_VARS[f.name])
-        if raw is not None and raw.strip():
-            values[f.name] = _parse(f.name, raw)
+    """Defaults, then env vars (parsed by :meth:`letterchunk.settings.Settings.from_env`), then
+    ``overrides`` whose value is not None."""
+    # field name -> value: BudgetSettings' fields differ in type, so the mapping is dynamic
+    values: dict[str, Any] = dict(Settings.from_env(env).budget.given())
     unknown = set(overrides) - {f.name for f in fields(BudgetSettings)}
     if unknown:
         raise TypeError(f"unknown budget setting(s): {sorted(unknown)}")

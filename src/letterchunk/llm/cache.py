@@ -30,7 +30,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -38,6 +38,8 @@ from typing import Any, Literal, get_args
 import diskcache
 
 from letterchunk.errors import CacheMiss, ConfigError
+from letterchunk.settings import DEFAULT_CACHE_DIR as _DEFAULT_CACHE_DIR
+from letterchunk.settings import Settings
 
 __all__ = ["CacheMode", "CachedAnswer", "ResponseCache", "cache_key", "DEFAULT_CACHE_DIR"]
 
@@ -45,12 +47,13 @@ log = logging.getLogger(__name__)
 
 CacheMode = Literal["use", "refresh", "off", "offline"]
 CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
-DEFAULT_CACHE_DIR = "cache"
+# the default answer cache folder (LETTERCHUNK_CACHE_DIR overrides it), re-exported from settings
+DEFAULT_CACHE_DIR = _DEFAULT_CACHE_DIR
 _REJECTED = "rejected:"  # prefix of answers set aside by ResponseCache.reject
 _FORMAT = 1  # bump when the stored record changes shape; old records are then misses
 
 
-def _canonical(obj: Any) -> str:
+def _canonical(obj: object) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -60,7 +63,7 @@ def cache_key(
     messages: list[dict],
     prompt_hash: str,
     schema: dict,
-    params: dict[str, Any],
+    params: Mapping[str, object],
     mode: str,
 ) -> str:
     """sha256 hex of the canonical JSON of everything that changes the answer.
@@ -116,9 +119,7 @@ class ResponseCache:
         if mode not in CACHE_MODES:
             raise ConfigError(f"unknown cache mode {mode!r}; use one of: {', '.join(CACHE_MODES)}")
         self.mode: CacheMode = mode  # type: ignore[assignment]
-        self.directory = Path(
-            directory or os.environ.get("LETTERCHUNK_CACHE_DIR") or DEFAULT_CACHE_DIR
-        )
+        self.directory = Path(directory) if directory else Settings.from_env().cache_dir
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()

