@@ -588,7 +588,10 @@ def test_load_letters_reads_one_ahead_and_keeps_order_and_errors(tmp_path):
 
     (tmp_path / "1984.txt").write_text(build_letter(), encoding="utf-8")
     (tmp_path / "1985.txt").write_bytes(b"")
-    (tmp_path / "1986.txt").write_text(build_letter(), encoding="utf-8")
+    # the same letter text, one dated a year later: the text's date gives the year
+    later = build_letter().replace("March 4, 1985", "March 3, 1987")
+    assert later != build_letter()
+    (tmp_path / "1986.txt").write_text(later, encoding="utf-8")
     paths = sorted(tmp_path.iterdir())
     got = list(load_letters(paths))
     assert [p for p, _ in got] == paths
