@@ -495,8 +495,8 @@ def _notice_year(p: Path, year: int, date: str) -> None:
             )
     elif m and int(m.group(1)) != year:
         log.warning(
-            "%s: the letter is dated %s, so it reports on %d: letter_year is %d (from the text), "
-            "not %s (the file name); its files are named %d",
+            "%s: signature date %s: the letter reports on %d, so letter_year is %d (from the "
+            "text), not %s (the file name); its files are named %d",
             p,
             date,
             year,
