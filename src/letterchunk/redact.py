@@ -23,7 +23,7 @@ import json
 import re
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TypeVar, cast
 from urllib.parse import quote, quote_plus
 
 from letterchunk.settings import process_env
@@ -43,6 +43,7 @@ _SECRET_NAME = re.compile(
     r"(?:^|_)(?:API_?KEY|TOKEN|SECRET|SECRET_KEY|ACCESS_KEY|PASSWORD|PASSWD|PASSPHRASE)$"
 )
 
+_T = TypeVar("_T")
 _registered: set[str] = set()
 _registered_lock = threading.Lock()
 
@@ -99,7 +100,7 @@ def _mask_values(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-def redact(text: Any) -> str:
+def redact(text: object) -> str:
     """``str(text)`` with configured secrets, API keys and URL credentials masked."""
     out = _mask_values(str(text), secret_values())
     out = _KEY.sub("sk-***", out)
@@ -107,12 +108,13 @@ def redact(text: Any) -> str:
     return _BEARER.sub(r"\1***", out)
 
 
-def redact_obj(value: Any) -> Any:
-    """Every string inside nested dicts / lists / tuples passed through :func:`redact`."""
+def redact_obj(value: _T) -> _T:
+    """Every string inside nested dicts / lists / tuples passed through :func:`redact`; the
+    value keeps its type (a dict stays a dict, a tuple a tuple)."""
     if isinstance(value, str):
-        return redact(value)
+        return cast(_T, redact(value))
     if isinstance(value, dict):
-        return {k: redact_obj(v) for k, v in value.items()}
+        return cast(_T, {k: redact_obj(v) for k, v in value.items()})
     if isinstance(value, (list, tuple)):
-        return type(value)(redact_obj(v) for v in value)
+        return cast(_T, type(value)(redact_obj(v) for v in value))
     return value

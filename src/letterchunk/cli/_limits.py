@@ -12,10 +12,11 @@ import argparse
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
+from letterchunk.llm.client import LLMClient, LLMSettings
 from letterchunk.llm.limiter import RateLimiter
-from letterchunk.runner.ledger import load_prices, price_for
+from letterchunk.runner.ledger import Ledger, ModelPrice, load_prices, price_for
+from letterchunk.runner.pipeline import Hooks
 from letterchunk.runner.session import ledger_session
 from letterchunk.settings import Settings
 
@@ -69,12 +70,12 @@ def add_limit_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _prices(args: argparse.Namespace) -> dict:
+def _prices(args: argparse.Namespace) -> dict[str, ModelPrice]:
 
     return load_prices(getattr(args, "prices", None))
 
 
-def make_limiter(args: argparse.Namespace, settings: Any) -> Any:
+def make_limiter(args: argparse.Namespace, settings: LLMSettings) -> RateLimiter | None:
     """The run's RateLimiter (None when nothing is limited), built from options then env.
 
     ``settings`` is the client's ``LLMSettings``: its model prices the cost cap, its
@@ -88,7 +89,7 @@ def make_limiter(args: argparse.Namespace, settings: Any) -> Any:
         max_cost=getattr(args, "max_cost", None),
         price=price_for(settings.model, _prices(args)),
         window_s=Settings.from_env().rate_window_s,
-        completion_allowance=getattr(settings, "max_tokens", None),
+        completion_allowance=settings.max_tokens,
     )
     args._limiter = limiter  # accounting() puts its stats into run.json
     return limiter if limiter.active else None
@@ -102,14 +103,14 @@ def _out_dir(args: argparse.Namespace) -> Path | None:
 @contextlib.contextmanager
 def accounting(
     args: argparse.Namespace,
-    client: Any,
-    hooks: Any,
-    summary: Callable[[Any, BaseException | None], None] | None = None,
-) -> Iterator[Any]:
+    client: LLMClient,
+    hooks: Hooks,
+    summary: Callable[[Ledger, BaseException | None], None] | None = None,
+) -> Iterator[Hooks]:
     """:func:`letterchunk.runner.session.ledger_session` with the options of ``args``: the price
     file, the limiter's figures and what a batch billed go into DIR/run.json."""
 
-    def extra() -> dict[str, Any] | None:
+    def extra() -> dict[str, object] | None:
         limiter = getattr(args, "_limiter", None)
         if limiter is None or not limiter.active:
             return None

@@ -25,7 +25,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.progress import (
@@ -33,11 +34,19 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     ProgressColumn,
+    Task,
+    TaskID,
     TextColumn,
 )
 from rich.text import Text
 
+from letterchunk.layout import LetterKey
 from letterchunk.settings import Settings
+
+if TYPE_CHECKING:  # the records the pipeline's hooks hand over; importing them here is slow
+    from letterchunk.llm.client import LLMClient
+    from letterchunk.runner.ledger import Ledger
+    from letterchunk.runner.pipeline import ChunkOutcome, LetterOutcome
 
 __all__ = [
     "ENV_INTERVAL",
@@ -78,7 +87,7 @@ class Stats:
         self.total = self.done = self.failed = self.enriched = 0
         self.calls = self.cache_hits = self.repairs = self.questions = 0
         self.prompt_tokens = self.completion_tokens = 0
-        self.last_letter: int | None = None
+        self.last_letter: LetterKey | None = None  # a year, or a compilation letter YYYY-Lk
         self.began = False  # letters were read and segmented: there is a run to summarize
         # the requests the client keeps waiting on, and why (chunk id -> reason): a slow
         # embedded server still working on a request is waited for, not asked again
@@ -90,7 +99,7 @@ class Stats:
             self.letters_total, self.total = letters, chunks
             self.started = self._clock()
 
-    def chunk_done(self, outcome: Any) -> None:
+    def chunk_done(self, outcome: ChunkOutcome) -> None:
         calls = int(outcome.calls or 0)
         with self._lock:
             self.done += 1
@@ -102,7 +111,7 @@ class Stats:
             self.prompt_tokens += outcome.usage.prompt_tokens
             self.completion_tokens += outcome.usage.completion_tokens
 
-    def letter_done(self, outcome: Any) -> None:
+    def letter_done(self, outcome: LetterOutcome) -> None:
         with self._lock:
             # a halted, capped or interrupted letter also reaches here (its files are written
             # with the unfinished chunks as segmented); only a complete letter counts as done
@@ -164,10 +173,10 @@ class Reporter:
     def segmented(self, letters: int, chunks: int) -> None:
         self.stats.segmented(letters, chunks)
 
-    def chunk_done(self, outcome: Any) -> None:
+    def chunk_done(self, outcome: ChunkOutcome) -> None:
         self.stats.chunk_done(outcome)
 
-    def letter_done(self, outcome: Any) -> None:
+    def letter_done(self, outcome: LetterOutcome) -> None:
         self.stats.letter_done(outcome)
 
     def close(self) -> None:
@@ -180,7 +189,7 @@ class PlainReporter(Reporter):
 
     def __init__(
         self,
-        stream: Any,
+        stream: TextIO,
         interval_s: float,
         stats: Stats | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -192,7 +201,7 @@ class PlainReporter(Reporter):
         self._last = clock()
         self._write_lock = threading.Lock()
 
-    def chunk_done(self, outcome: Any) -> None:
+    def chunk_done(self, outcome: ChunkOutcome) -> None:
         super().chunk_done(outcome)
         with self._write_lock:
             now = self._clock()
@@ -201,7 +210,7 @@ class PlainReporter(Reporter):
             self._last = now
             self._emit(f"letterchunk: progress {self.stats.line()}")
 
-    def letter_done(self, outcome: Any) -> None:
+    def letter_done(self, outcome: LetterOutcome) -> None:
         super().letter_done(outcome)
         with self._write_lock:
             self._last = self._clock()
@@ -221,7 +230,7 @@ class PlainReporter(Reporter):
 class RichReporter(Reporter):
     """A live rich progress bar on a terminal console (``rich.console.Console``)."""
 
-    def __init__(self, console: Any, stats: Stats | None = None) -> None:
+    def __init__(self, console: Console, stats: Stats | None = None) -> None:
 
         super().__init__(stats)
         figures = self.stats.figures
@@ -230,7 +239,7 @@ class RichReporter(Reporter):
             """Rate, tokens, hits, repairs, elapsed and ETA, recomputed at every refresh so
             the clock moves while a slow chunk is in flight."""
 
-            def render(self, task: Any) -> Text:
+            def render(self, task: Task) -> Text:
                 return Text(f"chunks  {figures()}")
 
         self._progress = Progress(
@@ -242,7 +251,7 @@ class RichReporter(Reporter):
             refresh_per_second=2,
             redirect_stdout=False,  # stdout is data; only stderr writes go above the bar
         )
-        self._task: Any = None
+        self._task: TaskID | None = None
 
     def segmented(self, letters: int, chunks: int) -> None:
         super().segmented(letters, chunks)
@@ -251,11 +260,11 @@ class RichReporter(Reporter):
             self._task = self._progress.add_task(self._description(), total=chunks)
         self._update()
 
-    def chunk_done(self, outcome: Any) -> None:
+    def chunk_done(self, outcome: ChunkOutcome) -> None:
         super().chunk_done(outcome)
         self._update()
 
-    def letter_done(self, outcome: Any) -> None:
+    def letter_done(self, outcome: LetterOutcome) -> None:
         super().letter_done(outcome)
         self._update()
 
@@ -285,7 +294,7 @@ def progress_interval() -> float:
     return Settings.from_env().progress_interval_s
 
 
-def make_reporter(quiet: bool, stream: Any = None) -> Reporter:
+def make_reporter(quiet: bool, stream: TextIO | None = None) -> Reporter:
     """The reporter for ``stream`` (default stderr): silent, a rich bar, or plain lines."""
     stream = stream or sys.stderr
     if quiet:
@@ -297,7 +306,11 @@ def make_reporter(quiet: bool, stream: Any = None) -> Reporter:
 
 
 def summary_lines(
-    stats: Stats, client: Any, ledger: Any, failure: BaseException | None, out_dir: Any = None
+    stats: Stats,
+    client: LLMClient,
+    ledger: Ledger,
+    failure: BaseException | None,
+    out_dir: Path | None = None,
 ) -> list[str]:
     """The end summary, printed once however the run ends (done, halted, capped, Ctrl-C).
 

@@ -23,7 +23,7 @@ import json
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from letterchunk.llm.cache import CachedAnswer
 from letterchunk.llm.client import LLMClient, Usage, usage_of
@@ -46,7 +46,17 @@ class YesNo:
     cached_tokens: int = 0  # prompt tokens the server reported as served from its cache
 
 
-def _params(client: LLMClient) -> dict[str, Any]:
+class _QuestionParams(TypedDict):
+    """The parameters of a one-token yes/no question (they enter its cache key)."""
+
+    temperature: float
+    seed: int
+    max_tokens: int
+    logprobs: bool
+    top_logprobs: int
+
+
+def _params(client: LLMClient) -> _QuestionParams:
     s = client.settings
     return {
         "temperature": s.temperature,

@@ -52,9 +52,9 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from letterchunk.errors import BudgetExceeded, ConfigError
 from letterchunk.settings import Settings
@@ -94,8 +94,20 @@ class LimiterStats:
     scale: float  # current estimate correction factor (>= 1)
     prompt_ratio: float | None = None  # learned prompt correction (see module docstring)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, float | int | None]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+class Price(Protocol):
+    """A model's price (``runner.ledger.ModelPrice``): what the cost cap needs of it."""
+
+    @property
+    def input_per_mtok(self) -> float: ...
+
+    @property
+    def output_per_mtok(self) -> float: ...
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float: ...
 
 
 def _positive(name: str, value: float | None, option: str) -> float | None:
@@ -118,9 +130,9 @@ class RateLimiter:
         skew_s: float | None = None,
         max_tokens_total: int | None = None,
         max_cost: float | None = None,
-        price: Any = None,
+        price: Price | None = None,
         completion_allowance: int | None = None,
-        clock: Any = time.monotonic,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``price`` is a :class:`letterchunk.runner.ledger.ModelPrice` (needed for ``max_cost``);
         ``completion_allowance`` the ``max_tokens`` every estimate includes (enables the learned

@@ -24,7 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 from letterchunk.errors import BackendError
 from letterchunk.llm.config import LLMSettings
@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_R = TypeVar("_R")  # what a request's create function returns
 
 # A request to a server that says it is working on it is waited for up to this many timeouts
 # (40 min with the embedded default of 600 s), or longer when the measured speed says so.
@@ -73,7 +74,7 @@ class Transient(Exception):
         self.rate_limited = rate_limited
 
 
-def retry_after_seconds(response: Any) -> float | None:
+def retry_after_seconds(response: object) -> float | None:
     """Seconds from ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date), if present."""
     headers = getattr(response, "headers", None)
     if headers is None:
@@ -130,7 +131,9 @@ def classify(exc: BaseException, settings: LLMSettings) -> Transient | BackendEr
     return None
 
 
-def not_a_completion(response: Any, *, cause: BaseException | None = None) -> Transient | None:
+def not_a_completion(
+    response: object, *, cause: BaseException | None = None
+) -> Transient | None:
     """A :class:`Transient` when a 200 ``response`` is not a chat completion, else None.
 
     ``response`` is what the openai client returned (its text when the content type was not
@@ -142,19 +145,18 @@ def not_a_completion(response: Any, *, cause: BaseException | None = None) -> Tr
         dump = getattr(response, "model_dump", None)
         if callable(dump):  # built from the body without validation: what the body held
             response = dump(exclude_unset=True, warnings=False)
-        response = json.dumps(response, default=str)
+        body = json.dumps(response, default=str)
         what = "JSON that is not a chat completion"
     else:
-        if isinstance(response, bytes):
-            response = response.decode("utf-8", "replace")
+        body = response.decode("utf-8", "replace") if isinstance(response, bytes) else response
         what = "a body that is not JSON"
-    text = " ".join(response.split())
+    text = " ".join(body.split())
     seen = f"starts {short(text, 60)!r}" if text else "empty"
     description = f"HTTP 200 with {what} ({seen})"
     return Transient(description, None, cause or ValueError(description))
 
 
-def _has_message(response: Any) -> bool:
+def _has_message(response: object) -> bool:
     """Whether a parsed 200 body has a first choice with a message, as every answer has."""
     if isinstance(response, dict):
         choices = response.get("choices")
@@ -224,7 +226,7 @@ class ServerState:
     detail: str  # what was asked and answered, for a message
 
 
-def _slots_busy(slots: Any) -> tuple[int, int] | None:
+def _slots_busy(slots: object) -> tuple[int, int] | None:
     """(slots processing, slots) from a ``GET /slots`` body; None when it is not a slot list."""
     if not isinstance(slots, list) or not slots or not all(isinstance(x, dict) for x in slots):
         return None
@@ -283,7 +285,7 @@ class ServerWatch:
         with self._lock:
             return dict(self._waiting)
 
-    def measure(self, response: Any) -> None:
+    def measure(self, response: object) -> None:
         """Keep the speeds llama-server reports with an answer (``timings``), from requests
         large enough to measure them."""
         timings = (getattr(response, "model_extra", None) or {}).get("timings")
@@ -309,18 +311,19 @@ class ServerWatch:
         s = self.settings
         return wait_plan(s.timeout_s, prompt_tokens, max_tokens, speeds, s.busy_wait_max_s)
 
-    def send(self, chunk_id: str, create: Callable[[float], Any], plan: WaitPlan) -> Any:
+    def send(self, chunk_id: str, create: Callable[[float], _R], plan: WaitPlan) -> _R:
         """``create(http_timeout)``'s result, or its exception, waited for as ``plan`` says."""
         s = self.settings
-        outcome: dict[str, Any] = {}
+        answered: list[_R] = []
+        failed: list[BaseException] = []
         done = threading.Event()
 
         def run() -> None:
             # the connection outlives every wait below: closing it would cancel the work
             try:
-                outcome["response"] = create(plan.cap_s + s.probe_timeout_s + s.probe_interval_s)
+                answered.append(create(plan.cap_s + s.probe_timeout_s + s.probe_interval_s))
             except BaseException as exc:  # handed to the waiting thread, raised there
-                outcome["error"] = exc
+                failed.append(exc)
             finally:
                 done.set()
 
@@ -332,9 +335,9 @@ class ServerWatch:
         finally:
             with self._lock:
                 self._waiting.pop(chunk_id, None)
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["response"]
+        if failed:
+            raise failed[0]
+        return answered[0]
 
     def _wait_while_busy(
         self, chunk_id: str, done: threading.Event, started: float, plan: WaitPlan

@@ -26,18 +26,22 @@ import json
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from letterchunk.errors import ConfigError
 from letterchunk.io import atomic_write_text
 from letterchunk.layout import CHUNKS_SUFFIX, RUN_FILE
 from letterchunk.redact import redact
 from letterchunk.settings import Settings
+
+if TYPE_CHECKING:  # the records the ledger counts; the pipeline imports nothing from here
+    from letterchunk.llm.client import Usage
+    from letterchunk.runner.pipeline import ChunkOutcome
 
 __all__ = [
     "BatchSpend",
@@ -196,8 +200,8 @@ class Ledger:
         model: str,
         *,
         prices: dict[str, ModelPrice] | None = None,
-        clock: Any = time.monotonic,
-        identity: dict[str, Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        identity: Mapping[str, object] | None = None,
     ) -> None:
         """``prices``: a table from :func:`load_prices` (default: the shipped/env price file);
         ``identity``: what made the run (:func:`letterchunk.runner.identity.run_identity`),
@@ -211,7 +215,7 @@ class Ledger:
         self._started = clock()
         self._boundary = self._started  # end of the last finished letter (letters run in turn)
         self._ended: float | None = None
-        self.extra: dict[str, Any] = {}  # e.g. limiter stats, written under "limits"
+        self.extra: dict[str, object] = {}  # e.g. limiter stats, written under "limits"
         self.status = "running"
         self.stop_reason: str | None = None
         self.batch: BatchSpend | None = None  # set when the run's first answers came by batch
@@ -241,7 +245,7 @@ class Ledger:
         with self._lock:
             self._boundary = self._clock()
 
-    def record_outcome(self, outcome: Any) -> None:
+    def record_outcome(self, outcome: ChunkOutcome) -> None:
         """One ``pipeline.ChunkOutcome``: its live usage, cache hits, re-asks and result."""
         letter = str(outcome.chunk_id)[:4]
         usage = outcome.usage
@@ -281,7 +285,7 @@ class Ledger:
             t.prompt_tokens += prompt_tokens
             t.completion_tokens += completion_tokens
 
-    def record_usage(self, letter: str | int, usage: Any, *, source: str) -> None:
+    def record_usage(self, letter: str | int, usage: Usage, *, source: str) -> None:
         """Convenience for an ``llm.Usage``-like object (prompt_tokens, completion_tokens,
         requests)."""
         self.record_completion(

@@ -13,12 +13,13 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from letterchunk.errors import BudgetExceeded, RepairExhausted
+from letterchunk.layout import LetterKey
+from letterchunk.llm.client import CompletionClient
 from letterchunk.runner.identity import run_identity
 from letterchunk.runner.ledger import BatchSpend, Ledger, ModelPrice
-from letterchunk.runner.pipeline import Hooks
+from letterchunk.runner.pipeline import ChunkOutcome, Hooks, LetterOutcome
 
 __all__ = ["ledger_session"]
 
@@ -26,11 +27,11 @@ __all__ = ["ledger_session"]
 @contextlib.contextmanager
 def ledger_session(
     out: Path | None,
-    client: Any,
+    client: CompletionClient,
     hooks: Hooks | None = None,
     *,
     prices: dict[str, ModelPrice] | None = None,
-    extra: Callable[[], dict[str, Any] | None] = lambda: None,
+    extra: Callable[[], dict[str, object] | None] = lambda: None,
     batch: Callable[[], BatchSpend | None] = lambda: None,
     summary: Callable[[Ledger, BaseException | None], None] | None = None,
 ) -> Iterator[Hooks]:
@@ -75,12 +76,12 @@ def _counted(ledger: Ledger, hooks: Hooks, write: Callable[[], None]) -> Hooks:
         hooks.letters_listed,
     )
 
-    def on_chunk(outcome: Any) -> None:
+    def on_chunk(outcome: ChunkOutcome) -> None:
         ledger.record_outcome(outcome)
         if chunk_done:
             chunk_done(outcome)
 
-    def on_letter(outcome: Any) -> None:
+    def on_letter(outcome: LetterOutcome) -> None:
         ledger.letter_finished(outcome.year)
         written = getattr(outcome, "written", None) or outcome.chunks
         ledger.record_letter(
@@ -94,7 +95,7 @@ def _counted(ledger: Ledger, hooks: Hooks, write: Callable[[], None]) -> Hooks:
             letter_done(outcome)
         write()
 
-    def on_listed(letters: list[tuple[Any, int]]) -> None:
+    def on_listed(letters: list[tuple[LetterKey, int]]) -> None:
         for key, total in letters:
             ledger.plan_letter(key, total=total)
         if listed:
@@ -118,7 +119,7 @@ def _counted(ledger: Ledger, hooks: Hooks, write: Callable[[], None]) -> Hooks:
 def _write(
     ledger: Ledger,
     out: Path | None,
-    extra: Callable[[], dict[str, Any] | None],
+    extra: Callable[[], dict[str, object] | None],
     batch: Callable[[], BatchSpend | None],
 ) -> None:
     ledger.extra = extra() or {}
