@@ -293,9 +293,7 @@ class LLMClient:
         if isinstance(exc, Transient) and exc.retry_after is not None:
             wait = min(exc.retry_after, s.retry_after_max_s)
         else:
-            backoff = min(
-                s.backoff_cap_s, s.backoff_base_s * 2 ** (retry_state.attempt_number - 1)
-            )
+            backoff = min(s.backoff_cap_s, s.backoff_base_s * 2 ** (retry_state.attempt_number - 1))
             wait = backoff * (0.5 + random.random() / 2)  # jitter: concurrent workers spread out
         if isinstance(exc, Transient) and exc.rate_limited and self.limiter is not None:
             self.limiter.penalize(wait)

@@ -131,9 +131,7 @@ def classify(exc: BaseException, settings: LLMSettings) -> Transient | BackendEr
     return None
 
 
-def not_a_completion(
-    response: object, *, cause: BaseException | None = None
-) -> Transient | None:
+def not_a_completion(response: object, *, cause: BaseException | None = None) -> Transient | None:
     """A :class:`Transient` when a 200 ``response`` is not a chat completion, else None.
 
     ``response`` is what the openai client returned (its text when the content type was not
