@@ -14,6 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from importlib import resources
 from itertools import accumulate
+from operator import itemgetter
 
 import tiktoken
 
@@ -92,7 +93,11 @@ _REACH = 256  # how far from a span edge a safe cut is looked for (none near: en
 def _token_ends(text: str) -> list[int]:
     """The byte offset in ``text`` (UTF-8) where each of its o200k_base tokens ends."""
     enc, lengths = _load()
-    return list(accumulate(map(lengths.__getitem__, enc.encode_ordinary(text))))
+    tokens = enc.encode_ordinary(text)
+    if len(tokens) < 2:  # itemgetter of one index gives the item, not a tuple
+        return list(accumulate(lengths[t] for t in tokens))
+    # itemgetter gathers every token's length in one C call (this runs holding the GIL)
+    return list(accumulate(itemgetter(*tokens)(lengths)))
 
 
 @lru_cache(maxsize=1)
@@ -125,7 +130,8 @@ class SpanCounter:
         # char offset -> byte offset: every non-ASCII char adds its extra UTF-8 bytes
         self._wide = [m.start() for m in _NON_ASCII.finditer(text)]
         self._extra = list(accumulate(len(text[i].encode("utf-8")) - 1 for i in self._wide))
-        self._memo: dict[str, int] = {}
+        self._memo: dict[str, int] = {}  # piece -> count, for heads and tails
+        self._spans: dict[tuple[int, int], int] = {}  # (a, b) -> count: spans asked again
 
     def _n(self, a: int, b: int) -> int:
         if b <= a:
@@ -145,7 +151,14 @@ class SpanCounter:
         return bisect_right(self._ends, c + (self._extra[k - 1] if k else 0))
 
     def count(self, a: int, b: int) -> int:
-        """Exact token count of ``text[a:b]``."""
+        """Exact token count of ``text[a:b]``; a span asked again (a section's count is asked
+        when merging, splitting and building its chunk, then when validating) is remembered."""
+        n = self._spans.get((a, b))
+        if n is None:
+            n = self._spans[(a, b)] = self._count(a, b)
+        return n
+
+    def _count(self, a: int, b: int) -> int:
         if b - a < 64:
             return self._n(a, b)
         text = self.text
