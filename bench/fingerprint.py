@@ -10,7 +10,8 @@ Two parts, both deterministic:
   -> repair) into an output folder, as ``tests/test_cassettes.py`` runs it.
 
 Prints one sha256 per output file and one over all of them; files that carry the time of a run
-(run.json, logs) are left out.  Compare two commits by running it on each:
+(run.json) are left out, and so are the run id and request times of the repair report's lines.
+Compare two commits by running it on each:
 
     python bench/fingerprint.py [--only segment|replay] > before.txt
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -27,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 # files a run writes that hold wall-clock times or the machine's paths, not the output itself
 SKIP = {"run.json"}
+# keys of a repair report's records that differ on every run (its id, the time a request took)
+VOLATILE = ("run_id", "latency_s")
 
 
 def _segment_sources() -> list[Path]:
@@ -35,11 +39,24 @@ def _segment_sources() -> list[Path]:
     return sources
 
 
+def _stable_bytes(file: Path) -> bytes:
+    """The file's bytes; a repair report's lines without the keys that differ on every run."""
+    if not file.name.endswith(".report.jsonl"):
+        return file.read_bytes()
+    lines = []
+    for line in file.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        for key in VOLATILE:
+            record.pop(key, None)
+        lines.append(json.dumps(record, sort_keys=True))
+    return "\n".join(lines).encode()
+
+
 def _digest_folder(folder: Path, prefix: str, out: dict[str, str]) -> None:
     for file in sorted(folder.rglob("*")):
         if file.is_file() and file.name not in SKIP:
             rel = file.relative_to(folder).as_posix()
-            out[f"{prefix}/{rel}"] = hashlib.sha256(file.read_bytes()).hexdigest()
+            out[f"{prefix}/{rel}"] = hashlib.sha256(_stable_bytes(file)).hexdigest()
 
 
 def segment_digests() -> dict[str, str]:

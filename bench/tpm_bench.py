@@ -38,10 +38,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# the test helpers import each other by bare name (as pytest's rootdir-relative imports do):
+# import them the same way, or the server's Reply class and the answers' would be two classes
+sys.path.insert(0, str(ROOT / "tests"))
 
-from tests.fake_openai import FakeOpenAI  # noqa: E402
-from tests.rich_answers import rich_answer  # noqa: E402
+from fake_openai import FakeOpenAI  # noqa: E402
+from rich_answers import rich_answer  # noqa: E402
 
 DEFAULT_LETTERS = [1977, 1978, 1979, 1980, 1981, 1982, 1983, 1984, 1985, 1986, 1987]
 
