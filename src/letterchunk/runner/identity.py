@@ -24,14 +24,13 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
-from importlib import metadata
 from typing import Any
 
 from letterchunk.contract.schema import json_schema_text
 from letterchunk.contract.vocabulary import COMPILATION_CONCEPTS_FILE, CONCEPTS_FILE
 from letterchunk.llm.prompts import prompt_hash, prompts_dir, template_names
 from letterchunk.resources import resource_path
-from letterchunk.version import __version__
+from letterchunk.version import installed_version
 
 __all__ = ["run_identity"]
 
@@ -40,21 +39,13 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _version() -> str:
-    """The installed distribution's version; ``__version__`` when run from a checkout."""
-    try:
-        return metadata.version("letterchunk")
-    except metadata.PackageNotFoundError:
-        return __version__
-
-
 def run_identity(settings: Any, *, now: Callable[[], float] = time.time) -> dict[str, Any]:
     """The identity of a run about to start with the client settings ``settings`` (an
     :class:`~letterchunk.llm.client.LLMSettings`); ``now`` gives the start time (epoch
     seconds)."""
     folder = prompts_dir()
     return {
-        "letterchunk_version": _version(),
+        "letterchunk_version": installed_version(),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now())),
         "model": settings.model,
         "mode": settings.mode,
