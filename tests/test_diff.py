@@ -22,7 +22,7 @@ from letterchunk.cli import main
 from letterchunk.contract.files import load_chunks
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.layout import RUN_FILE
-from letterchunk.llm.client import LLMSettings
+from letterchunk.llm.config import LLMSettings
 from letterchunk.llm.prompts import prompt_hash
 from letterchunk.report.diff import RunDiff, diff_runs, render_text, similarity
 from letterchunk.report.runs import read_identity, read_run, run_order
