@@ -37,8 +37,9 @@ import difflib
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
+from letterchunk.contract.jsontypes import JSONObject, JSONValue
 from letterchunk.contract.schema import Chunk, Metadata
 from letterchunk.report.runs import (
     FieldKind,
@@ -84,13 +85,13 @@ class FieldChange:
 
     field: str
     kind: FieldKind
-    before: Any
-    after: Any
-    added: tuple[Any, ...] = ()
-    removed: tuple[Any, ...] = ()
+    before: JSONValue
+    after: JSONValue
+    added: tuple[JSONValue, ...] = ()
+    removed: tuple[JSONValue, ...] = ()
     similarity: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "field": self.field,
             "kind": self.kind,
@@ -113,7 +114,8 @@ def compare_fields(a: dict[str, FieldValue], b: dict[str, FieldValue]) -> list[F
             continue
         kind = (fa or fb).kind  # type: ignore[union-attr]  # one of them is set
         if kind == "set":
-            old, new = before or [], after or []
+            old = before if isinstance(before, list) else []
+            new = after if isinstance(after, list) else []
             changes.append(
                 FieldChange(
                     name,
@@ -147,7 +149,7 @@ class ChunkDiff:
     id_in_a: str | None = None
     overlaps: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "letter": self.letter,
             "chunk_id": self.chunk_id,
@@ -171,10 +173,10 @@ class FieldSummary:
     chunks: int
     added: int
     removed: int
-    transitions: tuple[tuple[Any, Any, int], ...]
+    transitions: tuple[tuple[JSONValue, JSONValue, int], ...]
     mean_similarity: float | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "field": self.field,
             "kind": self.kind,
@@ -244,7 +246,7 @@ class RunDiff:
             )
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "format": FORMAT,
             "identical": self.identical,
@@ -255,7 +257,7 @@ class RunDiff:
                 "only_in_b": list(self.only_in_b),
                 "cleaned_changed": list(self.cleaned_changed),
             },
-            "counts": self.counts(),
+            "counts": dict(self.counts()),
             "fields": [f.to_dict() for f in self.fields()],
             "chunks": [c.to_dict() for c in self.chunks],
         }
@@ -269,7 +271,7 @@ def _schema_rank(name: str) -> tuple[int, str]:
     return (_ORDER.get(re.split(r"[.\[]", name, maxsplit=1)[0], len(_ORDER)), name)
 
 
-def _scalar(value: Any) -> bool:
+def _scalar(value: JSONValue) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
@@ -372,7 +374,7 @@ def diff_runs(a: RunFolder, b: RunFolder) -> RunDiff:
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-def _plain(value: Any) -> str:
+def _plain(value: JSONValue) -> str:
     """A value for the terminal: control characters (escape sequences) shown, not sent."""
     text = "null" if value is None else field_text(value)
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text).replace("\n", "\\n")

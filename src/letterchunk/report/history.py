@@ -24,8 +24,8 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from letterchunk.contract.jsontypes import JSONObject, JSONValue
 from letterchunk.io import write_output
 from letterchunk.layout import HTML_NAME
 from letterchunk.report.diff import ChunkDiff, FieldChange, RunDiff, diff_runs
@@ -42,7 +42,7 @@ def diff_page_path(report: Path) -> Path:
     return report.with_name(report.name.removesuffix(".html") + DIFF_SUFFIX)
 
 
-def _run_label(run: RunFolder) -> dict[str, Any]:
+def _run_label(run: RunFolder) -> JSONObject:
     ident = run.identity
     return {
         "folder": run.folder,
@@ -66,15 +66,15 @@ def _values(run: RunFolder, stem: str, chunk_id: str) -> dict[str, str] | None:
     return out
 
 
-def asof_data(runs: Sequence[RunFolder], stem: str, chunk_id: str) -> dict[str, Any]:
+def asof_data(runs: Sequence[RunFolder], stem: str, chunk_id: str) -> JSONObject:
     """The as-of view of one chunk over ``runs`` (in the order given): ``present`` per run,
     ``rows`` [{field, values (None: absent)}] of the fields not the same in every run that has
     the chunk, ``same`` the number of fields that are."""
     per_run = [_values(run, stem, chunk_id) for run in runs]
     names = list(dict.fromkeys(n for v in per_run if v for n in v))
-    rows = []
+    rows: list[JSONValue] = []
     for name in names:
-        values = [None if v is None else v.get(name) for v in per_run]
+        values: list[JSONValue] = [None if v is None else v.get(name) for v in per_run]
         if len({x for x, v in zip(values, per_run, strict=True) if v is not None}) > 1:
             rows.append({"field": name, "values": values})
     return {
@@ -98,11 +98,13 @@ def build_history(
     target = Path(path) if path is not None else folder / HTML_NAME
     diff_path = diff_page_path(target)
 
-    def extend(data: dict[str, Any]) -> None:
+    def extend(data: JSONObject) -> None:
         data["runs"] = [{**_run_label(r), "current": r is current} for r in runs]
         data["diff_page"] = "./" + diff_path.name  # relative: never read as a URL scheme
-        for chunk in data["chunks"]:
-            chunk["asof"] = asof_data(runs, chunk["file"], chunk["chunk_id"])
+        chunks = data["chunks"]
+        for chunk in chunks if isinstance(chunks, list) else []:
+            if isinstance(chunk, dict):  # the report's chunk cards, as build_html makes them
+                chunk["asof"] = asof_data(runs, str(chunk["file"]), str(chunk["chunk_id"]))
 
     page = build_html(folder, target, extend=extend)
     write_output(diff_path, diff_page(runs))
@@ -112,7 +114,7 @@ def build_history(
 # --------------------------------------------------------------------------- the diff page
 
 
-def _t(value: Any) -> str:
+def _t(value: JSONValue) -> str:
     """Any value as escaped HTML text (quotes too, so it is safe in an attribute)."""
     return html.escape("null" if value is None else field_text(value), quote=True)
 
@@ -161,7 +163,7 @@ def _fields_table(d: RunDiff) -> list[str]:
     return out
 
 
-def _word_diff_html(before: Any, after: Any) -> str:
+def _word_diff_html(before: JSONValue, after: JSONValue) -> str:
     tags = {"del": "del", "ins": "ins", "eq": "span"}
     return "".join(f"<{tags[op]}>{_t(text)}</{tags[op]}>" for op, text in word_diff(before, after))
 

@@ -28,13 +28,16 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypeVar
 
 from letterchunk.contract.files import load_chunks
+from letterchunk.contract.jsontypes import JSONObject, JSONValue
 from letterchunk.contract.schema import Chunk
 from letterchunk.errors import InputError
 from letterchunk.io import parse_json, read_utf8
 from letterchunk.layout import CLEANED_SUFFIX, RUN_FILE, chunk_stem, is_chunk_file
+
+_T = TypeVar("_T")
 
 __all__ = [
     "FieldKind",
@@ -73,10 +76,10 @@ class FieldValue:
     """One flattened field of a chunk: its kind and its value (a sorted list for a set)."""
 
     kind: FieldKind
-    value: Any
+    value: JSONValue
 
 
-def _set_value(items: list[Any]) -> list[Any]:
+def _set_value(items: list[JSONValue]) -> list[JSONValue]:
     return sorted(set(items), key=lambda v: (str(type(v)), v))
 
 
@@ -133,9 +136,9 @@ class RunIdentity:
     status: str | None = None
     problem: str | None = None  # why run.json could not be read
 
-    def rows(self) -> list[tuple[str, Any]]:
+    def rows(self) -> list[tuple[str, JSONValue]]:
         """``(name, value)`` pairs for a side-by-side table; dict fields one row per entry."""
-        rows: list[tuple[str, Any]] = [
+        rows: list[tuple[str, JSONValue]] = [
             ("folder", self.folder),
             ("run.json", "yes" if self.ledger else "no"),
             ("stage", self.stage),
@@ -157,7 +160,7 @@ class RunIdentity:
         rows += [(f"vocabulary {k}", v) for k, v in sorted(self.vocabularies.items())]
         return rows
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "folder": self.folder,
             "ledger": self.ledger,
@@ -178,14 +181,14 @@ class RunIdentity:
         }
 
 
-def _typed(value: Any, kind: type | tuple[type, ...]) -> Any:
+def _typed(value: JSONValue, kind: type[_T] | tuple[type[_T], ...]) -> _T | None:
     """``value`` when it is of ``kind`` (never a bool for a number), else None."""
     if isinstance(value, bool) and kind is not bool:
         return None
     return value if isinstance(value, kind) else None
 
 
-def _str_map(value: Any) -> dict[str, str]:
+def _str_map(value: JSONValue) -> dict[str, str]:
     if not isinstance(value, dict):
         return {}
     return {str(k): v for k, v in value.items() if isinstance(v, str)}
@@ -205,7 +208,7 @@ def read_identity(folder: Path, stage: str) -> RunIdentity:
     if error is not None or not isinstance(data, dict):
         return RunIdentity(str(folder), False, stage, problem=f"{path}: {error}")
     found = data.get("identity")
-    ident: dict[str, Any] = found if isinstance(found, dict) else {}
+    ident: JSONObject = found if isinstance(found, dict) else {}
     return RunIdentity(
         folder=str(folder),
         ledger=True,
@@ -285,6 +288,6 @@ def run_order(runs: list[RunFolder]) -> list[RunFolder]:
     return [r for _, r in indexed]
 
 
-def field_text(value: Any) -> str:
+def field_text(value: JSONValue) -> str:
     """A field value as one line of text (JSON for lists and numbers, a string as it is)."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
