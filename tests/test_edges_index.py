@@ -712,14 +712,15 @@ def test_a_capitalised_word_inside_a_sentence_is_never_dropped(case):
 
 def _name_letter(name: str) -> Letter:
     """A letter of four paragraphs: one names ``name``; three repeat its content word, never
-    next to the function word (which they use in lower case)."""
+    next to the function word (which they use in lower case) nor next to any other function
+    word the name might hold ("Our acme managers" would name "Our Acme" too)."""
     word = next(w for w in name.split() if w.lower() not in STOPWORDS)
     stop = next(w for w in name.split() if w.lower() in STOPWORDS).lower()
     paragraphs = [
         f"Last year {name} wrote more business than before, and its float grew.",
         *[
-            f"Our {word.lower()} managers report {word.lower()} costs; {stop} told {n} times "
-            f"that {word.lower()} figures matter and {stop} said so."
+            f"Managers report {word.lower()} costs; {stop} told {n} times and said "
+            f"{word.lower()} figures matter, as {stop} said."
             for n in ("two", "three", "four")
         ],
     ]
