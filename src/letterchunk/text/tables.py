@@ -46,7 +46,7 @@ def _segments(line: str) -> list[_Cell]:
 
 
 _CELL_RUN = re.compile(r"\S+(?: \S+)*")
-_GAP2 = re.compile(r"\s{2,}")
+_GAP2 = re.compile(r"\s\s+")  # \s{2,}, written so the engine skips to a space
 _YEARLIKE = re.compile(r"^(?:(?:19|20)\d\d|\d{1,2}/\d{1,2}/\d{2,4})(?:[*†‡]+|\(\d\))?$")
 
 
