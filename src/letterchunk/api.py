@@ -9,10 +9,11 @@
     report = letterchunk.validate_paths(["out/"], stage="segmented")
     outcomes = letterchunk.run(["corpus/letters"], "out/")        # segment + LLM + validate
 
-:func:`run` is ``letterchunk run`` without the CLI: the same backend choice (``OPENAI_*``
-environment or the embedded model), cache, repair loop, output files, folder lock and
-``DIR/run.json``.  Progress and
-summaries are the CLI's business; from code, pass ``hooks`` to follow a run.
+:func:`run` is ``letterchunk run`` without the CLI: the same run session
+(:func:`letterchunk.runner.session.run_session`: output folder checked writable, folder lock,
+backend choice from the ``OPENAI_*`` environment or the embedded model, cache, rate limits and
+budget caps, the prompt-size check, ``DIR/run.json``), repair loop and output files.  Progress
+and summaries are the CLI's business; from code, pass ``hooks`` to follow a run.
 """
 
 from __future__ import annotations
@@ -21,11 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from letterchunk.layout import find_letters
-from letterchunk.llm.connect import CacheMode, open_client
+from letterchunk.llm.connect import CacheMode
 from letterchunk.repair.reask import OnFailure
-from letterchunk.runner.lock import folder_lock
 from letterchunk.runner.pipeline import Hooks, LetterOutcome, RunOptions, run_paths
-from letterchunk.runner.session import ledger_session
+from letterchunk.runner.session import Backend, Limits, run_session
 
 __all__ = ["run"]
 
@@ -43,26 +43,55 @@ def run(
     max_attempts: int = 2,
     on_failure: OnFailure = "halt",
     hooks: Hooks | None = None,
+    tpm: int | None = None,
+    rpm: int | None = None,
+    max_tokens_total: int | None = None,
+    max_cost: float | None = None,
+    prices: str | Path | None = None,
+    context_tokens: int | None = None,
+    timeout_s: float | None = None,
+    retries: int | None = None,
 ) -> list[LetterOutcome]:
     """Segment, enrich, validate and write every letter in ``paths`` (files or folders) to
     ``out_dir``.
 
+    The keywords are the CLI's options, with its defaults (None: the environment variable,
+    else the default ``letterchunk run --help`` names): ``tpm`` / ``rpm`` (``--tpm`` /
+    ``--rpm``), ``max_tokens_total`` / ``max_cost`` (``--max-tokens-total`` / ``--max-cost``,
+    USD), ``prices`` (``--prices``, the price table file), ``context_tokens``
+    (``--context-tokens``: a chunk whose prompt and answer would not fit is refused unsent),
+    ``timeout_s`` / ``retries`` (``--timeout`` / ``--retries``, per request).
+
     Returns one :class:`LetterOutcome` per letter.  Raises the library's own errors
     (:class:`~letterchunk.errors.InputError` for a bad path, before any backend is started;
+    :class:`~letterchunk.errors.FolderLocked` while another run writes ``out_dir``;
+    :class:`~letterchunk.errors.BudgetExceeded` when a cap stops the run;
     :class:`~letterchunk.errors.RepairExhausted` when ``on_failure="halt"`` and a chunk stays
-    invalid; :class:`~letterchunk.errors.ConfigError` for a backend that cannot be used).
+    invalid; :class:`~letterchunk.errors.ConfigError` for a bad option, an unwritable
+    ``out_dir`` or a backend that cannot be used).
     """
     letters = find_letters(paths)
     options = RunOptions(
         tier2=tier2, workers=workers, max_attempts=max_attempts, on_failure=on_failure
     )
+    backend = Backend(
+        model=model,
+        mode=mode,
+        cache=cache,
+        cache_dir=cache_dir,
+        timeout_s=timeout_s,
+        transport_retries=retries,
+    )
+    limits = Limits(
+        tpm=tpm,
+        rpm=rpm,
+        max_tokens_total=max_tokens_total,
+        max_cost=max_cost,
+        prices=prices,
+        context_tokens=context_tokens,
+    )
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    # as `letterchunk run`: one process per output folder (taken before a server starts or a
-    # request is sent), and DIR/run.json written after every letter and however the run ends
-    with (
-        folder_lock(out),
-        open_client(model=model, mode=mode, cache=cache, cache_dir=cache_dir) as client,
-        ledger_session(out, client, hooks) as counted,
-    ):
-        return run_paths(letters, out, client, options, counted)
+    # as `letterchunk run`: checked writable, locked before a server starts or a request is
+    # sent, DIR/run.json written after every letter and however the run ends
+    with run_session(out, backend=backend, limits=limits, hooks=hooks) as session:
+        return run_paths(letters, out, session.client, session.options(options), session.hooks)

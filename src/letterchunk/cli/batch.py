@@ -15,17 +15,17 @@ import json
 import sys
 import time
 
-from letterchunk.cli import COMMAND_HELP, EXIT_OK, HelpFormatter, add_common_options
-from letterchunk.cli.run import add_llm_options, check_out_dir, execute, options_from
+from letterchunk.cli import COMMAND_HELP, EXIT_OK, HelpFormatter, _limits, add_common_options
+from letterchunk.cli.run import add_llm_options, backend_from, execute, options_from
 from letterchunk.errors import ConfigError
 from letterchunk.layout import find_letters
 from letterchunk.llm.batch import BatchAPI
 from letterchunk.llm.client import LLMClient, LLMSettings
-from letterchunk.llm.connect import backend_configured, open_client
+from letterchunk.llm.connect import backend_configured
 from letterchunk.runner import batch
 from letterchunk.runner.ledger import BatchSpend
-from letterchunk.runner.lock import folder_lock
 from letterchunk.runner.pipeline import Hooks, LetterOutcome, RunOptions, run_paths
+from letterchunk.runner.session import run_session
 
 EXIT_PENDING = 75  # a batch is still running: collect again later (EX_TEMPFAIL)
 
@@ -115,15 +115,14 @@ def submit(args: argparse.Namespace) -> int:
     _need_api()
     letters = find_letters(args.paths)  # a wrong path fails before anything is sent
     options = options_from(args)
-    check_out_dir(args.out)
+    # the run session without a ledger: no letter is run, so no run.json yet
     with (
-        folder_lock(args.out),
-        open_client(
-            model=args.model, mode=args.mode, cache=args.cache, cache_dir=args.cache_dir
-        ) as client,
-        BatchAPI(client.settings) as api,
+        run_session(
+            args.out, backend=backend_from(args), limits=_limits.limits_from(args), ledger=False
+        ) as session,
+        BatchAPI(session.client.settings) as api,
     ):
-        job = batch.submit(letters, args.out, client, api, options)
+        job = batch.submit(letters, args.out, session.client, api, session.options(options))
     _say(args, f"{sum(p.requests for p in job.parts)} request(s) in {len(job.parts)} batch(es):")
     for line in _table(job):
         _say(args, line)
@@ -207,28 +206,31 @@ def collect(args: argparse.Namespace) -> int:
         if args.resubmit:
             return _resubmit(args, api)
 
+        spent: list[BatchSpend] = []  # what the batches billed, for run.json
+
         def work(client: LLMClient, options: RunOptions, hooks: Hooks) -> list[LetterOutcome]:
             done = batch.collect(args.dir, client, api)
             ids = [p.batch_id for p in done.parts if p.batch_id]
             prompt, completion = done.usage()
             failed = [{"chunk_id": f.chunk_id, "error": f.error} for f in done.failed]
-            args._batch = BatchSpend(ids, prompt, completion, done.answered_chunks(), failed)
+            spent.append(BatchSpend(ids, prompt, completion, done.answered_chunks(), failed))
             options = dataclasses.replace(options, tier2=done.tier2)
             return run_paths(done.letters, args.dir, client, options, hooks)
 
-        return execute(args, work)
+        return execute(args, work, batch=lambda: spent[-1] if spent else None)
 
 
 def _resubmit(args: argparse.Namespace, api: BatchAPI) -> int:
-    with (
-        folder_lock(args.dir),
-        open_client(
-            model=args.model, mode=args.mode, cache=args.cache, cache_dir=args.cache_dir
-        ) as client,
-    ):
-        job = batch.collect(args.dir, client, api)
+    with run_session(
+        args.dir,
+        backend=backend_from(args),
+        limits=_limits.limits_from(args),
+        create=False,
+        ledger=False,
+    ) as session:
+        job = batch.collect(args.dir, session.client, api)
         before = len(job.parts)
-        job = batch.resubmit(args.dir, client, api)
+        job = batch.resubmit(args.dir, session.client, api)
     if len(job.parts) == before:
         _say(args, "every request has an answer; run `batch collect` without --resubmit")
         return EXIT_OK

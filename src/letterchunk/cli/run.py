@@ -5,18 +5,17 @@ OpenAI-compatible server); neither → the embedded llama-server (the ``local`` 
 started for the run and stopped on exit, Ctrl-C included.  ``--cache offline`` never needs a
 backend.  :func:`letterchunk.llm.connect.open_client` makes that choice.
 
-The helpers here (LLM options, client, execute) are shared with `letterchunk enrich` and
-`letterchunk repair`.
+The run session (output folder checked and locked, client with limiter, DIR/run.json) is
+:func:`letterchunk.runner.session.run_session`, the same one ``letterchunk.run`` uses; this
+module parses the options into its records, calls it and prints.  The helpers here (LLM
+options, client, execute) are shared with `letterchunk enrich`, `repair` and `batch`.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import math
-import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -26,7 +25,6 @@ from letterchunk.cli.segment import add_profile_option
 from letterchunk.errors import ConfigError
 from letterchunk.install import pip_install
 from letterchunk.layout import find_letters
-from letterchunk.llm import connect
 from letterchunk.llm.client import LLMClient
 from letterchunk.llm.connect import (
     DEFAULT_RETRIES,
@@ -37,11 +35,16 @@ from letterchunk.llm.connect import (
     ENV_RETRIES,
     ENV_TIMEOUT,
     HOSTED_CONTEXT,
-    open_client,
 )
-from letterchunk.runner.ledger import Ledger
-from letterchunk.runner.lock import folder_lock
+from letterchunk.runner.ledger import BatchSpend, Ledger
 from letterchunk.runner.pipeline import Hooks, LetterOutcome, RunOptions, run_paths
+from letterchunk.runner.session import (
+    Backend,
+    Session,
+    check_number,
+    open_limited_client,
+    run_session,
+)
 
 EXAMPLES = """\
 Examples:
@@ -154,47 +157,39 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
 
 
 def options_from(args: argparse.Namespace) -> RunOptions:
+    """The job's options; the run session adds the context every prompt must fit."""
     if args.workers < 1 or args.max_attempts < 0:
         raise ConfigError("--workers must be >= 1 and --max-attempts >= 0")
-    for flag, value, low in (
-        ("--timeout", getattr(args, "timeout", None), 0),
-        ("--retries", getattr(args, "retries", None), -1),
-        ("--context-tokens", getattr(args, "context_tokens", None), 0),
-    ):
-        # nan compares false with everything and inf never times out: both are refused
-        if value is not None and (not math.isfinite(value) or value <= low):
-            raise ConfigError(
-                f"{flag} must be {'>= 0' if low < 0 else 'positive'} and finite, got {value}"
-            )
+    _check_numbers(args)
     return RunOptions(
         tier2=getattr(args, "tier2", False),
         profile=getattr(args, "profile", "auto"),
         workers=args.workers,
         max_attempts=args.max_attempts,
         on_failure=args.on_failure,
-        context_tokens=connect.context_tokens(getattr(args, "context_tokens", None)),
     )
 
 
-def check_out_dir(folder: str | None) -> None:
-    """Create the output folder and prove it writable now, before any request is paid for."""
-    if not folder:
-        return
-    path = Path(folder)
-    if path.exists() and not path.is_dir():
-        raise ConfigError(
-            f"output folder {path} is a file; pass a folder to --out (it is "
-            "created if missing) or move the file away"
-        )
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path, prefix=".letterchunk-write-test-"):
-            pass
-    except OSError as exc:
-        raise ConfigError(
-            f"output folder {path} is not writable ({exc.strerror or exc}); pass "
-            "another --out or fix the folder's permissions"
-        ) from exc
+def _check_numbers(args: argparse.Namespace) -> None:
+    """The numeric options, named by their flags (the records would name their fields)."""
+    for flag, value, low in (
+        ("--timeout", getattr(args, "timeout", None), 0),
+        ("--retries", getattr(args, "retries", None), -1),
+        ("--context-tokens", getattr(args, "context_tokens", None), 0),
+    ):
+        check_number(flag, value, low)
+
+
+def backend_from(args: argparse.Namespace) -> Backend:
+    """The run's :class:`Backend` from the options (unset ones fall back to the environment)."""
+    return Backend(
+        model=args.model,
+        mode=args.mode,
+        cache=args.cache,
+        cache_dir=args.cache_dir,
+        timeout_s=getattr(args, "timeout", None),
+        transport_retries=getattr(args, "retries", None),
+    )
 
 
 # ------------------------------------------------------------------------------ client
@@ -202,16 +197,10 @@ def check_out_dir(folder: str | None) -> None:
 
 @contextlib.contextmanager
 def llm_client(args: argparse.Namespace) -> Iterator[LLMClient]:
-    """An LLMClient with cache, on the configured API or the embedded server (stopped after)."""
-    with open_client(
-        model=args.model,
-        mode=args.mode,
-        cache=args.cache,
-        cache_dir=args.cache_dir,
-        timeout_s=getattr(args, "timeout", None),
-        transport_retries=getattr(args, "retries", None),
-        limiter=lambda settings: _limits.make_limiter(args, settings),
-    ) as client:
+    """An LLMClient with cache and limiter, on the configured API or the embedded server
+    (stopped after), for a job that keeps no ledger (`letterchunk repair`)."""
+    _check_numbers(args)
+    with open_limited_client(backend_from(args), _limits.limits_from(args)) as client:
         yield client
 
 
@@ -237,45 +226,45 @@ def report_violations(outcomes: Sequence[LetterOutcome]) -> int:
 Job = Callable[[LLMClient, RunOptions, Hooks], list[LetterOutcome]]
 
 
-def execute(args: argparse.Namespace, job: Job) -> int:
-    """Run ``job(client, options, hooks)`` with a client, progress on stderr and one summary."""
+def execute(
+    args: argparse.Namespace,
+    job: Job,
+    *,
+    batch: Callable[[], BatchSpend | None] = lambda: None,
+) -> int:
+    """Run ``job(client, options, hooks)`` in a run session (output folder checked and locked,
+    client with limiter, DIR/run.json), with progress on stderr and one summary."""
     options = options_from(args)
-    # `run --out` is created; `enrich DIR` is written in place (a missing DIR is its own error)
-    check_out_dir(
-        getattr(args, "out", None)
-        or (args.dir if os.path.isdir(getattr(args, "dir", None) or "") else None)
-    )
     progress = make_reporter(args.quiet)  # a rich bar on a terminal, plain lines off one
     hooks = Hooks(
         chunk_done=progress.chunk_done,
         letter_done=progress.letter_done,
         letters_segmented=progress.segmented,
     )
-    # one process per output folder, taken before any server starts or request is sent
-    folder = getattr(args, "out", None) or getattr(args, "dir", None)
-    locked = (
-        folder_lock(folder)
-        if folder and (getattr(args, "out", None) or os.path.isdir(folder))
-        else contextlib.nullcontext()
-    )  # enrich on a missing folder: its own error names it
 
-    # accounting(): DIR/run.json and the summary on stderr, however the run ends
-    with locked, llm_client(args) as client:
-        progress.stats.waiting = lambda: dict(getattr(client, "waiting", None) or {})
+    def summary(session: Session, ledger: Ledger, failure: BaseException | None) -> None:
+        # a run that failed before any letter was segmented (bad input) has only its error
+        if not args.quiet and (failure is None or progress.stats.began):
+            for line in summary_lines(
+                progress.stats, session.client, ledger, failure, session.folder
+            ):
+                print(f"letterchunk: {line}", file=sys.stderr)
 
-        def summary(ledger: Ledger, failure: BaseException | None) -> None:
-            # a run that failed before any letter was segmented (bad input) has only its error
-            if not args.quiet and (failure is None or progress.stats.began):
-                for line in summary_lines(
-                    progress.stats, client, ledger, failure, _limits._out_dir(args)
-                ):
-                    print(f"letterchunk: {line}", file=sys.stderr)
-
-        with _limits.accounting(args, client, hooks, summary=summary) as hooks:
-            try:
-                outcomes = job(client, options, hooks)
-            finally:
-                progress.close()
+    # `run --out` is created; `enrich DIR` is written in place (a missing DIR is its own error)
+    with run_session(
+        getattr(args, "out", None) or getattr(args, "dir", None),
+        backend=backend_from(args),
+        limits=_limits.limits_from(args),
+        hooks=hooks,
+        create=bool(getattr(args, "out", None)),
+        summary=summary,
+        batch=batch,  # `batch collect`: what the batches billed
+    ) as session:
+        progress.stats.waiting = lambda: dict(getattr(session.client, "waiting", None) or {})
+        try:
+            outcomes = job(session.client, session.options(options), session.hooks)
+        finally:
+            progress.close()
     return report_violations(outcomes)
 
 
