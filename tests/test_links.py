@@ -5,7 +5,9 @@ with BM25 only (no model, no search extra), so every link here comes from the in
 the chunks' concepts and principles.  What is held against the chunk files themselves, not
 against the library's own reading of them: a link never points into its own letter, its target
 exists, its year is the target's, and every idea it names is a concept or principle of both
-chunks.
+chunks.  ``link --write`` is held to the same files: the years it writes are the links', it
+changes nothing else (``letterchunk diff`` and the bytes of each line say so), validates no
+worse, is a no-op the second time, and refuses a folder whose chunks are not the index's.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ from pathlib import Path
 import pytest
 
 from letterchunk.cli import EXIT_INVALID, EXIT_USAGE, main
+from letterchunk.contract.validate import validate_path
+from letterchunk.contract.violations import Violation
+from letterchunk.errors import InputError
+from letterchunk.retrieval import writeback
 from letterchunk.retrieval.chunks import read_chunks
 from letterchunk.retrieval.index import build_index
 from letterchunk.retrieval.links import (
@@ -32,6 +38,8 @@ from letterchunk.retrieval.links import (
     read_links,
 )
 from letterchunk.retrieval.search import search
+from letterchunk.retrieval.writeback import write_related_years
+from letterchunk.runner.lock import folder_lock
 from letterchunk.text.clean import load_letter
 from replayed import replay_letters
 
@@ -311,3 +319,233 @@ def test_evolution_questions_are_sound() -> None:
             ]
             assert not copied, (q["id"], copied)
     assert Counter(len(q["evidence"]) for q in questions)[3] >= 5  # most span three letters
+
+
+# --- link --write: the links' years into the chunk files ---------------------------------------
+
+
+def _files(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file of the folder: its bytes and mtime."""
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(folder.iterdir())}
+
+
+def _error_keys(folder: Path) -> Counter[tuple[str, str | None, str | None]]:
+    return Counter(
+        (v.code, v.chunk_id, v.field)
+        for v in validate_path(folder, stage="enriched")
+        if v.severity == "error"
+    )
+
+
+@pytest.fixture
+def written(enriched: Path, linked: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(folder before, folder after `link --write`, its index)."""
+    before, after = tmp_path / "before", tmp_path / "after"
+    shutil.copytree(enriched, before)
+    shutil.copytree(enriched, after)
+    db = _copy(linked, tmp_path)
+    code, _, err = cli("link", "--db", db, "--write", after)
+    assert code == 0 and "set to their links' years" in err, err
+    return before, after, db
+
+
+def test_write_sets_related_years_to_the_links_years(written: tuple[Path, Path, Path]) -> None:
+    before, after, db = written
+    links = read_links(db)
+    old = {c.chunk_id: c for c in read_chunks(before)}
+    new = list(read_chunks(after))
+    assert [c.chunk_id for c in new] == list(old)
+    own_guesses = 0
+    for chunk in new:
+        years = chunk.metadata.cross_references.related_years
+        guess = old[chunk.chunk_id].metadata.cross_references.related_years
+        own_guesses += chunk.metadata.letter_year in guess
+        if not chunk.metadata.contextual_summary.strip():  # never enriched: left as it was
+            assert years == guess
+            continue
+        assert years == sorted({link.target_year for link in links.get(chunk.chunk_id, [])})
+        assert chunk.metadata.letter_year not in years
+    assert own_guesses, "the model guessed a chunk's own year somewhere: the write drops it"
+    assert any(not c.metadata.cross_references.related_years for c in new) or all(
+        c.chunk_id in links for c in new
+    )
+
+
+def test_write_changes_only_related_years(written: tuple[Path, Path, Path]) -> None:
+    before, after, _ = written
+    code, out, _ = cli("diff", before, after, "--json")
+    report = json.loads(out)
+    assert code == 1 and report["counts"]["changed"] > 0
+    assert [f["field"] for f in report["fields"]] == ["cross_references.related_years"]
+    assert report["counts"]["added"] == report["counts"]["removed"] == 0
+    assert report["counts"]["rebounded"] == report["counts"]["moved"] == 0
+    # byte for byte: a line differs only where its years did, and then only in them
+    for path in sorted(before.glob("*")):
+        if not re.fullmatch(r"\d{4}\.jsonl", path.name):
+            assert path.read_bytes() == (after / path.name).read_bytes(), path.name
+            continue
+        old_lines = path.read_text("utf-8").splitlines()
+        new_lines = (after / path.name).read_text("utf-8").splitlines()
+        assert len(old_lines) == len(new_lines)
+        for old_line, new_line in zip(old_lines, new_lines, strict=True):
+            old_value, new_value = json.loads(old_line), json.loads(new_line)
+            years = new_value["metadata"]["cross_references"]["related_years"]
+            old_value["metadata"]["cross_references"]["related_years"] = years
+            assert new_line == json.dumps(old_value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def test_write_validates_no_worse(written: tuple[Path, Path, Path]) -> None:
+    before, after, _ = written
+    assert not _error_keys(after) - _error_keys(before)
+    code, _, _ = cli("validate", after, "--stage", "enriched")
+    assert code == cli("validate", before, "--stage", "enriched")[0]
+
+
+def test_write_again_changes_nothing(written: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    _, after, db = written
+    files = _files(after)
+    code, _, err = cli("link", "--db", db, "--write", after)
+    assert code == 0 and "nothing to change" in err, err
+    assert _files(after) == files  # same bytes, same mtimes, no lock file left
+    # the written folder indexed again links the same, and writing once more is a no-op
+    again = tmp_path / "again.sqlite"
+    build_index(after, again, None)
+    build_links(again)
+    assert read_links(again) == read_links(db)
+    result = write_related_years(again, after)
+    assert (result.changed, result.written) == (0, ()) and _files(after) == files
+
+
+def test_write_result_counts_what_changed(enriched: Path, linked: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    shutil.copytree(enriched, folder)
+    old = {c.chunk_id: c.metadata.cross_references.related_years for c in read_chunks(folder)}
+    result = write_related_years(_copy(linked, tmp_path), folder)
+    new = {c.chunk_id: c for c in read_chunks(folder)}
+    changed = [i for i, c in new.items() if c.metadata.cross_references.related_years != old[i]]
+    assert result.changed == len(changed) > 0
+    assert result.chunks == sum(bool(c.metadata.contextual_summary.strip()) for c in new.values())
+    assert result.linked == len(read_links(linked))
+    assert result.dropped == sum(
+        bool(old[i]) and not new[i].metadata.cross_references.related_years for i in changed
+    )
+    assert {p.name for p in result.written} == {new[i].chunk_id[:4] + ".jsonl" for i in changed}
+    assert result.files == len(list(folder.glob("*.jsonl"))) - 6  # less evidence and report
+
+
+def _edit_summary(folder: Path) -> None:
+    path = folder / "1978.jsonl"
+    lines = path.read_text("utf-8").splitlines()
+    chunk = json.loads(lines[0])
+    chunk["metadata"]["contextual_summary"] += " Edited after indexing."
+    lines[0] = json.dumps(chunk, ensure_ascii=False, separators=(", ", ": "))
+    path.write_text("".join(line + "\n" for line in lines), "utf-8")
+
+
+@pytest.mark.parametrize(
+    ("tamper", "words"),
+    [
+        (_edit_summary, ["1978.jsonl: chunk 1978-", "metadata.contextual_summary", "index"]),
+        (lambda f: (f / "1995.jsonl").unlink(), ["holds no chunk 1995-", "another folder"]),
+        (
+            lambda f: shutil.copyfile(f / "1977.jsonl", f / "1980.jsonl"),
+            ["1980.jsonl: chunk 1977-S1-T1-001 is also in", "1977.jsonl"],
+        ),
+    ],
+    ids=["edited", "letter-missing", "letter-copied"],
+)
+def test_write_refuses_a_folder_of_other_chunks(
+    enriched: Path, linked: Path, tmp_path: Path, tamper, words: list[str]
+) -> None:
+    folder = tmp_path / "out"
+    shutil.copytree(enriched, folder)
+    tamper(folder)
+    files = _files(folder)
+    code, _, err = cli("link", "--db", _copy(linked, tmp_path), "--write", folder)
+    assert code == EXIT_USAGE and "nothing was written" in err and "Traceback" not in err, err
+    assert all(w in err for w in words), err
+    assert _files(folder) == files
+
+
+def test_write_refuses_a_letter_the_index_lacks(enriched: Path, tmp_path: Path) -> None:
+    fewer = tmp_path / "fewer"
+    shutil.copytree(enriched, fewer)
+    (fewer / "1995.jsonl").unlink()
+    db = tmp_path / "fewer.sqlite"
+    build_index(fewer, db, None)
+    build_links(db)
+    folder = tmp_path / "out"
+    shutil.copytree(enriched, folder)
+    files = _files(folder)
+    code, _, err = cli("link", "--db", db, "--write", folder)
+    assert code == EXIT_USAGE and "1995.jsonl: chunk 1995-" in err, err
+    assert f"is not in the index {db}" in err and f"letterchunk index {folder}" in err, err
+    assert _files(folder) == files
+
+
+def test_write_refuses_segment_only_output_and_paths_that_are_no_folder(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    letters = [ROOT / "corpus" / "letters" / f"{y}.txt" for y in YEARS[:2]]
+    assert cli("segment", *letters, "--out", out)[0] == 0
+    db = tmp_path / "seg.sqlite"
+    build_index(out, db, None)
+    files = _files(out)
+    code, _, err = cli("link", "--db", db, "--write", out)
+    assert code == EXIT_USAGE and "segment-only" in err and "enrich" in err, err
+    assert _files(out) == files
+    for path in (out / "1977.jsonl", tmp_path / "nowhere"):
+        code, _, err = cli("link", "--db", db, "--write", path)
+        assert code == EXIT_USAGE and "not a folder" in err and "Traceback" not in err, err
+    assert not (tmp_path / "nowhere").exists() and _files(out) == files
+
+
+def test_write_waits_for_nobody_holding_the_folder(
+    enriched: Path, linked: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "out"
+    shutil.copytree(enriched, folder)
+    db = _copy(linked, tmp_path)
+    with folder_lock(folder):
+        files = _files(folder)
+        code, _, err = cli("link", "--db", db, "--write", folder)
+        assert code == EXIT_USAGE and "already writing this folder" in err, err
+        assert _files(folder) == files
+
+
+def test_write_refuses_links_that_fail_their_check(
+    enriched: Path, linked: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "out"
+    shutil.copytree(enriched, folder)
+    db = _copy(linked, tmp_path)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE links SET target_year = 1900 WHERE rank = 1")
+    files = _files(folder)
+    code, _, err = cli("link", "--db", db, "--check", "--write", folder)
+    assert code == EXIT_INVALID and "outside 1950-2100" in err
+    with pytest.raises(InputError, match="fail the check"):
+        write_related_years(db, folder)
+    assert _files(folder) == files
+
+
+def test_write_puts_every_file_back_when_one_validates_worse(
+    enriched: Path, linked: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rule the years would break (none does today) leaves the folder as it was."""
+    folder = tmp_path / "out"
+    shutil.copytree(enriched, folder)
+    real = writeback.validate_path
+    seen: set[Path] = set()
+
+    def stricter(path: Path, *, stage: str) -> list[Violation]:
+        found = real(path, stage=stage)
+        if path in seen and path.name == "1995.jsonl":  # its second validation: after writing
+            found.append(Violation("xref.year_range", "error", "made up", "1995-S1-T1-001"))
+        seen.add(path)
+        return found
+
+    monkeypatch.setattr(writeback, "validate_path", stricter)
+    files = _files(folder)
+    with pytest.raises(InputError, match="xref.year_range .*put back"):
+        write_related_years(_copy(linked, tmp_path), folder)
+    assert {n: b for n, (b, _) in _files(folder).items()} == {n: b for n, (b, _) in files.items()}

@@ -125,9 +125,16 @@ def _require_same_chunks(
 ) -> None:
     """InputError unless the folder holds exactly the index's chunks (years aside)."""
     again = _AGAIN.format(folder=folder, db=db)
-    seen: set[str] = set()
+    seen: dict[str, Path] = {}
     for path, chunks in letters.items():
         for chunk in chunks:
+            if chunk.chunk_id in seen:
+                raise InputError(
+                    path,
+                    f"chunk {chunk.chunk_id} is also in {seen[chunk.chunk_id]}; an index holds "
+                    "one chunk per id, so this folder is not the one indexed: remove the copy, "
+                    f"or {again}; nothing was written",
+                )
             stored = indexed.get(chunk.chunk_id)
             if stored is None:
                 raise InputError(
@@ -144,7 +151,7 @@ def _require_same_chunks(
                     f"were indexed, so the links may no longer fit them; {again}; nothing was "
                     "written",
                 )
-            seen.add(chunk.chunk_id)
+            seen[chunk.chunk_id] = path
     missing = sorted(indexed.keys() - seen)
     if missing:
         raise InputError(
