@@ -231,11 +231,11 @@ def is_table_row(raw: str) -> bool:
         elif before:
             if not after:
                 return True
-            after_cells = split_cells(after)
-            # a leader with words after it and no number is an ellipsis in prose
-            if numeric_cell(after_cells[0]) or (
+            # a leader with words after it and no number is an ellipsis in prose; the first
+            # cell after the leader decides most rows, so the others are split only when asked
+            if numeric_cell(_CELL_SPLIT.split(after, 1)[0]) or (
                 _LEADER_AFTER.match(after)
-                and (len(after_cells) >= 2 or any(numeric_cell(c) for c in after_cells))
+                and (len(cells := split_cells(after)) >= 2 or any(map(numeric_cell, cells)))
             ):
                 return True
     if _numeric_tail(s) >= 3:
@@ -245,7 +245,7 @@ def is_table_row(raw: str) -> bool:
         return False
     if not numeric_cell(cells[-1]):
         return False  # both rules below need a value in the last cell
-    if sum(numeric_cell(c) for c in cells[:-1]) >= 1:
+    if any(map(numeric_cell, cells[:-1])):
         return True  # two or more values, the last one at the end
     if _WIDE_GAP.search(s) and len(cells[0]) <= 60:
         # label + one value, e.g. "Total ...   $ 1,234" with a wide gap
@@ -262,7 +262,7 @@ def _numeric_tail(s: str) -> int:
     for tok in reversed(s.split()):
         if tok in ("$", "£", "€"):
             continue
-        if numeric_cell(tok) and any(ch.isdigit() for ch in tok):
+        if numeric_cell(tok) and any(map(str.isdigit, tok)):
             n += 1
         else:
             break
@@ -304,7 +304,8 @@ def headerish(raw: str) -> bool:
     s = raw.strip()
     if not (2 <= len(s) <= 100) or not (s[0].isupper() or s[0] in "“\"'‘(" or s[0].isdigit()):
         return False
-    if s[-1] in ".,;" and not _ABBREV_END.search(s):
+    # _ABBREV_END ends the line: looked for in its last five characters ("Corp."), not along it
+    if s[-1] in ".,;" and not _ABBREV_END.search(s, max(0, len(s) - 5)):
         return False
     if not LETTERS2.search(s):
         return False
