@@ -127,8 +127,9 @@ class SpanCounter:
         # caller goes on (e.g. detecting blocks); the first count that needs it waits for it
         self._pending: Future[list[int]] | None = _worker().submit(_token_ends, text)
         self._ends: list[int] = []
-        # char offset -> byte offset: every non-ASCII char adds its extra UTF-8 bytes
-        self._wide = [m.start() for m in _NON_ASCII.finditer(text)]
+        # char offset -> byte offset: every non-ASCII char adds its extra UTF-8 bytes (an ASCII
+        # text, told in one C call, has none to look for)
+        self._wide = [] if text.isascii() else [m.start() for m in _NON_ASCII.finditer(text)]
         self._extra = list(accumulate(len(text[i].encode("utf-8")) - 1 for i in self._wide))
         self._memo: dict[str, int] = {}  # piece -> count, for heads and tails
         self._spans: dict[tuple[int, int], int] = {}  # (a, b) -> count: spans asked again
