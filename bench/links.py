@@ -26,12 +26,25 @@ the share of its passages that lie (whitespace-normalised) inside the returned t
   and years with no letter in the index left out), the best chunk of that letter by the same
   similarity ranking the links use, without the shared-idea condition (the guessed years have
   no chunk ids, so this is the best the index can do with them);
+* ``+written years``: plus, for each year ``link --write`` wrote into the hit chunk's
+  ``related_years`` (its section's for a Tier-2 paragraph with no idea of its own, as
+  ``--expand-links`` does), the first chunk of that letter in the chunk's link ranking (shared
+  idea required, every other letter in the pool): by construction the links' targets, so the
+  row equals ``+links``, and the run checks that it does, question by question;
+* ``+written/sim``: the written years followed like the model's (each letter ranked alone, no
+  shared-idea condition): what a reader of the chunk files, who has years but no chunk ids,
+  gets from them, beside ``+model years``;
 * ``plain k=10``: ten hits, no links;
 * ``plain =ctx``: search alone filling as many context tokens as ``+links`` returned for the
   question (``search(tokens=N)``: bare passages in rank order), the equal-context comparison.
 
 ``chunks`` is the mean number of chunks the row added to the five hits; ``ctx tok`` the o200k
 tokens of the union of what was returned.
+
+Before the questions, the chunk files are written (``write_related_years``, what ``link --db
+FILE --write DIR`` does) and the run prints, over the enriched chunks: the share whose
+``related_years`` changed, the share of model-guessed years that were the chunk's own year
+before and after, and the chunks whose guess was dropped (no link).
 """
 
 from __future__ import annotations
@@ -47,10 +60,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from letterchunk.retrieval.chunks import read_chunks  # noqa: E402
 from letterchunk.retrieval.embed import MiniLM  # noqa: E402
 from letterchunk.retrieval.index import build_index  # noqa: E402
 from letterchunk.retrieval.links import Linker, build_links, opened  # noqa: E402
 from letterchunk.retrieval.search import Hit, Mode, search  # noqa: E402
+from letterchunk.retrieval.writeback import is_enriched, write_related_years  # noqa: E402
 from letterchunk.text.clean import load_letter  # noqa: E402
 from retrieval import (  # noqa: E402 - the retrieval bench's chunks, vectors and counting
     ENRICHED,
@@ -65,7 +80,16 @@ from retrieval import (  # noqa: E402 - the retrieval bench's chunks, vectors an
 QUESTIONS = Path(__file__).with_name("evolution_questions.jsonl")
 GOLD = (1977, 1995, 2016)
 K = 5
-ROWS = ("plain", "+links", "+model years", "plain k=10", "plain =ctx")
+ROWS = (
+    "plain",
+    "+links",
+    "+model years",
+    "+written years",
+    "+written/sim",
+    "plain k=10",
+    "plain =ctx",
+)
+Written = dict[str, list[int]]  # chunk id -> the related_years link --write wrote
 
 
 @dataclass(frozen=True)
@@ -110,15 +134,41 @@ def model_year_pieces(conn, linker: Linker, hit: Hit, years: set[int]) -> list[P
     return pieces
 
 
+def written_year_pieces(
+    conn, linker: Linker, hit: Hit, written: Written, years: set[int], *, grounded: bool
+) -> list[Piece]:
+    """What following the hit chunk's written related_years returns: ``grounded``, each year's
+    first chunk in the chunk's link ranking (the links' targets); else as for the model's years.
+    """
+    row = _chunk(conn, hit.chunk_id)
+    if not linker.by_id[row[0]].ideas and row[2]:  # as --expand-links: its section's links
+        row = _chunk(conn, row[2])
+    wanted = [y for y in written.get(row[0], []) if y in years and y != hit.letter_year]
+    if grounded:
+        firsts: dict[int, str] = {}
+        for target in linker.targets(row[0]):
+            firsts.setdefault(target.year, target.chunk_id)
+        chosen = [firsts[y] for y in wanted if y in firsts]
+    else:
+        ranked = (linker.targets(row[0], years=[y], require_shared=False) for y in wanted)
+        chosen = [best[0].chunk_id for best in ranked if best]
+    return [(t[3], t[4], t[5], t[6]) for t in (_chunk(conn, c) for c in chosen)]
+
+
 def found(evidence: list[dict], pieces: list[Piece]) -> int:
     texts = [squash(text) for *_, text in pieces]
     return sum(any(squash(e["text"]) in t for t in texts) for e in evidence)
 
 
-def evaluate(db: Path, modes: list[Mode], model, texts: dict[str, str]) -> dict:
-    """(mode, row) -> lists of recall, complete, added chunks and context tokens."""
+# long function: one question's rows, each built where it is scored
+def evaluate(
+    db: Path, modes: list[Mode], model, texts: dict[str, str], written: Written
+) -> tuple[dict, list[str]]:
+    """(mode, row) -> lists of recall, complete, added chunks and context tokens; and the
+    questions where ``+written years`` returned other text than ``+links``."""
     questions = load_questions()
     results: dict = {}
+    unequal: list[str] = []
     with opened(db) as conn:
         linker = Linker(conn)
         years = {c.year for c in linker.chunks}
@@ -146,6 +196,17 @@ def evaluate(db: Path, modes: list[Mode], model, texts: dict[str, str]) -> dict:
                 }
                 extra = [p for h in hits for p in model_year_pieces(conn, linker, h, years)]
                 rows["+model years"] = (base + extra, len(extra))
+                for name, grounded in (("+written years", True), ("+written/sim", False)):
+                    extra = [
+                        p
+                        for h in hits
+                        for p in written_year_pieces(
+                            conn, linker, h, written, years, grounded=grounded
+                        )
+                    ]
+                    rows[name] = (base + extra, len(extra))
+                if sorted(rows["+written years"][0]) != sorted(rows["+links"][0]):
+                    unequal.append(f"{mode} {q.id}")
                 # as many context tokens as +links returned, filled by search alone
                 budget = context_tokens(rows["+links"][0], texts)
                 fitted = search(db, q.question, k=None, tokens=budget, **ask)
@@ -160,7 +221,7 @@ def evaluate(db: Path, modes: list[Mode], model, texts: dict[str, str]) -> dict:
                     r[1].append(1.0 if n == len(q.evidence) else 0.0)
                     r[2].append(added)
                     r[3].append(context_tokens(pieces, texts))
-    return results
+    return results, unequal
 
 
 def mean(values: list[float]) -> float:
@@ -209,6 +270,30 @@ def show(db: Path, per_letter: int) -> None:
                     print(textwrap.indent(textwrap.fill(text, 100), "    "))
 
 
+def print_written(guessed: dict, written: Written, dropped: int) -> None:
+    """How link --write changed the enriched chunks' related_years."""
+    n = len(guessed)
+    changed = sum(
+        c.metadata.cross_references.related_years != written[i] for i, c in guessed.items()
+    )
+    years = [
+        (c.metadata.letter_year, y)
+        for c in guessed.values()
+        for y in c.metadata.cross_references.related_years
+    ]
+    own = sum(year == y for year, y in years)
+    after = [(c.metadata.letter_year, y) for i, c in guessed.items() for y in written[i]]
+    own_after = sum(year == y for year, y in after)
+    print(
+        f"link --write: related_years changed in {changed} of {n} enriched chunks "
+        f"({changed / max(n, 1):.1%}); own-year years {own} of {len(years)} guessed "
+        f"({own / max(len(years), 1):.1%}) before, {own_after} of {len(after)} written after; "
+        f"{dropped} chunks' guess dropped (no link); chunks with years "
+        f"{sum(bool(c.metadata.cross_references.related_years) for c in guessed.values())} "
+        f"before, {sum(bool(y) for y in written.values())} after"
+    )
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--no-dense", action="store_true", help="BM25 only; loads no embedding model")
@@ -223,15 +308,29 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         write_ours(letters, Path(tmp))
         build_index(tmp, db, model)
-    stats = build_links(db)
+        stats = build_links(db)
+        guessed = {c.chunk_id: c for c in read_chunks(tmp) if is_enriched(c)}
+        done = write_related_years(db, tmp)
+        written = {
+            c.chunk_id: c.metadata.cross_references.related_years
+            for c in read_chunks(tmp)
+            if c.chunk_id in guessed
+        }
     print(
         f"{stats.links} links for {stats.linked} of {stats.sources} chunks with ideas "
         f"({stats.chunks} chunks, letters {', '.join(map(str, ENRICHED))}); signals "
         f"{' + '.join(stats.signals)}; index {db}"
     )
+    print_written(guessed, written, done.dropped)
     texts = {f"{ltr.year}_cleaned.txt": ltr.text for ltr in letters}
     modes: list[Mode] = ["bm25"] if args.no_dense else ["bm25", "hybrid"]
-    report(evaluate(db, modes, model, texts), modes, len(load_questions()))
+    results, unequal = evaluate(db, modes, model, texts, written)
+    report(results, modes, len(load_questions()))
+    print(
+        "+written years returns what +links returns for every question"
+        if not unequal
+        else f"+written years differs from +links for {len(unequal)}: {', '.join(unequal)}"
+    )
     if args.show:
         show(db, args.show)
     return 0

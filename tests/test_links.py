@@ -499,7 +499,7 @@ def test_write_refuses_segment_only_output_and_paths_that_are_no_folder(tmp_path
     assert not (tmp_path / "nowhere").exists() and _files(out) == files
 
 
-def test_write_waits_for_nobody_holding_the_folder(
+def test_write_refuses_a_folder_another_process_writes(
     enriched: Path, linked: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "out"

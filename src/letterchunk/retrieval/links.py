@@ -7,11 +7,12 @@ reader (or an agent) who found one explanation can follow it to the others.
 **Where links live.**  In the index, table ``links`` (index schema 3), never in the chunk files.
 The canonical chunk has no key for a target chunk id (seed 000 §0: no new key without a schema
 version), and a link depends on which letters were indexed together: it is a fact about the
-index, not about the chunk.  The chunk's ``cross_references.related_years`` stays what the model
-wrote; the index serves the linked years and chunk ids (:func:`read_links`, ``search
---expand-links``).  ``letterchunk index`` drops the links whenever it rewrites the chunks, so a
-link never outlives the chunks it joins; ``letterchunk link --db FILE`` computes them again from
-the index alone (no folder, no model), which is what makes them reproducible.
+index, not about the chunk.  The index serves the linked years and chunk ids (:func:`read_links`,
+``search --expand-links``); ``link --write DIR`` copies the years alone into the chunk files'
+``cross_references.related_years`` (:mod:`letterchunk.retrieval.writeback`), which otherwise
+stay what the model wrote.  ``letterchunk index`` drops the links whenever it rewrites the
+chunks, so a link never outlives the chunks it joins; ``letterchunk link --db FILE`` computes
+them again from the index alone (no folder, no model), which is what makes them reproducible.
 
 **What a chunk shares with another** (its *ideas*): each ``buffett_concepts`` value and each
 principle statement, normalised (lower case, every run of non-alphanumerics one space).  Only
