@@ -62,7 +62,8 @@ COMMAND_HELP = {
     "diff": "what changed between two runs: chunks and fields added, removed, rewritten",
     "export": "write chunks as LangChain documents, LlamaIndex nodes or flat JSONL",
     "index": "build a SQLite hybrid index (BM25 + vectors) of an output folder",
-    "link": "link each chunk of an index to chunks of other letters on the same idea",
+    "link": "link each chunk of an index to chunks of other letters on the same idea "
+    "(--write DIR: their years into the chunks' related_years)",
     "search": "hybrid search of an index, with metadata filters and tier expansion",
 }
 
