@@ -21,9 +21,9 @@ Pipeline (deterministic; no LLM):
 3. **Rules B / 6 / 7 (short sections).**  Sections under :data:`T1_MIN` tokens are merged,
    first one first, until none is left: *forward* when the section opens the letter or its
    part, ends with a colon (lead-in), has a header (a stub sets up what follows), or is a
-   bridge (under 100 tokens of prose right before a header, or of at most two sentences);
-   *backward* when it closes the letter or its part, or is an untitled passage (an
-   afterthought).  The merged chunk's title joins the titled parts (``"A / B"``);
+   bridge (prose of at most two sentences, or under 100 tokens right before a header); *backward*
+   when it closes the letter or its part, is a bridge before a header (the header starts the
+   next chunk) or an untitled passage (an afterthought).  The title joins titled parts ("A / B");
    ``merged_from`` names each absorbed section (its title or its opening words) and
    ``boundary_note`` says what was merged, which way and why (rule 8), on the Tier-1 chunk
    that holds the absorbed passage.
@@ -33,7 +33,7 @@ Pipeline (deterministic; no LLM):
    glued forward; a table is glued to its lead-in paragraph and to one paragraph of
    interpretation; a sign-off is glued backward.  Split points are chosen by dynamic
    programming for even parts, every part at least :data:`T1_MIN` tokens, so no tail fragment
-   exists.  A single unit over the maximum (a long table) stays whole.
+   exists.  A part still over the maximum is split again by :mod:`letterchunk.text.bounds`.
 5. **Tier 3.**  Every table lies in a ``financial_table`` chunk inside its Tier-1 parent, from
    its lead-in (nearest paragraph before it, across directly preceding tables, with the
    header above it) to its interpretation (nearest paragraph after it, across directly
@@ -76,6 +76,7 @@ from letterchunk.contract.schema import (
 )
 from letterchunk.errors import InputError
 from letterchunk.text.blocks import Block, detect_blocks
+from letterchunk.text.bounds import bounded_parts, kept_whole_note, split_note
 from letterchunk.text.clean import CleanedLetter, load_letter
 from letterchunk.text.tables import parse_table
 from letterchunk.tokens import SpanCounter, span_counter
@@ -257,6 +258,11 @@ def _is_transition(s: _Section, text: str, header_follows: bool) -> bool:
     return len(_SENT_END.findall(" ".join(text[b.start : b.end] for b in body) + " ")) <= 2
 
 
+def _opens_with_title(s: _Section) -> bool:
+    """The section starts with its header or captioned table (a chunk must start there)."""
+    return s.titled and s.blocks[0].kind in ("header", "table")
+
+
 def _merge_short(sections: list[_Section], text: str, counter: _SpanCounter) -> list[_Section]:
     secs = list(sections)
     while len(secs) > 1:
@@ -281,6 +287,8 @@ def _merge_short(sections: list[_Section], text: str, counter: _SpanCounter) -> 
             forward, why = True, "a header with a short body sets up what follows"
         elif _is_transition(s, text, secs[idx + 1].titled):
             forward, why = True, "a short bridge sets up what follows (rule 6)"
+            if same_prev and _opens_with_title(secs[idx + 1]):
+                forward, why = False, "a bridge merged forward would bury the next header"
         else:
             forward, why = False, "an untitled short passage reads as an afterthought"
         if forward:
@@ -395,6 +403,28 @@ def _split(units: list[_Unit]) -> list[list[_Unit]]:
     return parts[::-1]
 
 
+def _parts(
+    s: _Section, text: str, tok_of: _LazyCounts, counter: _SpanCounter
+) -> tuple[list[list[_Unit]], bool]:
+    """The section's Tier-1 parts, and whether a paragraph was split at sentence ends."""
+    if s.tokens <= T1_MAX:
+        return [[_Unit(list(s.blocks), s.tokens)]], False  # fits: one Tier-1 chunk
+    toks = {i: tok_of[b] for i, b in enumerate(s.blocks)}
+    units = _units(s, text, toks)
+    parts = _fix_short_parts(_split(units), counter)
+    if not any(_splittable_over(p, counter) for p in parts):
+        return parts, False
+    bounded, by_sentence = bounded_parts([u.blocks for u in units], text, counter)
+    return [[_Unit(p, 0)] for p in bounded], by_sentence
+
+
+def _splittable_over(part: list[_Unit], counter: _SpanCounter) -> bool:
+    """A part over the maximum that is more than one table unit (so it can be split)."""
+    blocks = [b for u in part for b in u.blocks]
+    over = counter.count(blocks[0].start, blocks[-1].end) > T1_MAX
+    return over and not (len(part) == 1 and any(b.kind == "table" for b in blocks))
+
+
 def _fix_short_parts(parts: list[list[_Unit]], counter: _SpanCounter) -> list[list[_Unit]]:
     """The split works on block sums, which leave out the whitespace between blocks; recount
     each part exactly and join a part under :data:`T1_MIN` to its smaller neighbour."""
@@ -457,11 +487,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
     year = letter.year
     out: list[Chunk] = []
     for n_sec, s in enumerate(sections, start=letter.first_section):
-        if s.tokens <= T1_MAX:
-            parts = [[_Unit(list(s.blocks), s.tokens)]]  # fits: one Tier-1 chunk
-        else:
-            toks = {i: tok_of[b] for i, b in enumerate(s.blocks)}
-            parts = _fix_short_parts(_split(_units(s, text, toks)), counter)
+        parts, by_sentence = _parts(s, text, tok_of, counter)
         hierarchy = _hierarchy(s)
         t3_seq = t2_seq = t3_done = 0
         for n_part, part in enumerate(parts, start=1):
@@ -472,10 +498,9 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
             mine = [x for x in s.notes if start <= x[0] < end or (n_part == 1 and x[0] < start)]
             notes = [x[1] for x in mine]
             if len(parts) > 1:
-                notes.append(
-                    f"Section over {T1_MAX} tokens split at paragraph boundaries "
-                    f"(part {n_part} of {len(parts)})."
-                )
+                notes.append(split_note(n_part, len(parts), by_sentence))
+            if counter.count(start, end) > T1_MAX:
+                notes.append(kept_whole_note(pblocks, counter.count(start, end)))
             short_note = None
             if len(sections) == 1 and len(parts) == 1 and counter.count(start, end) < T1_MIN:
                 short_note = (
