@@ -12,8 +12,8 @@ offsets, so both are measured on one coordinate system).  Measured per chunker:
   (the last character is not terminal punctuation, a closing quote/bracket, or a digit).
 
 Two more lines, ours only (chonkie parses no tables): the share of tables named by their
-caption or lead-in rather than a fallback ("<section> – table 2"), and the share of table
-columns with a heading rather than "Column N".
+caption or lead-in rather than a fallback ("<section> – table 2"), the share of table
+columns with a heading rather than "Column N", and the Tier-1 chunks over the size maximum.
 
 The ground truth for headers and tables is letterchunk's own block detector, so the first two
 figures measure how well each chunker respects the structure we detect, not detection itself.
@@ -31,7 +31,7 @@ from pathlib import Path
 from letterchunk.contract.predicates import ends_mid_sentence
 from letterchunk.text.blocks import detect_blocks
 from letterchunk.text.clean import load_letter
-from letterchunk.text.segment import segment_letter
+from letterchunk.text.segment import T1_MAX, segment_letter
 from letterchunk.tokens import encoding
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,11 +92,14 @@ def main() -> int:
         return 2
     chunker = RecursiveChunker(tokenizer=encoding(), chunk_size=800)
     totals = {name: {} for name in ("ours", "chonkie")}
-    named = columns = named_columns = tables = 0
+    named = columns = named_columns = tables = over = t1 = 0
     for path in sorted(folder.glob("*.txt")):
         letter = load_letter(path)
         blocks = detect_blocks(letter.text)
         for chunk in segment_letter(letter):  # table_data: ours only (chonkie parses none)
+            if chunk.metadata.chunk_tier == 1:
+                t1 += 1
+                over += chunk.metadata.token_count > T1_MAX
             if chunk.metadata.chunk_tier == 3:
                 for td in chunk.metadata.table_data:
                     tables += 1
@@ -130,6 +133,10 @@ def main() -> int:
     print(
         f"{'table columns with a heading (ours only)':48} "
         f"{f'{named_columns}/{columns} = {100 * named_columns / max(columns, 1):5.1f}%':>20}"
+    )
+    print(
+        f"{f'tier-1 chunks over {T1_MAX} tokens (ours only)':48} "
+        f"{f'{over}/{t1} = {100 * over / max(t1, 1):5.1f}%':>20}"
     )
     return 0
 
