@@ -392,11 +392,19 @@ def _marker(lines: Sequence[str], nonblank: list[int], k: int) -> str | None:
     if _is_title(s):
         return "weak"
     if _is_head_line(lines[nonblank[k]]) and any(
-        _is_date_line(a) or _is_salutation(a) for a in ahead[:4]
+        (_is_date_line(a) and not _column_header(ahead, j)) or _is_salutation(a)
+        for j, a in enumerate(ahead[:4])
     ):
         heads = [a for a in ahead[:4] if _is_head_line(a) or not a]
         return "strong" if len(heads) >= 1 else "weak"
     return None
+
+
+def _column_header(ahead: Sequence[str], j: int) -> bool:
+    """Whether the date line ``ahead[j]`` heads a table's column ("12/31/12" over the figures)
+    rather than a letter: a line of the next three has a column gap, as a table's rows do and a
+    letter's salutation and first lines do not."""
+    return any("   " in a for a in ahead[j + 1 : j + 4])
 
 
 def find_letter_starts(lines: Sequence[str], running: AbstractSet[int] = frozenset()) -> list[int]:
@@ -408,6 +416,11 @@ def find_letter_starts(lines: Sequence[str], running: AbstractSet[int] = frozens
     tail: int | None = None  # where the last signature's lines end (index in nonblank)
     dated: str | None = None  # the current letter's date line, once found in its head
     head: str | None = None  # ... when it gives the day
+    # the file's first lines are front matter (a performance table, a cover page) until a letter
+    # head, a date or a signature shows: the first letter head found there (its letterhead,
+    # salutation and date lines, within HEAD_LINES) opens the first letter rather than a second
+    # one, so front matter never becomes an undated letter of its own
+    front_head: int | None = None  # k of that head's first line
     k = 0
     while k < len(nonblank):
         i = nonblank[k]
@@ -420,7 +433,14 @@ def find_letter_starts(lines: Sequence[str], running: AbstractSet[int] = frozens
             continue
         kind = _marker(lines, nonblank, k) if i > starts[-1] and i not in running else None
         start = None
-        if kind and tail is not None:
+        in_front = len(starts) == 1 and tail is None
+        if front_head is None:
+            in_front = in_front and dated is None
+        else:
+            in_front = in_front and k - front_head < HEAD_LINES
+        if kind and in_front:
+            front_head = k if front_head is None else front_head
+        elif kind and tail is not None:
             start = _start_after_signature(lines, nonblank, running, tail, k, kind, dated)
         elif kind == "strong" and (
             _page_top(lines, running, i) or _later(lines, nonblank[k : k + 5], dated)
