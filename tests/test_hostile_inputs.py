@@ -398,13 +398,29 @@ def test_cache_refresh_rebuilds_a_corrupt_cache(tmp_path, backend, capsys):
 
 
 def _one_line_letter(folder: Path, words: int = 12_000) -> Path:
+    """A letter of one line holding one sentence of ``words`` words: no paragraph and no
+    sentence boundary to split it at, so its one chunk is larger than the model's context."""
     path = folder / "1985.txt"
-    sentence = "Berkshire earned more from its insurance float than anyone expected this year. "
+    clause = "Berkshire earned more from its insurance float than anyone expected this year and "
     path.write_text(
-        "To the Shareholders of Berkshire Hathaway Inc.: " + sentence * (words // 12),
+        "To the Shareholders of Berkshire Hathaway Inc.: " + clause * (words // 14) + "so on.",
         encoding="utf-8",
     )
     return path
+
+
+def test_a_one_line_letter_of_sentences_is_split_within_the_bounds(tmp_path):
+    # the same letter written as sentences on one line: split at sentence ends, every chunk
+    # within the Tier-1 bound and valid (one or two long lines are prose, not a header)
+    path = tmp_path / "1985.txt"
+    sentence = "Berkshire earned more from its insurance float than anyone expected this year. "
+    path.write_text("To the Shareholders of Berkshire Hathaway Inc.: " + sentence * 1000)
+    out = tmp_path / "out"
+    assert main(["segment", str(path), "--out", str(out), "--quiet"]) == 0
+    assert main(["validate", str(out / "1985.jsonl"), "--quiet"]) == 0
+    chunks = [json.loads(line) for line in (out / "1985.jsonl").read_text().splitlines()]
+    assert len(chunks) > 1
+    assert all(c["metadata"]["token_count"] <= 2000 for c in chunks)
 
 
 def test_a_letter_larger_than_the_context_is_refused_unsent(tmp_path, backend, capsys):

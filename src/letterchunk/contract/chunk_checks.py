@@ -395,7 +395,11 @@ def _sizes_and_boundaries(chunk: Chunk, ctx: CheckContext, ntokens: int, add: Ad
                 "content",
             )
         nonblank = count_lines(content, stop=3)
-        if 0 < nonblank <= 2 and not (tier == 1 and ctx.single_t1):  # else: size.t1_whole_letter
+        # a header, or a header and one line, is short: one or two long lines (an unwrapped
+        # paragraph, or the sentence-split part of a letter written on one line) are prose
+        short = ntokens < T2_MIN_TOKENS
+        if 0 < nonblank <= 2 and short and not (tier == 1 and ctx.single_t1):
+            # a single Tier-1 chunk of a whole letter is size.t1_whole_letter's case
             add(
                 "boundary.header_only",
                 f"the chunk is {nonblank} line(s) of text; a header or "
