@@ -167,8 +167,8 @@ class _Reader:
 
 @dataclass(frozen=True)
 class BudgetEnv:
-    """The ``budget`` command's inputs (seed 004 §5 names), each None when unset: the budget then
-    uses its §6 default (``llm.budget.BudgetSettings``).  Field names are the budget's."""
+    """The ``budget`` command's inputs (spec §B.5 names), each None when unset: the budget then
+    uses its §B.6 default (``llm.budget.BudgetSettings``).  Field names are the budget's."""
 
     context_limit: int | None = None  # MODEL_CONTEXT_LIMIT
     tpm: int | None = None  # OPENAI_TPM_LIMIT, shared with the rate limiter

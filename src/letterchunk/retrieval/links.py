@@ -5,7 +5,7 @@ another letter that shares one of its ideas and ranks high by the index's simila
 reader (or an agent) who found one explanation can follow it to the others.
 
 **Where links live.**  In the index, table ``links`` (index schema 3), never in the chunk files.
-The canonical chunk has no key for a target chunk id (seed 000 §0: no new key without a schema
+The canonical chunk has no key for a target chunk id (spec §0: no new key without a schema
 version), and a link depends on which letters were indexed together: it is a fact about the
 index, not about the chunk.  The index serves the linked years and chunk ids (:func:`read_links`,
 ``search --expand-links``); ``link --write DIR`` copies the years alone into the chunk files'

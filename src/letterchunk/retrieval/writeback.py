@@ -8,7 +8,7 @@ year that no link grounds is dropped.  A chunk the model never enriched (no cont
 a segmented chunk, a Tier-2 paragraph) is left as it is.
 
 **Only the years.**  The target chunk ids stay in the index (table ``links``, ``link --json``,
-``search --expand-links``): the canonical chunk has no key for them, and seed 000 §0 allows no new
+``search --expand-links``): the canonical chunk has no key for them, and spec §0 allows no new
 key without a schema version.  Everything else of a chunk is kept: a file is rewritten through the
 project's chunk writer (:func:`~letterchunk.contract.schema.dump_chunk`, one line per chunk) only
 when one of its chunks' years change, atomically (:func:`~letterchunk.io.write_output`); a file
