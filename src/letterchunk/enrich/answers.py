@@ -6,6 +6,7 @@ changing them changes request bodies (cache keys, cassettes)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal, TypedDict, get_args, get_origin
 
@@ -28,11 +29,11 @@ from letterchunk.enrich.candidates import (
     confession_sentences,
     cued_concepts,
     name_candidates,
-    principle_sentences,
     sentence_choices,
     years_in_text,
 )
 from letterchunk.enrich.context import PromptContext
+from letterchunk.enrich.principle_candidates import principle_candidates
 
 NarrativeType = Literal["narrative", "mistake_confession", "principle_statement"]
 
@@ -40,6 +41,12 @@ NarrativeType = Literal["narrative", "mistake_confession", "principle_statement"
 MAX_THEMES, MAX_CONCEPTS, MAX_PRINCIPLES, MAX_EVIDENCE = 4, 3, 2, 2
 MAX_COMPANIES, MAX_PEOPLE, MAX_METRICS = 4, 3, 3
 MAX_RELATED_SECTIONS, MAX_RELATED_YEARS, MAX_COMPARISON_YEARS = 2, 2, 4
+# candidates the follow-up questions judge one by one (enrich.judges): concepts at most
+# MAX_CONCEPT_CHECKS; rule sentences RULE_CHECK_SHARE of the chunk's sentences, within
+# [MIN_RULE_CHECKS, MAX_RULE_CHECKS] (on the dev principles, bench/gold/principles_dev.json,
+# 0.4 of a Tier-1 chunk's sentences, ~10.7 a chunk, held 66 of 84 where a fixed 7 held 57)
+MAX_CONCEPT_CHECKS = 5
+RULE_CHECK_SHARE, MIN_RULE_CHECKS, MAX_RULE_CHECKS = 0.4, 3, 12
 # String caps (llama.cpp turns maxLength into the grammar, so a string that starts repeating
 # itself, seen at temperature 0 on a holdings table, is closed instead of running to max_tokens)
 MAX_NAME_CHARS, MAX_STATEMENT_CHARS, MAX_SUMMARY_CHARS, MAX_CONTEXT_CHARS = 80, 240, 320, 480
@@ -84,8 +91,8 @@ class EnrichedEntities(_Answer):
 
 
 class EnrichedPrinciple(_Answer):
-    # evidence first: the model quotes the sentence, then states the rule it holds
-    evidence: str = Field(description="one sentence copied verbatim")
+    # evidence first: the model picks the sentence, then states the rule it holds
+    evidence: str = Field(description="one of the rule sentences, copied verbatim")
     statement: str = Field(min_length=1, max_length=MAX_STATEMENT_CHARS)
     category: PrincipleCategory
 
@@ -237,64 +244,41 @@ def _is_table(chunk: Chunk) -> bool:
     return chunk.metadata.chunk_tier == 3
 
 
+def concept_checks(chunk: Chunk, ctx: PromptContext) -> list[str]:
+    """The candidate concepts of ``chunk`` (the answer chooses among them and the follow-up
+    questions judge each): those its words cue, most cued first, at most
+    :data:`MAX_CONCEPT_CHECKS`."""
+    return cued_concepts(chunk.content, ctx)[:MAX_CONCEPT_CHECKS]
+
+
+def rule_checks(chunk: Chunk) -> list[str]:
+    """The candidate rule sentences of ``chunk`` (narrative chunks only; a principle's evidence
+    is one of them and the follow-up questions judge each): the sentences that most look like a
+    general rule
+    (:func:`~letterchunk.enrich.principle_candidates.principle_candidates`), a share of its
+    sentences (see :data:`RULE_CHECK_SHARE`)."""
+    if _is_table(chunk):
+        return []
+    n = len(sentence_choices(chunk.content))
+    k = max(MIN_RULE_CHECKS, min(MAX_RULE_CHECKS, math.ceil(RULE_CHECK_SHARE * n)))
+    return principle_candidates(chunk.content, k)
+
+
 def response_model_for(chunk: Chunk, ctx: PromptContext) -> type[_Answer]:
     """The response model for ``chunk``, narrowed so the grammar only allows valid values.
 
-    Named ``Enrichment`` / ``TableEnrichment`` (the name is part of the request).
+    Named ``Enrichment`` / ``TableEnrichment`` (the name is part of the request).  Without
+    ``grounded_choices`` (hosted tool calls, where the schema is part of the prompt and must be
+    the same for every chunk to share the provider's prefix cache) the schema is the base
+    model's, unchanged but for an untitled chunk's ``section_title`` and a table chunk's table
+    count: per-chunk choices are named in the prompt and checked by the validator.
     """
     base: type[_Answer] = TableEnrichment if _is_table(chunk) else Enrichment
     narrowed: dict[str, tuple[Any, FieldInfo]] = {}
-    if ctx.grounded_choices:  # only the cued concepts; none cued -> [] forced
-        narrowed["buffett_concepts"] = _choice_list(cued_concepts(chunk.content, ctx), MAX_CONCEPTS)
-    elif ctx.vocabulary:
-        narrowed["buffett_concepts"] = _choice_list(list(ctx.vocabulary), MAX_CONCEPTS)
-    titles = [
-        t
-        for t in ctx.section_titles
-        if section_reference_problem(t, chunk.metadata.section_title, ctx.section_titles) is None
-    ]
-    narrowed["related_sections_same_letter"] = _choice_list(titles, MAX_RELATED_SECTIONS)
-    found = years_in(chunk.content)  # rule year.comparison_not_found
-    years = [y for y in years_in_text(chunk.content) if y != ctx.year and y in found]
-    narrowed["comparison_years"] = _choice_list(years, MAX_COMPARISON_YEARS)
     if ctx.grounded_choices:
-        narrowed["contextual_summary"] = (str, Field(pattern=SUMMARY_PATTERN))
-        # typed by code (contract.names): a name offered under people is a person by evidence
-        # the validator can check, one under companies an organisation; names of unknown kind
-        # are not offered (the 1.5B model filed companies as people and people as companies)
-        names = name_candidates(chunk.content)
-        kinds = {name: name_kind(name, chunk.content) for name in names}
-        entities = create_model(
-            "EnrichedEntities",
-            __base__=EnrichedEntities,
-            companies=_choice_list([n for n in names if kinds[n] == "organisation"], MAX_COMPANIES),
-            people=_choice_list([n for n in names if kinds[n] == "person"], MAX_PEOPLE),
-        )
-        narrowed["entities"] = (entities, Field())
-        if not _is_table(chunk):
-            confessions = confession_sentences(chunk.content)
-            general = principle_sentences(chunk.content)
-            sentences = sentence_choices(chunk.content)
-            # confession sentences first: the evidence a confession tag must quote
-            quotes = list(dict.fromkeys(confessions + sentences))
-            # general statements first; with some, at least one principle is asked for (the
-            # small model otherwise answers [] everywhere) and enrich.judges keeps it only when
-            # the model judges its sentence a principle
-            rules = list(dict.fromkeys(general + sentences))
-            quote: Any = Literal[tuple(rules)] if rules else str
-            principle = create_model(
-                "EnrichedPrinciple", __base__=EnrichedPrinciple, evidence=(quote, Field())
-            )
-            # a model class made at run time: mypy sees a variable, pydantic a type
-            principles = list[principle]  # type: ignore[valid-type]
-            least = 1 if general else 0
-            narrowed["principles"] = (
-                principles,
-                Field(min_length=least, max_length=MAX_PRINCIPLES),
-            )
-            narrowed["content_type_evidence"] = _choice_list(quotes, MAX_EVIDENCE)
-            types = [t for t in get_args(NarrativeType) if t != "mistake_confession" or confessions]
-            narrowed["content_type"] = (Literal[tuple(types)], Field())
+        narrowed.update(_grounded_fields(chunk, ctx))
+    elif ctx.vocabulary:  # the whole vocabulary: the same for every chunk of the run
+        narrowed["buffett_concepts"] = _choice_list(list(ctx.vocabulary), MAX_CONCEPTS)
     if _is_table(chunk):
         n = len(chunk.metadata.table_data)
         narrowed["tables"] = (list[EnrichedTable], Field(min_length=n, max_length=n))
@@ -306,3 +290,59 @@ def response_model_for(chunk: Chunk, ctx: PromptContext) -> type[_Answer]:
         fields[name] = narrowed.get(name, (info.annotation, info))
     # a subclass of the base (isinstance holds), but every field redefined in the wanted order
     return create_model(base.__name__, __base__=base, **fields)  # type: ignore[call-overload]
+
+
+def _grounded_fields(chunk: Chunk, ctx: PromptContext) -> dict[str, tuple[Any, FieldInfo]]:
+    """The fields a grammar narrows to the chunk's own choices (see module docstring)."""
+    narrowed: dict[str, tuple[Any, FieldInfo]] = {}
+    # only the candidate concepts; none -> [] forced
+    narrowed["buffett_concepts"] = _choice_list(concept_checks(chunk, ctx), MAX_CONCEPTS)
+    titles = [
+        t
+        for t in ctx.section_titles
+        if section_reference_problem(t, chunk.metadata.section_title, ctx.section_titles) is None
+    ]
+    narrowed["related_sections_same_letter"] = _choice_list(titles, MAX_RELATED_SECTIONS)
+    found = years_in(chunk.content)  # rule year.comparison_not_found
+    years = [y for y in years_in_text(chunk.content) if y != ctx.year and y in found]
+    narrowed["comparison_years"] = _choice_list(years, MAX_COMPARISON_YEARS)
+    narrowed["contextual_summary"] = (str, Field(pattern=SUMMARY_PATTERN))
+    # typed by code (contract.names): a name offered under people is a person by evidence
+    # the validator can check, one under companies an organisation; names of unknown kind
+    # are not offered (the 1.5B model filed companies as people and people as companies)
+    names = name_candidates(chunk.content)
+    kinds = {name: name_kind(name, chunk.content) for name in names}
+    entities = create_model(
+        "EnrichedEntities",
+        __base__=EnrichedEntities,
+        companies=_choice_list([n for n in names if kinds[n] == "organisation"], MAX_COMPANIES),
+        people=_choice_list([n for n in names if kinds[n] == "person"], MAX_PEOPLE),
+    )
+    narrowed["entities"] = (entities, Field())
+    if _is_table(chunk):
+        return narrowed
+    rules = rule_checks(chunk)
+    confessions = confession_sentences(chunk.content)
+    sentences = sentence_choices(chunk.content)
+    # confession sentences first: the evidence a confession tag must quote
+    quotes = list(dict.fromkeys(confessions + sentences))
+    # a principle's evidence is one of the judged rule sentences; the judgements decide which
+    # principles stay (enrich.judges)
+    if rules:
+        principle = create_model(
+            "EnrichedPrinciple",
+            __base__=EnrichedPrinciple,
+            evidence=(Literal[tuple(rules)], Field()),  # type: ignore[arg-type]
+        )
+        # a model class made at run time: mypy sees a variable, pydantic a type
+        # at least one: left free, the small model answers [] everywhere
+        narrowed["principles"] = (
+            list[principle],  # type: ignore[valid-type]
+            Field(min_length=1, max_length=MAX_PRINCIPLES),
+        )
+    else:
+        narrowed["principles"] = (list[EnrichedPrinciple], Field(max_length=0))
+    narrowed["content_type_evidence"] = _choice_list(quotes, MAX_EVIDENCE)
+    types = [t for t in get_args(NarrativeType) if t != "mistake_confession" or confessions]
+    narrowed["content_type"] = (Literal[tuple(types)], Field())
+    return narrowed

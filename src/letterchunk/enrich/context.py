@@ -25,6 +25,8 @@ class PromptContext:
     grounded_choices: bool = True
     # concept -> its textual cues, for the concepts of ``vocabulary`` (see module docstring)
     cues: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # concept -> its one-line meaning (the system prompt defines each concept by it)
+    meanings: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def for_letter(

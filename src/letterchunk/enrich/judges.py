@@ -27,14 +27,21 @@ dozen prompt tokens and one generated token:
   paragraph question rates an admission in the passive voice ("some major mistakes have been
   made") lower, the chunk question misses an admission diluted in a long chunk.  Otherwise a
   ``mistake_confession`` answer becomes ``narrative``.
-* **principle** (one question per extracted principle): ``prompts/judge_principle.md`` asks
-  whether its evidence sentence is a general rule; a principle below
-  :data:`PRINCIPLE_THRESHOLD` is dropped.
+* **concepts**: each candidate concept (:func:`~letterchunk.enrich.answers.concept_checks`, the
+  concepts the chunk's words cue, tables included) is asked whether the chunk itself discusses
+  it, with the concept's meaning (``prompts/judge_concept.md``); ``buffett_concepts`` becomes
+  the candidates at or above :data:`CONCEPT_THRESHOLD`, most probable first, at most three.
+* **rules**: each candidate rule sentence (:func:`~letterchunk.enrich.answers.rule_checks`) is
+  asked whether it states a general, reusable rule (``prompts/judge_principle.md``).  A
+  principle the answer states stays when its evidence sentence reaches
+  :data:`PRINCIPLE_THRESHOLD`; a candidate that reaches it without one becomes a principle
+  whose statement is the sentence itself (category ``general``); the principles are ordered by
+  that probability, which the evidence record keeps, so a letter's principles can be ranked.
 
-:data:`CONFESSION_THRESHOLD` and :data:`PRINCIPLE_THRESHOLD` are 0.5: "yes" more likely than
-"no".  The paragraph question's probabilities run higher (a paragraph that merely mentions a
-disappointment scores 0.55-0.65), so :data:`PARAGRAPH_THRESHOLD` is 0.7, chosen on the
-paragraph scores of the three hand-annotated letters (``bench/gold``).
+:data:`CONFESSION_THRESHOLD` is 0.5: "yes" more likely than "no".  The paragraph question's
+probabilities run higher (a paragraph that merely mentions a disappointment scores
+0.55-0.65), so :data:`PARAGRAPH_THRESHOLD` is 0.7, chosen on the paragraph scores of the three
+hand-annotated letters (``bench/gold``).
 Decisions are made by code after every answer has arrived, so the requests never depend on a
 threshold.  When the backend gives no probability (``p_yes`` None: no logprobs, or a client
 without :meth:`~letterchunk.llm.client.LLMClient.send_plain`: nothing was asked), the model's
@@ -47,9 +54,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeGuard
 
-from letterchunk.contract.schema import Chunk
+from letterchunk.contract.schema import Chunk, Principle
+from letterchunk.contract.validate import normalise_ws
 from letterchunk.contract.violations import EvidenceRecord, Judgements
+from letterchunk.enrich.answers import MAX_CONCEPTS, concept_checks, rule_checks
 from letterchunk.enrich.candidates import confession_paragraphs
+from letterchunk.enrich.context import PromptContext
 from letterchunk.enrich.messages import neutralise_fences
 from letterchunk.llm import prompts
 from letterchunk.llm.client import LLMClient, Usage
@@ -59,6 +69,7 @@ __all__ = [
     "CONFESSION_THRESHOLD",
     "PARAGRAPH_THRESHOLD",
     "PRINCIPLE_THRESHOLD",
+    "CONCEPT_THRESHOLD",
     "Verdicts",
     "ask_judges",
     "apply_verdicts",
@@ -68,6 +79,7 @@ __all__ = [
 CONFESSION_THRESHOLD = 0.5
 PARAGRAPH_THRESHOLD = 0.7
 PRINCIPLE_THRESHOLD = 0.5
+CONCEPT_THRESHOLD = 0.5
 MAX_PARAGRAPH_QUESTIONS = 3
 
 
@@ -80,17 +92,27 @@ class Verdicts:
     # (sentence, p) for each paragraph asked about: its self-critical sentence about the writer
     # (the quote a tag takes from it) and the paragraph's yes-probability
     confession_paragraphs: tuple[tuple[str, float | None], ...] = ()
-    principles: tuple[float | None, ...] = ()  # one per extracted principle, in order
+    # (candidate, p) of the judgements inside the structured answer
+    concepts: tuple[tuple[str, float | None], ...] = ()
+    rules: tuple[tuple[str, float | None], ...] = ()
     answers: tuple[YesNo, ...] = field(default=(), repr=False)
 
-    def to_dict(self) -> Judgements:
-        """The probabilities as the evidence sidecar records them (``judgements``)."""
+    def principles_p(self, quotes: Sequence[str]) -> list[float | None]:
+        """The rule probability of each principle evidence quote (None: not judged)."""
+        rated = dict(self.rules)
+        return [rated.get(q) for q in quotes]
+
+    def to_dict(self, principle_evidence: Sequence[str] = ()) -> Judgements:
+        """The probabilities as the evidence sidecar records them (``judgements``);
+        ``principle_p_yes`` holds the rule probability of each of ``principle_evidence``."""
         return {
             "confession_p_yes": _rounded(self.confession),
             "confession_paragraphs": [
                 {"sentence": s, "p_yes": _rounded(p)} for s, p in self.confession_paragraphs
             ],
-            "principle_p_yes": [_rounded(p) for p in self.principles],
+            "principle_p_yes": [_rounded(p) for p in self.principles_p(principle_evidence)],
+            "concept_p_yes": {c: _rounded(p) for c, p in self.concepts},
+            "rule_p_yes": [{"sentence": s, "p_yes": _rounded(p)} for s, p in self.rules],
         }
 
     @property
@@ -131,38 +153,60 @@ def _question(messages: Sequence[dict], text: str) -> list[dict]:
 
 
 def ask_judges(
-    chunk: Chunk, evidence: EvidenceRecord, messages: Sequence[dict], client: object
+    chunk: Chunk,
+    evidence: EvidenceRecord,
+    messages: Sequence[dict],
+    client: object,
+    ctx: PromptContext | None = None,
 ) -> Verdicts:
     """Ask the follow-up questions for an enriched ``chunk`` (its evidence record beside it)
-    whose enrichment prompt was ``messages``; tables (Tier 3) are never asked."""
-    if chunk.metadata.chunk_tier == 3 or not can_judge(client):
+    whose enrichment prompt was ``messages``: the confession and rule questions for a narrative
+    chunk, the concept questions (with ``ctx``, the letter's prompt context) for every chunk."""
+    if not can_judge(client):
         return Verdicts()
     answers: list[YesNo] = []
-    paragraphs = confession_paragraphs(chunk.content)[:MAX_PARAGRAPH_QUESTIONS]
-    confession = None
-    if paragraphs:  # a candidate chunk: the chunk question first, then each paragraph
-        chunk_answer = ask_yes_no(
-            client,
-            _question(messages, prompts.render("judge_confession")),
-            chunk_id=chunk.chunk_id,
-        )
-        answers.append(chunk_answer)
-        confession = chunk_answer.p_yes
-    asked: list[tuple[str, float | None]] = []
-    for paragraph, sentence in paragraphs:
-        # letter text quoted in a question passes the same fence check as the chunk
-        text = prompts.render("judge_confession_paragraph", paragraph=neutralise_fences(paragraph))
+
+    def ask(text: str) -> float | None:
         answer = ask_yes_no(client, _question(messages, text), chunk_id=chunk.chunk_id)
         answers.append(answer)
-        asked.append((sentence, answer.p_yes))
-    principles: list[float | None] = []
-    quotes = list(evidence.get("principle_evidence", []))
-    for quote in quotes[: len(chunk.metadata.principles)]:
-        text = prompts.render("judge_principle", sentence=neutralise_fences(quote))
-        answer = ask_yes_no(client, _question(messages, text), chunk_id=chunk.chunk_id)
-        answers.append(answer)
-        principles.append(answer.p_yes)
-    return Verdicts(True, confession, tuple(asked), tuple(principles), tuple(answers))
+        return answer.p_yes
+
+    narrative = chunk.metadata.chunk_tier != 3
+    paragraphs = confession_paragraphs(chunk.content)[:MAX_PARAGRAPH_QUESTIONS] if narrative else []
+    # a candidate chunk: the chunk question first, then each paragraph
+    confession = ask(prompts.render("judge_confession")) if paragraphs else None
+    # letter text quoted in a question passes the same fence check as the chunk
+    asked = tuple(
+        (sentence, ask(prompts.render("judge_confession_paragraph", paragraph=_quoted(paragraph))))
+        for paragraph, sentence in paragraphs
+    )
+    rules = tuple(
+        (s, ask(prompts.render("judge_principle", sentence=_quoted(s))))
+        for s in (rule_checks(chunk) if narrative else [])
+    )
+    concepts = tuple(
+        (c, ask(prompts.render("judge_concept", concept=_concept(c, ctx))))
+        for c in (concept_checks(chunk, ctx) if ctx is not None else [])
+    )
+    return Verdicts(
+        asked=narrative,
+        confession=confession,
+        confession_paragraphs=asked,
+        concepts=concepts,
+        rules=rules,
+        answers=tuple(answers),
+    )
+
+
+def _quoted(text: str) -> str:
+    return neutralise_fences(text)
+
+
+def _concept(concept: str, ctx: PromptContext | None) -> str:
+    """The concept as a question names it: its name, and its meaning when the vocabulary has
+    one."""
+    meaning = dict(ctx.meanings).get(concept) if ctx is not None else None
+    return f'"{concept}" ({meaning})' if meaning else f'"{concept}"'
 
 
 def _confession_tag(verdicts: Verdicts) -> tuple[bool, str | None] | None:
@@ -177,6 +221,40 @@ def _confession_tag(verdicts: Verdicts) -> tuple[bool, str | None] | None:
         return None
     best, _, sentence = max(rated)  # the best paragraph is quoted
     return best >= PARAGRAPH_THRESHOLD or verdicts.confession >= CONFESSION_THRESHOLD, sentence
+
+
+def _decided_concepts(answered: Sequence[str], verdicts: Verdicts) -> dict[str, object]:
+    """``{"buffett_concepts": [...]}`` decided by probability; {} when no candidate has one
+    (the answer's own words stand)."""
+    rated = [(p, -i, c) for i, (c, p) in enumerate(verdicts.concepts) if p is not None]
+    if not rated:
+        return {}
+    chosen = [c for p, _, c in sorted(rated, reverse=True) if p >= CONCEPT_THRESHOLD]
+    chosen = chosen[:MAX_CONCEPTS]
+    return {} if chosen == list(answered) else {"buffett_concepts": chosen}
+
+
+def _ranked_principles(
+    principles: Sequence[Principle], quotes: list[str], verdicts: Verdicts
+) -> tuple[list[Principle], list[str]] | None:
+    """The principles whose evidence sentence is judged a rule (p at or above
+    :data:`PRINCIPLE_THRESHOLD`, or not judged), with the judged rules the answer left out,
+    most probable first; None when no rule was judged."""
+    if not verdicts.rules or len(quotes) != len(principles):
+        return None
+    rated = dict(verdicts.rules)
+    ranked: list[tuple[float, int, Principle, str]] = []
+    for i, (principle, quote) in enumerate(zip(principles, quotes, strict=True)):
+        p = rated.get(quote)
+        if p is None or p >= PRINCIPLE_THRESHOLD:
+            ranked.append((-(1.0 if p is None else p), i, principle, quote))
+    stated = set(quotes)
+    for i, (sentence, p) in enumerate(verdicts.rules):
+        if sentence not in stated and p is not None and p >= PRINCIPLE_THRESHOLD:
+            rule = Principle(statement=normalise_ws(sentence), category="general")
+            ranked.append((-p, len(quotes) + i, rule, sentence))
+    ranked.sort(key=lambda r: (r[0], r[1]))
+    return [r[2] for r in ranked], [r[3] for r in ranked]
 
 
 def apply_verdicts(
@@ -195,14 +273,12 @@ def apply_verdicts(
         elif not tagged and meta.content_type == "mistake_confession":
             update["content_type"] = "narrative"
             record["content_type_evidence"] = []
-    if verdicts.principles and len(verdicts.principles) == len(meta.principles):
-        keep = [
-            i for i, q in enumerate(verdicts.principles) if q is None or q >= PRINCIPLE_THRESHOLD
-        ]
-        if len(keep) < len(meta.principles):
-            update["principles"] = [meta.principles[i] for i in keep]
-            quotes = list(record.get("principle_evidence", []))
-            record["principle_evidence"] = [quotes[i] for i in keep if i < len(quotes)]
+    update.update(_decided_concepts(meta.buffett_concepts, verdicts))
+    ranked = _ranked_principles(
+        meta.principles, list(record.get("principle_evidence", [])), verdicts
+    )
+    if ranked is not None:
+        update["principles"], record["principle_evidence"] = ranked
     if not update:
         return chunk, record
     new_meta = meta.model_copy(update=update)

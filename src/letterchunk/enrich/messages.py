@@ -1,13 +1,14 @@
-"""The chat messages for one chunk: the rendered prompt files plus the chunk's cue lines.
+"""The chat messages for one chunk: the fixed instructions, then everything taken from the letter
+quoted as data, then what is asked of the chunk.
 
-Letter text reaches a prompt only through :func:`neutralise_fences`: ``prompts/enrich_user.md``
-quotes the chunk between the lines ``<<<CHUNK TEXT>>>`` and ``<<<END CHUNK TEXT>>>``, so a letter
-line that reads as either marker would close the quoted block early and leave what follows it
-outside the data, where the model takes it for instructions.  The chunk text, the section titles,
-the confession sentences of the hints and the paragraphs and sentences the yes/no questions
-quote (:mod:`letterchunk.enrich.judges`) all pass through it.  It changes only text that holds
-such a marker (no shipped letter does), so the prompts of normal letters keep their bytes, and
-with them every cache key and cassette.
+Every piece of letter text in a prompt (the section titles, the chunk's own title, its text, the
+candidate sentences, the paragraphs the yes/no questions quote) stands between the lines
+``<<<CHUNK TEXT>>>`` and ``<<<END CHUNK TEXT>>>`` (``prompts/enrich_user.md``) and passes through
+:func:`neutralise_fences` first: a letter line that reads as either marker would close the
+quoted block early and leave what follows it outside the data, where the model takes it for
+instructions.  It changes only text that holds such a marker (no shipped letter does).
+The system message is the same for every chunk of a run, so every request (structured call,
+re-ask, yes/no question) starts with the same cached prefix.
 """
 
 from __future__ import annotations
@@ -16,13 +17,8 @@ import re
 import unicodedata
 from typing import get_args
 
-from letterchunk.contract.schema import (
-    UNTITLED,
-    Chunk,
-    PrincipleCategory,
-)
-from letterchunk.enrich.answers import _is_table
-from letterchunk.enrich.candidates import confession_sentences, cued_concepts
+from letterchunk.contract.schema import UNTITLED, Chunk, PrincipleCategory
+from letterchunk.enrich.answers import concept_checks, rule_checks
 from letterchunk.enrich.context import PromptContext
 from letterchunk.llm import prompts
 
@@ -138,66 +134,62 @@ def _kind(chunk: Chunk) -> str:
     tier = chunk.metadata.chunk_tier
     if tier == 3:
         n = len(chunk.metadata.table_data)
-        return f"table chunk with {n} table(s) (answer tables; no content_type, no principles)"
+        return (
+            f"table chunk with {n} table(s) (answer tables; no rules, principles or content_type)"
+        )
     what = "section" if tier == 1 else "paragraph"
     ask = "; also give section_title" if chunk.metadata.section_title == UNTITLED else ""
     return f"narrative {what} chunk{ask}"
 
 
+def _concept_lines(ctx: PromptContext) -> str:
+    meanings = dict(ctx.meanings)
+    return "\n".join(
+        f"  {c}: {meanings[c]}" if meanings.get(c) else f"  {c}" for c in ctx.vocabulary
+    )
+
+
 def build_messages(chunk: Chunk, ctx: PromptContext) -> list[dict[str, str]]:
-    """The chat messages for one chunk: fixed instructions first, the chunk text last."""
+    """The chat messages for one chunk: the fixed instructions (the same for every chunk of a
+    run, so every request shares them as a cached prefix), then the letter's quoted text, the
+    letter's own parts first, and last what is asked of this chunk."""
     system = prompts.render(
         "enrich_system",
-        concepts="\n".join(f"  {c}" for c in ctx.vocabulary),
+        concepts=_concept_lines(ctx),
         categories=", ".join(get_args(PrincipleCategory)),
     )
-    # the titles stand outside the quoted block (the template has no fence for them): a title
-    # cannot be quoted without changing every prompt's bytes, so it is only neutralised
     titles = "\n".join(f"- {neutralise_fences(t)}" for t in ctx.section_titles) or "- (none)"
     user = prompts.render(
         "enrich_user",
         year=ctx.year,
         section_titles=titles,
-        kind=_kind(chunk),
         # never show the placeholder: the model copied it back as the title
         section_title=(
-            "(untitled: answer section_title with a new title)"
+            "(untitled)"
             if chunk.metadata.section_title == UNTITLED
             else neutralise_fences(chunk.metadata.section_title)
         ),
-        hints=_hints(chunk, ctx),
         content=neutralise_fences(chunk.content),
+        candidates=_candidates(chunk, ctx),
+        kind=_kind(chunk),
+        checks=_checks(chunk, ctx),
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-MAX_HINT_SENTENCES = 3
+def _candidates(chunk: Chunk, ctx: PromptContext) -> str:
+    """Inside the quoted block: the candidate rule sentences (letter text, so quoted).  Under a
+    grammar (``grounded_choices``) the schema offers them as the evidence choices instead."""
+    sentences = rule_checks(chunk)
+    if ctx.grounded_choices or not sentences:
+        return ""
+    lines = "\n".join(f"- {neutralise_fences(s)}" for s in sentences)
+    return f"\n\nCandidate rule sentences (a principle's evidence is one of them):\n{lines}"
 
 
-def _hints(chunk: Chunk, ctx: PromptContext) -> str:
-    """The chunk-specific cue lines of the user prompt (concepts; confession sentences)."""
-    concepts = cued_concepts(chunk.content, ctx)
-    if ctx.grounded_choices:
-        lines = [
-            "Concepts cued in this chunk (buffett_concepts: choose 0-3 only from these): "
-            + ", ".join(concepts)
-            if concepts
-            else "Concepts cued in this chunk: none (buffett_concepts: [])"
-        ]
-    else:
-        lines = [
-            "Suggested concepts (cued in this chunk, most first): " + ", ".join(concepts)
-            if concepts
-            else "Suggested concepts: none cued in this chunk"
-        ]
-    if not _is_table(chunk):
-        confessions = confession_sentences(chunk.content)
-        if confessions:
-            lines.append(
-                "Possible confession sentences (if one admits a mistake of Buffett's or "
-                "Berkshire's, answer mistake_confession and quote it):"
-            )
-            lines += [f"- {neutralise_fences(s)}" for s in confessions[:MAX_HINT_SENTENCES]]
-        else:
-            lines.append("Possible confession sentences: none (not a mistake_confession)")
-    return "\n".join(lines)
+def _checks(chunk: Chunk, ctx: PromptContext) -> str:
+    """After the quoted block: the candidate concepts (vocabulary names, not letter text)."""
+    concepts = concept_checks(chunk, ctx)
+    if not concepts:
+        return "\nCandidate concepts: none (buffett_concepts: [])"
+    return "\nCandidate concepts (buffett_concepts: 0-3 of these): " + "; ".join(concepts)

@@ -305,17 +305,20 @@ def _answer(
 
 
 def _judged(
-    outcome: ChunkOutcome, job: LetterJob, messages: list[dict], client: CompletionClient
+    outcome: ChunkOutcome,
+    job: LetterJob,
+    messages: list[dict],
+    client: CompletionClient,
 ) -> ChunkOutcome:
     """``outcome`` corrected by the follow-up yes/no questions (:mod:`letterchunk.enrich.judges`);
     a correction the validator would reject is not applied (the answer stands)."""
     if outcome.chunk is None or outcome.evidence is None:
         return outcome
-    verdicts = ask_judges(outcome.chunk, outcome.evidence, messages, client)
+    verdicts = ask_judges(outcome.chunk, outcome.evidence, messages, client, job.prompt)
     if not verdicts.calls:
         return outcome
     chunk, evidence = apply_verdicts(outcome.chunk, outcome.evidence, verdicts)
-    evidence["judgements"] = verdicts.to_dict()
+    evidence["judgements"] = verdicts.to_dict(evidence.get("principle_evidence", []))
     ctx = dataclasses.replace(job.context, evidence={chunk.chunk_id: evidence})
     errors = [
         v for v in validate_chunk(chunk, stage="enriched", context=ctx) if v.severity == "error"
@@ -326,7 +329,8 @@ def _judged(
             chunk.chunk_id,
             errors[0].code,
         )
-        chunk, evidence = outcome.chunk, {**outcome.evidence, "judgements": verdicts.to_dict()}
+        judged = verdicts.to_dict(outcome.evidence.get("principle_evidence", []))
+        chunk, evidence = outcome.chunk, {**outcome.evidence, "judgements": judged}
     return dataclasses.replace(outcome, chunk=chunk, evidence=evidence, verdicts=verdicts)
 
 
