@@ -6,7 +6,10 @@ same across years and can be reviewed as data.  The validator rejects a concept 
 
 The same file may map concepts to textual cues (``{"cues": {"float economics": ["float"], ...}}``):
 :func:`load_cues` reads them, and the enrichment offers the model only the concepts whose cues
-occur in a chunk.
+occur in a chunk.  It may also give each concept a one-line meaning (``{"meanings":
+{"float economics": "insurance float as a source of investable funds ..."}}``), read by
+:func:`load_meanings`; the concept candidates (:mod:`letterchunk.enrich.concept_candidates`)
+count the meaning's words as evidence.
 
 A compilation's letters (``YYYY-Lk``, see :mod:`letterchunk.layout`) add the concepts of
 ``schemas/partnership_concepts.json`` (the Buffett Partnership letters' own mental models:
@@ -28,6 +31,7 @@ from letterchunk.resources import resource_path
 __all__ = [
     "load_concepts",
     "load_cues",
+    "load_meanings",
     "concepts_for",
     "cues_for",
     "CONCEPTS_FILE",
@@ -71,8 +75,19 @@ def load_cues(path: str | Path | None = None) -> dict[str, tuple[str, ...]]:
     return dict(_load(str(resolved.resolve()))[1])
 
 
+def load_meanings(path: str | Path | None = None) -> dict[str, str]:
+    """Concept -> its one-line meaning, in vocabulary order; {} without "meanings"."""
+    resolved = Path(path) if path is not None else resource_path("schemas", CONCEPTS_FILE)
+    return dict(_load(str(resolved.resolve()))[2])
+
+
+_Loaded = tuple[
+    tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...], tuple[tuple[str, str], ...]
+]
+
+
 @lru_cache(maxsize=8)
-def _load(path: str) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]]:
+def _load(path: str) -> _Loaded:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -104,5 +119,20 @@ def _load(path: str) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[str, ...]]
             f'{path}: "cues" names concept(s) missing from "concepts": {", ".join(unknown)}; '
             'add them to "concepts" or remove their cues'
         )
+    meanings = data.get("meanings", {})
+    if not isinstance(meanings, dict) or not all(
+        isinstance(v, str) and v.strip() for v in meanings.values()
+    ):
+        raise ConfigError(
+            f'{path}: "meanings" must map each concept to a non-empty string, like '
+            '{"float economics": "insurance float as a source of investable funds"}; fix the file'
+        )
+    unknown = sorted(set(meanings) - set(concepts))
+    if unknown:
+        raise ConfigError(
+            f'{path}: "meanings" names concept(s) missing from "concepts": {", ".join(unknown)}; '
+            'add them to "concepts" or remove their meanings'
+        )
     ordered = tuple((c, tuple(cues[c])) for c in concepts if c in cues)
-    return tuple(concepts), ordered
+    means = tuple((c, meanings[c]) for c in concepts if c in meanings)
+    return tuple(concepts), ordered, means

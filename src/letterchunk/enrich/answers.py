@@ -27,11 +27,11 @@ from letterchunk.contract.validate import (
 )
 from letterchunk.enrich.candidates import (
     confession_sentences,
-    cued_concepts,
     name_candidates,
     sentence_choices,
     years_in_text,
 )
+from letterchunk.enrich.concept_candidates import concept_candidates
 from letterchunk.enrich.context import PromptContext
 from letterchunk.enrich.principle_candidates import principle_candidates
 
@@ -44,9 +44,11 @@ MAX_RELATED_SECTIONS, MAX_RELATED_YEARS, MAX_COMPARISON_YEARS = 2, 2, 4
 # candidates the follow-up questions judge one by one (enrich.judges): concepts at most
 # MAX_CONCEPT_CHECKS; rule sentences RULE_CHECK_SHARE of the chunk's sentences, within
 # [MIN_RULE_CHECKS, MAX_RULE_CHECKS] (on the dev principles, bench/gold/principles_dev.json,
-# 0.4 of a Tier-1 chunk's sentences, ~10.7 a chunk, held 66 of 84 where a fixed 7 held 57)
-MAX_CONCEPT_CHECKS = 5
-RULE_CHECK_SHARE, MIN_RULE_CHECKS, MAX_RULE_CHECKS = 0.4, 3, 12
+# 0.3 of a Tier-1 chunk's sentences, ~8.7 a chunk, held 62 of 84 where a fixed 7 held 57;
+# each question costs ~2 s on two cores).  The answer chooses its concepts among the
+# MAX_CHOICE_CONCEPTS best-ranked candidates (enrich.concept_candidates)
+MAX_CONCEPT_CHECKS, MAX_CHOICE_CONCEPTS = 3, 6
+RULE_CHECK_SHARE, MIN_RULE_CHECKS, MAX_RULE_CHECKS = 0.3, 3, 10
 # String caps (llama.cpp turns maxLength into the grammar, so a string that starts repeating
 # itself, seen at temperature 0 on a holdings table, is closed instead of running to max_tokens)
 MAX_NAME_CHARS, MAX_STATEMENT_CHARS, MAX_SUMMARY_CHARS, MAX_CONTEXT_CHARS = 80, 240, 320, 480
@@ -244,11 +246,17 @@ def _is_table(chunk: Chunk) -> bool:
     return chunk.metadata.chunk_tier == 3
 
 
+def concept_choices(chunk: Chunk, ctx: PromptContext) -> list[str]:
+    """The candidate concepts the answer chooses among: the best-ranked
+    :data:`MAX_CHOICE_CONCEPTS` (:func:`~letterchunk.enrich.concept_candidates.
+    concept_candidates`)."""
+    return concept_candidates(chunk.content, ctx, MAX_CHOICE_CONCEPTS)
+
+
 def concept_checks(chunk: Chunk, ctx: PromptContext) -> list[str]:
-    """The candidate concepts of ``chunk`` (the answer chooses among them and the follow-up
-    questions judge each): those its words cue, most cued first, at most
-    :data:`MAX_CONCEPT_CHECKS`."""
-    return cued_concepts(chunk.content, ctx)[:MAX_CONCEPT_CHECKS]
+    """The candidate concepts the follow-up questions judge one by one: the best-ranked
+    :data:`MAX_CONCEPT_CHECKS` of :func:`concept_choices`."""
+    return concept_choices(chunk, ctx)[:MAX_CONCEPT_CHECKS]
 
 
 def rule_checks(chunk: Chunk) -> list[str]:
@@ -296,7 +304,7 @@ def _grounded_fields(chunk: Chunk, ctx: PromptContext) -> dict[str, tuple[Any, F
     """The fields a grammar narrows to the chunk's own choices (see module docstring)."""
     narrowed: dict[str, tuple[Any, FieldInfo]] = {}
     # only the candidate concepts; none -> [] forced
-    narrowed["buffett_concepts"] = _choice_list(concept_checks(chunk, ctx), MAX_CONCEPTS)
+    narrowed["buffett_concepts"] = _choice_list(concept_choices(chunk, ctx), MAX_CONCEPTS)
     titles = [
         t
         for t in ctx.section_titles

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from letterchunk.contract.schema import UNTITLED
-from letterchunk.contract.vocabulary import load_concepts, load_cues
+from letterchunk.contract.vocabulary import load_concepts, load_cues, load_meanings
 
 # --------------------------------------------------------------------------------------------
 # Prompt context
@@ -25,7 +25,8 @@ class PromptContext:
     grounded_choices: bool = True
     # concept -> its textual cues, for the concepts of ``vocabulary`` (see module docstring)
     cues: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # concept -> its one-line meaning (the system prompt defines each concept by it)
+    # concept -> its one-line meaning, for the concepts of ``vocabulary`` that have one: the
+    # system prompt defines each concept by it and the concept candidates count its words
     meanings: tuple[tuple[str, str], ...] = ()
 
     @classmethod
@@ -37,11 +38,14 @@ class PromptContext:
         *,
         grounded_choices: bool = True,
         cues: Mapping[str, Sequence[str]] | None = None,
+        meanings: Mapping[str, str] | None = None,
     ) -> PromptContext:
         vocab = load_vocabulary() if vocabulary is None else vocabulary
         titles = tuple(dict.fromkeys(t for t in section_titles if t and t != UNTITLED))
         if cues is None:
             cues = load_cues()
+        if meanings is None:
+            meanings = load_meanings()
         # sorted: a frozenset's iteration order changes with PYTHONHASHSEED, and the prompt
         # bytes must not (cache keys, cassettes)
         ordered = tuple(sorted(vocab))
@@ -51,6 +55,7 @@ class PromptContext:
             vocabulary=ordered,
             grounded_choices=grounded_choices,
             cues=tuple((c, tuple(cues.get(c, ()))) for c in ordered),
+            meanings=tuple((c, meanings[c]) for c in ordered if c in meanings),
         )
 
 

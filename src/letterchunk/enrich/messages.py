@@ -18,7 +18,7 @@ import unicodedata
 from typing import get_args
 
 from letterchunk.contract.schema import UNTITLED, Chunk, PrincipleCategory
-from letterchunk.enrich.answers import concept_checks, rule_checks
+from letterchunk.enrich.answers import concept_choices, rule_checks
 from letterchunk.enrich.context import PromptContext
 from letterchunk.llm import prompts
 
@@ -189,7 +189,7 @@ def _candidates(chunk: Chunk, ctx: PromptContext) -> str:
 
 def _checks(chunk: Chunk, ctx: PromptContext) -> str:
     """After the quoted block: the candidate concepts (vocabulary names, not letter text)."""
-    concepts = concept_checks(chunk, ctx)
+    concepts = concept_choices(chunk, ctx)
     if not concepts:
         return "\nCandidate concepts: none (buffett_concepts: [])"
     return "\nCandidate concepts (buffett_concepts: 0-3 of these): " + "; ".join(concepts)
