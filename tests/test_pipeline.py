@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from answers import request_chunk as chunk_text
 from fake_openai import FakeOpenAI, response_schema
 from letterchunk.cli import main
 from letterchunk.contract.schema import Chunk, dump_chunk
@@ -29,12 +30,6 @@ from letterchunk.text.segment import UNTITLED, segment_letter
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
 LETTER = CORPUS / "1977.txt"
-_CHUNK = re.compile(r"Chunk:\n<<<CHUNK TEXT>>>\n(.*)\n<<<END CHUNK TEXT>>>\s*$", re.S)
-
-
-def chunk_text(request: dict) -> str:
-    user = [m for m in request["messages"] if m["role"] == "user"][0]["content"]
-    return _CHUNK.search(user).group(1)
 
 
 def first_quote(schema: dict, text: str) -> str:
