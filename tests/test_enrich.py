@@ -139,7 +139,8 @@ def test_no_cued_concept_forces_an_empty_list(good_letter, make_chunk):
         model.model_validate(narrative_answer(buffett_concepts=["intrinsic value"]))
     user = build_messages(chunk, ctx_for(good_letter))[1]["content"]
     # said after the quoted chunk, as what is asked of it
-    assert user.split(CLOSE)[1].splitlines()[-1] == "Candidate concepts: none (buffett_concepts: [])"
+    asked = user.split(CLOSE)[1].splitlines()
+    assert asked[-1] == "Candidate concepts: none (buffett_concepts: [])"
 
 
 def test_hosted_mode_keeps_the_whole_vocabulary_and_names_the_candidate_concepts(good_letter):

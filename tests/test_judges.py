@@ -14,8 +14,8 @@ from fake_openai import FakeOpenAI, is_yes_no_question, response_schema
 from letterchunk.contract.names import name_kind
 from letterchunk.contract.schema import Chunk, Principle
 from letterchunk.enrich import PromptContext, build_messages, response_model_for
-from letterchunk.enrich.candidates import confession_paragraphs, speaks_of_writer
 from letterchunk.enrich.answers import concept_checks, rule_checks
+from letterchunk.enrich.candidates import confession_paragraphs, speaks_of_writer
 from letterchunk.enrich.judges import (
     CONCEPT_THRESHOLD,
     CONFESSION_THRESHOLD,
@@ -26,9 +26,9 @@ from letterchunk.enrich.judges import (
     apply_verdicts,
     ask_judges,
 )
+from letterchunk.llm import prompts
 from letterchunk.llm.cache import ResponseCache
 from letterchunk.llm.client import LLMClient, LLMSettings
-from letterchunk.llm import prompts
 from letterchunk.llm.judge import _p_yes, ask_yes_no
 from letterchunk.text.sentences import sentences
 from test_fault_matrix import valid_for
@@ -190,15 +190,11 @@ def test_a_table_is_asked_only_about_its_concepts():
     table = chunk("Insurance float grew. We made a mistake and paid too much.", tier=3)
     verdicts, asked = _asked_at(table, 0.8, CTX)
     assert concept_checks(table, CTX) and rule_checks(table) == []
-    assert [_question_kind(q) for q in asked] == ["judge_concept"] * len(
-        concept_checks(table, CTX)
-    )
+    assert [_question_kind(q) for q in asked] == ["judge_concept"] * len(concept_checks(table, CTX))
     assert not verdicts.asked and verdicts.rules == () and verdicts.confession is None
 
 
-def _asked_at(
-    c: Chunk, p: float, ctx: PromptContext | None = None
-) -> tuple[Verdicts, list[str]]:
+def _asked_at(c: Chunk, p: float, ctx: PromptContext | None = None) -> tuple[Verdicts, list[str]]:
     """The verdicts on ``c`` from a server answering every question ``p``, and the questions
     (the concept questions only with ``ctx``)."""
     asked: list[str] = []
