@@ -41,7 +41,8 @@ from letterchunk.cli import main
 from letterchunk.contract.schema import Chunk, Principle
 from letterchunk.contract.validate import validate_chunk
 from letterchunk.contract.vocabulary import load_concepts
-from letterchunk.enrich.candidates import confession_paragraphs, confession_sentences
+from letterchunk.enrich.answers import rule_checks
+from letterchunk.enrich.candidates import confession_paragraphs
 from letterchunk.enrich.context import PromptContext
 from letterchunk.enrich.messages import build_messages
 from letterchunk.text.clean import load_letter
@@ -200,7 +201,7 @@ def test_neutralising_is_the_identity_on_the_shipped_letters():
             quoted = [
                 c.content,
                 c.metadata.section_title,
-                *confession_sentences(c.content),
+                *rule_checks(c),  # a hosted prompt lists them, a question quotes each
                 *(p for pair in confession_paragraphs(c.content) for p in pair),
             ]
             for text in quoted:
