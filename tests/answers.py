@@ -33,3 +33,27 @@ def narrative_answer(**over) -> dict:
     }
     answer.update(over)
     return answer
+
+
+# prompts/enrich_user.md: the fence, and inside it the letter's parts before the chunk's text
+# (the year, the section titles, the chunk's own title) and after it, in a hosted run, the
+# candidate rule sentences (enrich.messages)
+OPEN, CLOSE = "<<<CHUNK TEXT>>>\n", "\n<<<END CHUNK TEXT>>>"
+OWN_TITLE = "\nSection of this chunk: "
+CANDIDATES = "\n\nCandidate rule sentences (a principle's evidence is one of them):\n"
+
+
+def quoted_chunk(user: str) -> str:
+    """The chunk's text as an enrichment request's user message quotes it."""
+    start = user.index(OPEN) + len(OPEN)
+    block = user[start : user.rindex(CLOSE)]
+    after_title = block.index(OWN_TITLE) + len(OWN_TITLE)
+    body = block[block.index("\n\n", after_title) + 2 :]
+    cut = body.rfind(CANDIDATES)
+    return body if cut < 0 else body[:cut]
+
+
+def request_chunk(request: dict) -> str:
+    """The chunk's text as an enrichment request (a JSON body) quotes it."""
+    user = [m for m in request["messages"] if m["role"] == "user"][0]["content"]
+    return quoted_chunk(str(user))

@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 
+from answers import request_chunk
 from fake_openai import answer, response_schema
 from test_fault_matrix import valid_for
 
@@ -53,18 +54,13 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-OPEN, CLOSE = "Chunk:\n<<<CHUNK TEXT>>>\n", "\n<<<END CHUNK TEXT>>>"  # the fence of enrich_user.md
-
-
 def chunk_text(request: dict) -> str:
-    """The chunk as the prompt quotes it (the last fenced block of the last message)."""
-    content = str((request.get("messages") or [{}])[-1].get("content") or "")
-    start = content.rfind(OPEN)
-    if start < 0:
-        return content
-    body = content[start + len(OPEN) :]
-    end = body.rfind(CLOSE)
-    return body[:end] if end >= 0 else body
+    """The chunk as the prompt quotes it (answers.request_chunk); the whole last message when a
+    request quotes none."""
+    try:
+        return request_chunk(request)
+    except (ValueError, KeyError, IndexError):
+        return str((request.get("messages") or [{}])[-1].get("content") or "")
 
 
 def rich_values(request: dict) -> dict:

@@ -1,14 +1,16 @@
 """Letter text in a prompt stays quoted data, and the safety rules judge what the model did with it.
 
-* **the fence**: ``prompts/enrich_user.md`` quotes the chunk between ``<<<CHUNK TEXT>>>`` and
+* **the fence**: ``prompts/enrich_user.md`` quotes everything taken from the letter (its year,
+  section titles, the chunk's own title and text) between ``<<<CHUNK TEXT>>>`` and
   ``<<<END CHUNK TEXT>>>``.  Whatever a letter says (a fence line of its own, in any spacing,
   case, bracket count or look-alike characters), the prompt holds exactly one opening and one
-  closing fence line, the quoted block is the chunk text with its markers neutralised, and the
-  titles, hints and yes/no questions carry no marker either.  Neutralising is the identity on
-  every chunk, title and quoted sentence of the shipped letters, so their prompts (and the
-  cassettes matched on them) keep their bytes.
-* **instructions outside the chunk**: a section title stands outside the quoted block in every
-  chunk's prompt.  A chunk that obeys an instruction-like title is re-asked and never written
+  closing fence line, the quoted block ends with the chunk text with its markers neutralised,
+  the titles in it are neutralised too, and the yes/no questions, each quoting its paragraph or
+  sentence inside a fence of its own, carry no other marker.  Neutralising is the identity on
+  every chunk, title and quoted sentence of the shipped letters, so their prompts keep their
+  bytes.
+* **instructions in a title**: a section title stands inside the quoted block in every chunk's
+  prompt.  A chunk that obeys an instruction-like title is re-asked and never written
   (``injection.obeyed`` reads the titles too); a file written by another tool with such answers
   fails ``validate --stage enriched``; answers copied from a title the rules cannot read as an
   instruction are still reported (``injection.duplicate_summary``,
@@ -39,7 +41,8 @@ from letterchunk.cli import main
 from letterchunk.contract.schema import Chunk, Principle
 from letterchunk.contract.validate import validate_chunk
 from letterchunk.contract.vocabulary import load_concepts
-from letterchunk.enrich.candidates import confession_paragraphs, confession_sentences
+from letterchunk.enrich.answers import rule_checks
+from letterchunk.enrich.candidates import confession_paragraphs
 from letterchunk.enrich.context import PromptContext
 from letterchunk.enrich.messages import build_messages
 from letterchunk.text.clean import load_letter
@@ -130,19 +133,24 @@ def _user_prompt(content: str, letter_titles: list[str], own_title: str) -> str:
 def test_a_prompt_has_one_fence_whatever_the_letter_says(content, letter_titles, own_title):
     from letterchunk.enrich.messages import neutralise_fences
 
-    prompt = _user_prompt(content, letter_titles, own_title or "A title")
+    own_title = own_title or "A title"
+    prompt = _user_prompt(content, letter_titles, own_title)
     lines = prompt.splitlines()
     assert [x for x in lines if letters_of(x) == "chunktext"] == [OPEN]
     assert [x for x in lines if letters_of(x) == "endchunktext"] == [CLOSE]
-    head, quoted = prompt.split(f"\nChunk:\n{OPEN}\n")
-    assert quoted.rsplit(f"\n{CLOSE}", 1)[0] == neutralise_fences(content)
-    # no title or hint brings a marker of its own (the template's sentence naming the fence
-    # aside; a title starting "Text" after "Section of this chunk:" spells one with the
-    # template's own words, as "Textile Operations" of 1977 does, but before the opening
-    # fence, where it cannot close the quoted block)
+    assert lines[0] == OPEN  # the letter's parts start the message, all of them quoted
+    quoted, after = prompt.removeprefix(f"{OPEN}\n").split(f"\n{CLOSE}\n")
+    assert quoted.endswith("\n\n" + neutralise_fences(content))
+    for title in filter(None, letter_titles):  # a blank title is no title
+        assert f"\n- {neutralise_fences(title)}\n" in quoted
+    assert f"\nSection of this chunk: {neutralise_fences(own_title)}\n" in quoted
+    # no title brings a marker of its own (a title starting "Text" after "Section of this
+    # chunk:" spells one with the template's own words, as "Textile Operations" of 1977 does,
+    # but on a line no reader takes for a fence), and after the block only what is asked
+    head = quoted.removesuffix(neutralise_fences(content))
     for line in head.splitlines():
-        if not line.startswith("The chunk is quoted between the lines"):
-            assert not marked(line.removeprefix("Section of this chunk: ").removeprefix("- "))
+        assert not marked(line.removeprefix("Section of this chunk: ").removeprefix("- "))
+    assert [line.split(" ")[0] for line in after.splitlines()] == ["Chunk", "Candidate"]
 
 
 @SETTINGS
@@ -193,7 +201,7 @@ def test_neutralising_is_the_identity_on_the_shipped_letters():
             quoted = [
                 c.content,
                 c.metadata.section_title,
-                *confession_sentences(c.content),
+                *rule_checks(c),  # a hosted prompt lists them, a question quotes each
                 *(p for pair in confession_paragraphs(c.content) for p in pair),
             ]
             for text in quoted:
@@ -219,7 +227,7 @@ def _marked_confessions() -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize(("year", "chunk_id", "marker"), _marked_confessions())
-def test_quoted_sentences_of_hints_and_questions_carry_no_marker(
+def test_quoted_paragraphs_and_sentences_of_questions_carry_no_other_marker(
     year, chunk_id, marker, monkeypatch
 ):
     from letterchunk.enrich import judges
@@ -253,16 +261,26 @@ def test_quoted_sentences_of_hints_and_questions_carry_no_marker(
         def send_plain(self, request, *, chunk_id):  # what can_judge looks for
             raise AssertionError("ask_yes_no is scripted")
 
-    judges.ask_judges(chunk, {"principle_evidence": [planted]}, messages, Judging())
-    assert len(asked) >= 3  # the chunk question, a paragraph, the principle
+    judges.ask_judges(chunk, {"principle_evidence": [planted]}, messages, Judging(), ctx)
+    # the chunk question, its paragraphs, its rule candidates
+    assert len(asked) >= 3
+    # the planted marker is never quoted as it stands
+    assert not any(planted in " ".join(str(q[-1]["content"]).split()) for q in asked)
+    quoting = 0
     for question in asked:
         assert question[:2] == messages
         lines = str(question[1]["content"]).splitlines()
         assert lines.count(OPEN) == 1 and lines.count(CLOSE) == 1
-        for message in question:
+        own = str(question[-1]["content"]).splitlines()
+        # a question quoting letter text holds it inside one fence of its own
+        assert own.count(OPEN) == own.count(CLOSE) <= 1
+        quoting += own.count(OPEN)
+        # the system message names the fence in a sentence; it holds no letter text
+        for message in question[1:]:
             for line in str(message["content"]).splitlines():
-                if line not in (OPEN, CLOSE) and not line.startswith("The chunk is quoted"):
+                if line not in (OPEN, CLOSE):
                     assert not marked(line.removeprefix("Section of this chunk: ")), line
+    assert quoting >= 2  # a paragraph and a rule sentence at least
 
 
 # --------------------------------------------------------------------------------------------
@@ -335,11 +353,11 @@ def test_a_chunk_that_obeys_a_section_title_is_never_written(
         prompts = [r.body["messages"][1]["content"] for r in server.chat_requests]
     err = capsys.readouterr().err
     assert code == 1, err
-    # every chunk's prompt showed the title, outside the quoted chunk
+    # every chunk's prompt showed the title, quoted with the letter's other text
     chunks = segment_letter(load_letter(letter))
     outside = [c.chunk_id for c in chunks if title not in c.content]
     assert len(outside) >= 3
-    assert prompts and all(f"- {title}" in p for p in prompts)
+    assert prompts and all(f"- {title}" in p.split(CLOSE)[0] for p in prompts)
     written = _jsonl(out / f"{year}.jsonl")
     # (the title itself is written: it is the section's title)
     assert all(value not in c["metadata"]["contextual_summary"] for c in written)

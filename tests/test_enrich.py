@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from answers import QUOTE, narrative_answer
+from answers import CLOSE, OPEN, QUOTE, narrative_answer, quoted_chunk
 from letterchunk.contract.validate import LetterContext, validate_chunk
 from letterchunk.enrich import (
     Enrichment,
@@ -21,6 +21,7 @@ from letterchunk.enrich import (
     response_model_for,
     years_in_text,
 )
+from letterchunk.enrich.answers import concept_checks, concept_choices, rule_checks
 from letterchunk.text.segment import UNTITLED
 
 VOCAB = frozenset(
@@ -59,13 +60,14 @@ def test_response_model_narrows_to_vocabulary_titles_and_years(good_letter):
         with pytest.raises(ValidationError):
             model.model_validate(narrative_answer(**bad))
     schema = model.model_json_schema()
-    # only the cued concepts, most cue hits first ("circle of competence": its name + "competence")
-    assert schema["properties"]["buffett_concepts"]["items"]["enum"] == [
-        "circle of competence",
-        "intrinsic value",
-    ]
-    with pytest.raises(ValidationError):  # in the vocabulary, but not cued in this chunk
-        model.model_validate(narrative_answer(buffett_concepts=["float economics"]))
+    # only the candidate concepts, best evidence first: the two the chunk names come before one
+    # whose name's words it merely uses ("economic"), and one it gives no evidence for is out
+    enum = schema["properties"]["buffett_concepts"]["items"]["enum"]
+    assert enum == concept_choices(s1, ctx_for(good_letter))
+    assert enum[:2] == ["circle of competence", "intrinsic value"]
+    assert "underwriting discipline" not in enum
+    with pytest.raises(ValidationError):  # in the vocabulary, but no candidate of this chunk
+        model.model_validate(narrative_answer(buffett_concepts=["underwriting discipline"]))
     assert schema["required"] == list(model.model_fields)  # every key forced by the grammar
 
 
@@ -86,7 +88,11 @@ def test_untitled_sections_ask_for_a_title(make_chunk):
         comparison_years=[],
         buffett_concepts=[],
         related_sections_same_letter=["Performance"],
-        principles=[],
+        # under a grammar a chunk with rule candidates states at least one principle (the
+        # follow-up questions keep it or drop it): here its one sentence
+        principles=[
+            {"statement": "A rule.", "category": "general", "evidence": "A short body from 1987."}
+        ],
         content_type="narrative",
         content_type_evidence=[],
         entities={"companies": [], "people": [], "metrics": []},
@@ -132,19 +138,51 @@ def test_no_cued_concept_forces_an_empty_list(good_letter, make_chunk):
     with pytest.raises(ValidationError):
         model.model_validate(narrative_answer(buffett_concepts=["intrinsic value"]))
     user = build_messages(chunk, ctx_for(good_letter))[1]["content"]
-    assert "Concepts cued in this chunk: none" in user
+    # said after the quoted chunk, as what is asked of it
+    asked = user.split(CLOSE)[1].splitlines()
+    assert asked[-1] == "Candidate concepts: none (buffett_concepts: [])"
 
 
-def test_hosted_mode_keeps_the_whole_vocabulary_and_suggests_cued_concepts(good_letter):
+def test_hosted_mode_keeps_the_whole_vocabulary_and_names_the_candidate_concepts(good_letter):
     s1 = good_letter.chunk("1987-S1-T1-001")
     ctx = PromptContext.for_letter(1987, ["Performance"], VOCAB, grounded_choices=False, cues=CUES)
     enum = response_model_for(s1, ctx).model_json_schema()["properties"]["buffett_concepts"]
     assert set(enum["items"]["enum"]) == VOCAB
     messages = build_messages(s1, ctx)
     assert all(c in messages[0]["content"] for c in VOCAB)
-    assert (
-        "Suggested concepts (cued in this chunk, most first): circle of competence, intrinsic value"
-    ) in messages[1]["content"]
+    checks = concept_checks(s1, ctx)
+    assert checks[:2] == ["circle of competence", "intrinsic value"]
+    # after the quoted chunk, best-ranked first (vocabulary names, not letter text)
+    after = messages[1]["content"].split(CLOSE)[1]
+    assert f"Candidate concepts (buffett_concepts: 0-3 of these): {'; '.join(checks)}" in after
+
+
+def test_hosted_mode_quotes_titles_and_candidate_rule_sentences_inside_the_fence(good_letter):
+    s1 = good_letter.chunk("1987-S1-T1-001")
+    titles = ["Performance", "Insurance Operations"]
+    hosted = PromptContext.for_letter(1987, titles, VOCAB, grounded_choices=False, cues=CUES)
+    user = build_messages(s1, hosted)[1]["content"]
+    assert user.startswith(OPEN) and user.count(OPEN) == 1 and user.count(CLOSE) == 1
+    quoted, after = user[len(OPEN) :].split(CLOSE)
+    rules = rule_checks(s1)
+    assert rules, "the chunk has candidate rule sentences"
+    # everything taken from the letter is inside the fence: year, titles, own title, text, rules
+    assert "Letter year: 1987" in quoted
+    assert all(f"- {t}" in quoted for t in titles)
+    assert "Section of this chunk: Performance" in quoted
+    assert quoted_chunk(user) == s1.content
+    listed = quoted.split("Candidate rule sentences (a principle's evidence is one of them):\n")[1]
+    assert listed.strip().splitlines() == [f"- {r}" for r in rules]
+    # after it only what is asked: the chunk's kind and the candidate concepts
+    assert [line.split(":")[0] for line in after.strip().splitlines()] == [
+        "Chunk kind",
+        "Candidate concepts (buffett_concepts",
+    ]
+    assert not any(r in after for r in rules) and "Performance" not in after
+    # under a grammar the schema offers the rules as evidence choices: the prompt lists none
+    grounded = build_messages(s1, ctx_for(good_letter))[1]["content"]
+    assert "Candidate rule sentences" not in grounded
+    assert quoted_chunk(grounded) == s1.content
 
 
 CONFESSION = "We have mistakenly predicted better results in each of the last two years."
@@ -193,26 +231,17 @@ def test_confession_is_allowed_only_with_a_cue_sentence(good_letter, make_chunk)
     props = model.model_json_schema()["properties"]
     assert "mistake_confession" in props["content_type"]["enum"]
     assert props["content_type_evidence"]["items"]["enum"][0] == CONFESSION  # cue sentences first
+    rule = rule_checks(chunk)[0]  # under a grammar at least one principle, on a candidate
     model.model_validate(
         narrative_answer(
             content_type="mistake_confession",
             content_type_evidence=[CONFESSION],
-            principles=[],
+            principles=[{"statement": "A rule.", "category": "general", "evidence": rule}],
             buffett_concepts=[],
             comparison_years=[],
             related_sections_same_letter=[],
             entities={"companies": [], "people": [], "metrics": []},
         )
-    )
-    user = build_messages(chunk, ctx)[1]["content"]
-    hint = (
-        "Possible confession sentences (if one admits a mistake of Buffett's or Berkshire's, "
-        "answer mistake_confession and quote it):"
-    )
-    assert f"{hint}\n- {CONFESSION}" in user
-    assert (
-        "Possible confession sentences: none"
-        in build_messages(good_letter.chunk("1987-S1-T1-001"), ctx)[1]["content"]
     )
 
 
@@ -300,19 +329,20 @@ def test_table_model_has_one_entry_per_table(good_letter):
     }
 
 
-def test_messages_put_fixed_instructions_first_and_the_chunk_last(good_letter):
+def test_messages_put_fixed_instructions_first_and_the_quoted_letter_next(good_letter):
     ctx = ctx_for(good_letter)
     s1, s2 = good_letter.chunks[:2]
     m1, m2 = build_messages(s1, ctx), build_messages(s2, ctx)
     assert [m["role"] for m in m1] == ["system", "user"]
     assert m1[0] == m2[0]  # identical system prompt: the server reuses the cached prefix
-    assert m1[1]["content"].rstrip().endswith(s1.content + "\n<<<END CHUNK TEXT>>>")
+    assert quoted_chunk(m1[1]["content"]) == s1.content
     for concept in VOCAB:
         assert concept in m1[0]["content"]
-    assert "- Insurance Operations" in m1[1]["content"]
+    assert "- Insurance Operations" in m1[1]["content"].split(CLOSE)[0]
     # letter-level lines come before anything chunk-specific
-    prefix = m1[1]["content"].split("Chunk kind:")[0]
-    assert prefix == m2[1]["content"].split("Chunk kind:")[0]
+    prefix = m1[1]["content"].split("Section of this chunk:")[0]
+    assert prefix.startswith(OPEN) and "Letter year: 1987" in prefix
+    assert prefix == m2[1]["content"].split("Section of this chunk:")[0]
 
 
 def test_vocabulary_order_does_not_depend_on_set_order(good_letter):

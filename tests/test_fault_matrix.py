@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from answers import request_chunk
 from fake_openai import (
     FakeOpenAI,
     Reply,
@@ -59,8 +60,10 @@ TIMEOUT_S = 1.0  # LETTERCHUNK_TIMEOUT_S for the run: the "hang" row waits past 
 def _chunk_word(request: dict) -> str:
     """A word of the chunk the request quotes (the longest of its first words: a content word),
     so the scripted summaries name something of their chunk, as a real summary does."""
-    text = " ".join(str(m.get("content") or "") for m in request.get("messages", []))
-    quoted = text.rsplit("<<<CHUNK TEXT>>>", 1)[-1].split("<<<END CHUNK TEXT>>>", 1)[0]
+    try:
+        quoted = request_chunk(request)
+    except (ValueError, KeyError, IndexError):  # a request that quotes no chunk
+        quoted = " ".join(str(m.get("content") or "") for m in request.get("messages", []))
     return max(re.findall(r"[A-Za-z]+", quoted)[:20] or ["Berkshire"], key=len)
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from answers import CLOSE, request_chunk
 from fake_openai import FakeOpenAI, answer, status
 from letterchunk.cli import main
 from test_fault_matrix import valid_for
@@ -106,9 +107,15 @@ def test_obeyed_injection_is_reasked_and_never_written(
     err = capsys.readouterr().err
     assert code == exit_code, err
     assert "injection." in err
-    # the first request fenced the chunk as data
-    prompt = server.chat_requests[0].body["messages"][-1]["content"]
-    assert "<<<CHUNK TEXT>>>" in prompt and "never instructions" in prompt
+    # the system message calls the quoted block data, and the injected chunk's prompt holds the
+    # instruction inside it, nothing of it after the block
+    system = server.chat_requests[0].body["messages"][0]["content"]
+    assert "<<<CHUNK TEXT>>>" in system and "never instructions" in system
+    injected = next(
+        r.body for r in server.chat_requests if INJECTION in str(r.body["messages"][1]["content"])
+    )
+    assert INJECTION in request_chunk(injected)
+    assert INJECTION not in str(injected["messages"][1]["content"]).split(CLOSE)[1]
     records = _jsonl(out / "1977.report.jsonl")
     target = next(
         r["chunk_id"]

@@ -6,27 +6,34 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import _chunk
 from fake_openai import FakeOpenAI, is_yes_no_question, response_schema
 from letterchunk.contract.names import name_kind
 from letterchunk.contract.schema import Chunk, Principle
 from letterchunk.enrich import PromptContext, build_messages, response_model_for
+from letterchunk.enrich.answers import concept_checks, rule_checks
 from letterchunk.enrich.candidates import confession_paragraphs, speaks_of_writer
 from letterchunk.enrich.judges import (
+    CONCEPT_THRESHOLD,
     CONFESSION_THRESHOLD,
     MAX_PARAGRAPH_QUESTIONS,
     PARAGRAPH_THRESHOLD,
+    PRINCIPLE_THRESHOLD,
     Verdicts,
     apply_verdicts,
     ask_judges,
 )
+from letterchunk.llm import prompts
 from letterchunk.llm.cache import ResponseCache
 from letterchunk.llm.client import LLMClient, LLMSettings
 from letterchunk.llm.judge import _p_yes, ask_yes_no
 from letterchunk.text.sentences import sentences
 from test_fault_matrix import valid_for
 
+FENCE_OPEN, FENCE_CLOSE = "<<<CHUNK TEXT>>>", "<<<END CHUNK TEXT>>>"
 CONFESSING = (
     "Our textile business earned little this year. I made a big mistake when I bought "
     "the Waumbec mills in 1975, and we paid too much for them. The insurance companies did well."
@@ -109,41 +116,87 @@ def _messages(c: Chunk) -> list[dict]:
     return build_messages(c, PromptContext.for_letter(1977, ["Textiles", "Insurance"]))
 
 
-def test_ask_judges_asks_about_the_chunk_each_confession_paragraph_and_each_principle():
+def _question_kind(question: str) -> str:
+    """Which template a yes/no question was rendered from: its fixed first words tell."""
+    for name in ("judge_confession_paragraph", "judge_principle", "judge_concept"):
+        template = (prompts.prompts_dir() / f"{name}.md").read_text(encoding="utf-8")
+        if question.startswith(template.split("{{")[0].splitlines()[0]):
+            return name
+    assert question == prompts.render("judge_confession"), question
+    return "judge_confession"
+
+
+def _quoted_in_question(question: str) -> str:
+    """The letter text a question quotes: the lines between its one pair of fence lines."""
+    lines = question.splitlines()
+    assert lines.count(FENCE_OPEN) == 1 and lines.count(FENCE_CLOSE) == 1, question
+    return "\n".join(lines[lines.index(FENCE_OPEN) + 1 : lines.index(FENCE_CLOSE)])
+
+
+CONCEPTS = ("mistakes of commission", "circle of competence", "margin of safety", "float")
+CTX = PromptContext.for_letter(
+    1977,
+    ["Textiles", "Insurance"],
+    frozenset(CONCEPTS),
+    cues={"mistakes of commission": ("mistake", "paid too much"), "float": ("insurance",)},
+)
+
+
+def test_ask_judges_asks_the_chunk_each_paragraph_each_rule_and_each_concept_in_order():
     c = chunk()
-    meta = c.metadata.model_copy(
-        update={"principles": [Principle(statement="Pay fair prices.", category="valuation")]}
-    )
-    c = Chunk.model_validate(
-        {"chunk_id": c.chunk_id, "content": c.content, "metadata": meta.model_dump()}
-    )
-    evidence = {"chunk_id": c.chunk_id, "principle_evidence": [sentences(CONFESSING)[1]]}
-    messages = _messages(c)
+    messages = build_messages(c, CTX)
     seen: list[dict] = []
+    p_by_kind = {
+        "judge_confession": 0.9,
+        "judge_confession_paragraph": 0.7,
+        "judge_principle": 0.2,
+        "judge_concept": 0.6,
+    }
 
     def judge(body: dict) -> float:
         seen.append(body)
-        question = body["messages"][-1]["content"]
-        if "principle" in question:
-            return 0.2
-        return 0.7 if "Paragraph:" in question else 0.9
+        return p_by_kind[_question_kind(body["messages"][-1]["content"])]
 
     with FakeOpenAI(judge=judge) as server, _client(server) as client:
-        verdicts = ask_judges(c, evidence, messages, client)
-    admission = sentences(CONFESSING)[1]  # the one first-person self-critical sentence
-    assert verdicts.asked and verdicts.confession == pytest.approx(0.9)
-    # its paragraph (here the whole chunk) is asked about, the sentence kept as the quote
-    assert verdicts.confession_paragraphs == ((admission, pytest.approx(0.7)),)
-    assert verdicts.principles == pytest.approx((0.2,))
-    assert verdicts.calls == 3 and verdicts.usage.requests == 3
+        verdicts = ask_judges(c, {"chunk_id": c.chunk_id}, messages, client, CTX)
+    paragraphs = confession_paragraphs(CONFESSING)
+    rules, concepts = rule_checks(c), concept_checks(c, CTX)
+    assert len(paragraphs) == 1 and rules and concepts  # every kind of question is put
+    questions = [body["messages"][-1]["content"] for body in seen]
+    # one chunk question, then one per paragraph, per rule candidate and per concept check
+    assert [_question_kind(q) for q in questions] == (
+        ["judge_confession"]
+        + ["judge_confession_paragraph"] * len(paragraphs)
+        + ["judge_principle"] * len(rules)
+        + ["judge_concept"] * len(concepts)
+    )
     for body in seen:  # the chunk's own prompt first (a cached prefix), one question after it
         assert body["messages"][:2] == messages and len(body["messages"]) == 3
-    assert f'Paragraph: "{CONFESSING}"' in seen[1]["messages"][-1]["content"]
-    assert admission in seen[2]["messages"][-1]["content"]  # the principle's evidence
+    # the letter text a question asks about stands inside a fence of its own
+    n = 1 + len(paragraphs)
+    assert [_quoted_in_question(q) for q in questions[1:n]] == [p for p, _ in paragraphs]
+    assert [_quoted_in_question(q) for q in questions[n : n + len(rules)]] == rules
+    for concept, question in zip(concepts, questions[n + len(rules) :], strict=True):
+        assert f'"{concept}"' in question and FENCE_OPEN not in question
+    admission = sentences(CONFESSING)[1]  # the one first-person self-critical sentence
+    assert verdicts.asked and verdicts.confession == pytest.approx(0.9)
+    assert verdicts.confession_paragraphs == ((admission, pytest.approx(0.7)),)
+    assert verdicts.rules == tuple((r, pytest.approx(0.2)) for r in rules)
+    assert verdicts.concepts == tuple((k, pytest.approx(0.6)) for k in concepts)
+    assert verdicts.calls == len(questions) and verdicts.usage.requests == len(questions)
 
 
-def _asked_at(c: Chunk, p: float) -> tuple[Verdicts, list[str]]:
-    """The verdicts on ``c`` from a server answering every question ``p``, and the questions."""
+def test_a_table_is_asked_only_about_its_concepts():
+    table = chunk("Insurance float grew. We made a mistake and paid too much.", tier=3)
+    verdicts, asked = _asked_at(table, 0.8, CTX)
+    assert concept_checks(table, CTX) and rule_checks(table) == []
+    assert [_question_kind(q) for q in asked] == ["judge_concept"] * len(concept_checks(table, CTX))
+    assert not verdicts.asked and verdicts.rules == () and verdicts.confession is None
+
+
+def _asked_at(c: Chunk, p: float, ctx: PromptContext | None = None) -> tuple[Verdicts, list[str]]:
+    """The verdicts on ``c`` from a server answering every question ``p``, and the questions
+    (the concept questions only with ``ctx``)."""
     asked: list[str] = []
 
     def judge(body: dict) -> float:
@@ -151,14 +204,17 @@ def _asked_at(c: Chunk, p: float) -> tuple[Verdicts, list[str]]:
         return p
 
     with FakeOpenAI(judge=judge) as server, _client(server) as client:
-        verdicts = ask_judges(c, {"chunk_id": c.chunk_id}, _messages(c), client)
+        verdicts = ask_judges(c, {"chunk_id": c.chunk_id}, _messages(c), client, ctx)
     return verdicts, asked
 
 
 def test_a_chunk_with_no_self_critical_paragraph_about_the_writer_gets_no_confession_question():
     c = chunk("Too many managements report adjusted earnings, a mistake that misleads owners.")
     verdicts, asked = _asked_at(c, 0.9)
-    assert asked == [] and verdicts == Verdicts(asked=True)
+    # only its rule candidates are asked about
+    assert {_question_kind(q) for q in asked} == {"judge_principle"}
+    assert verdicts.confession is None and verdicts.confession_paragraphs == ()
+    assert [s for s, _ in verdicts.rules] == rule_checks(c)
 
 
 def test_tables_and_clients_that_cannot_judge_are_not_asked():
@@ -210,24 +266,98 @@ def test_a_chunk_without_a_self_critical_paragraph_about_the_writer_is_no_confes
     assert apply_verdicts(others, record, Verdicts()) == (others, record)
 
 
-def test_principles_judged_no_are_dropped_with_their_quotes_and_unknown_ones_kept():
-    c = chunk()
-    meta = c.metadata.model_copy(
-        update={
-            "principles": [
-                Principle(statement="A.", category="general"),
-                Principle(statement="B.", category="general"),
-                Principle(statement="C.", category="general"),
-            ]
-        }
-    )
-    c = Chunk.model_validate(
+def _with_principles(c: Chunk, *statements: str) -> Chunk:
+    principles = [Principle(statement=x, category="valuation") for x in statements]
+    meta = c.metadata.model_copy(update={"principles": principles})
+    return Chunk.model_validate(
         {"chunk_id": c.chunk_id, "content": c.content, "metadata": meta.model_dump()}
     )
-    record = {"chunk_id": "x", "principle_evidence": ["qa", "qb", "qc"]}
-    out, rec = apply_verdicts(c, record, Verdicts(principles=(0.9, 0.1, None)))
-    assert [p.statement for p in out.metadata.principles] == ["A.", "C."]
-    assert rec["principle_evidence"] == ["qa", "qc"]
+
+
+def test_principles_are_kept_by_their_sentences_rule_probability_and_ranked_by_it():
+    c = _with_principles(chunk(), "A.", "B.", "C.", "D.")
+    record = {"chunk_id": "x", "principle_evidence": ["qa", "qb", "qc", "qd"]}
+    below = PRINCIPLE_THRESHOLD - 0.01
+    rules = (("qa", 0.6), ("qb", below), ("qd", 0.9))  # "qc" not judged
+    out, rec = apply_verdicts(c, record, Verdicts(asked=True, rules=rules))
+    # "qb" judged no is dropped; one not judged ranks first (the answer stands), then by p
+    assert [p.statement for p in out.metadata.principles] == ["C.", "D.", "A."]
+    assert rec["principle_evidence"] == ["qc", "qd", "qa"]
+    assert record["principle_evidence"] == ["qa", "qb", "qc", "qd"]  # the input is not changed
+
+
+def test_judged_rules_the_answer_left_out_become_principles_stated_by_their_sentence():
+    stated, left_out, weak = sentences(CONFESSING)[0], sentences(CONFESSING)[2], "x"
+    c = _with_principles(chunk(), "Textiles earn little.")
+    record = {"chunk_id": "x", "principle_evidence": [stated]}
+    rules = ((stated, 0.55), (weak, PRINCIPLE_THRESHOLD - 0.01), (left_out, 0.8))
+    out, rec = apply_verdicts(c, record, Verdicts(asked=True, rules=rules))
+    assert [(p.statement, p.category) for p in out.metadata.principles] == [
+        (left_out, "general"),
+        ("Textiles earn little.", "valuation"),
+    ]
+    assert rec["principle_evidence"] == [left_out, stated]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    stated=st.lists(st.sampled_from(range(5)), unique=True, max_size=2),
+    ps=st.lists(st.one_of(st.none(), st.floats(0, 1)), min_size=5, max_size=5),
+)
+def test_judged_principles_are_the_rules_at_the_threshold_most_probable_first(stated, ps):
+    quotes = [f"Rule sentence number {i} holds." for i in range(5)]
+    c = _with_principles(chunk(), *(f"Stated {i}." for i in stated))
+    record = {"chunk_id": "x", "principle_evidence": [quotes[i] for i in stated]}
+    verdicts = Verdicts(asked=True, rules=tuple(zip(quotes, ps, strict=True)))
+    out, rec = apply_verdicts(c, record, verdicts)
+    p_of = dict(verdicts.rules)
+    kept = rec["principle_evidence"]
+    assert len(kept) == len(out.metadata.principles)
+    # an answer's principle stays unless judged below the threshold; another judged rule joins
+    # when it reaches it; none is lost or repeated
+    expected = {quotes[i] for i in stated if p_of[quotes[i]] is None}
+    expected |= {q for q, p in verdicts.rules if p is not None and p >= PRINCIPLE_THRESHOLD}
+    assert sorted(kept) == sorted(expected)
+    rank = [1.0 if p_of[q] is None else p_of[q] for q in kept]
+    assert rank == sorted(rank, reverse=True)
+    # to_dict records each kept principle's rule probability, aligned with its evidence
+    assert verdicts.to_dict(kept)["principle_p_yes"] == [
+        None if p_of[q] is None else round(p_of[q], 4) for q in kept
+    ]
+
+
+def test_concepts_are_decided_by_their_probability_at_most_three_most_probable_first():
+    c = chunk()
+    below = CONCEPT_THRESHOLD - 0.01
+    rated = (("a", 0.6), ("b", below), ("c", 0.95), ("d", None), ("e", 0.7), ("f", 0.5))
+    out, _ = apply_verdicts(c, {"chunk_id": "x"}, Verdicts(asked=True, concepts=rated))
+    assert out.metadata.buffett_concepts == ["c", "e", "a"]
+    # all judged no: none; none judged (no probability): the answer's own concepts stand
+    tagged = c.model_copy(
+        update={"metadata": c.metadata.model_copy(update={"buffett_concepts": ["z"]})}
+    )
+    none, _ = apply_verdicts(tagged, {"chunk_id": "x"}, Verdicts(concepts=(("a", below),)))
+    assert none.metadata.buffett_concepts == []
+    kept, _ = apply_verdicts(tagged, {"chunk_id": "x"}, Verdicts(concepts=(("a", None),)))
+    assert kept.metadata.buffett_concepts == ["z"]
+
+
+def test_to_dict_keeps_every_probability_rounded_and_principles_aligned_with_their_evidence():
+    verdicts = Verdicts(
+        asked=True,
+        confession=0.123456,
+        confession_paragraphs=(("I erred.", 0.876543),),
+        concepts=(("float", 0.55556), ("moat", None)),
+        rules=(("r1", 0.3), ("r2", 0.91234)),
+    )
+    assert verdicts.to_dict(["r2", "unjudged", "r1"]) == {
+        "confession_p_yes": 0.1235,
+        "confession_paragraphs": [{"sentence": "I erred.", "p_yes": 0.8765}],
+        "principle_p_yes": [0.9123, None, 0.3],
+        "concept_p_yes": {"float": 0.5556, "moat": None},
+        "rule_p_yes": [{"sentence": "r1", "p_yes": 0.3}, {"sentence": "r2", "p_yes": 0.9123}],
+    }
+    assert verdicts.to_dict()["principle_p_yes"] == []
 
 
 def test_no_probability_leaves_the_answer_as_it_is():
@@ -334,7 +464,7 @@ def test_an_opinion_frame_alone_does_not_make_the_writer_the_one_who_erred():
 def test_at_most_the_first_paragraphs_are_asked():
     text = "\n\n".join(f"In {1970 + i} I made a mistake buying mill number {i}." for i in range(5))
     verdicts, asked = _asked_at(chunk(text), 0.8)
-    paragraphs = [q for q in asked if "Paragraph:" in q]
+    paragraphs = [q for q in asked if _question_kind(q) == "judge_confession_paragraph"]
     assert len(paragraphs) == MAX_PARAGRAPH_QUESTIONS
     assert [p for _, p in verdicts.confession_paragraphs] == [pytest.approx(0.8)] * 3
     assert "mill number 0" in paragraphs[0] and "mill number 2" in paragraphs[-1]

@@ -13,28 +13,26 @@ from pathlib import Path
 
 import pytest
 
+from answers import request_chunk as chunk_text
 from fake_openai import FakeOpenAI, response_schema
 from letterchunk.cli import main
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.contract.validate import validate_path
 from letterchunk.enrich import sentence_choices
+from letterchunk.enrich.answers import concept_checks, rule_checks
+from letterchunk.enrich.candidates import confession_paragraphs
 from letterchunk.enrich.judges import MAX_PARAGRAPH_QUESTIONS
 from letterchunk.errors import RepairExhausted
 from letterchunk.llm.cache import ResponseCache
 from letterchunk.llm.client import LLMClient, LLMSettings
 from letterchunk.llm.prompts import prompt_hash
 from letterchunk.runner.pipeline import RunOptions, enrich_dir, run_paths
+from letterchunk.runner.prepare import letter_job
 from letterchunk.text.clean import load_letter
 from letterchunk.text.segment import UNTITLED, segment_letter
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
 LETTER = CORPUS / "1977.txt"
-_CHUNK = re.compile(r"Chunk:\n<<<CHUNK TEXT>>>\n(.*)\n<<<END CHUNK TEXT>>>\s*$", re.S)
-
-
-def chunk_text(request: dict) -> str:
-    user = [m for m in request["messages"] if m["role"] == "user"][0]["content"]
-    return _CHUNK.search(user).group(1)
 
 
 def first_quote(schema: dict, text: str) -> str:
@@ -45,11 +43,21 @@ def first_quote(schema: dict, text: str) -> str:
     return sentence_choices(text)[0]
 
 
+def rule_quote(schema: dict, quote: str) -> str:
+    """The first rule sentence the grammar offers as a principle's evidence, else ``quote``."""
+    items = schema.get("properties", {}).get("principles", {}).get("items", {})
+    if "$ref" in items:
+        items = schema["$defs"][items["$ref"].rsplit("/", 1)[-1]]
+    evidence = items.get("properties", {}).get("evidence", {})
+    return evidence.get("enum", [evidence.get("const", quote)])[0]
+
+
 def grounded_answer(request: dict, **override) -> dict:
     """A valid answer to whatever (full or partial) schema the request carries."""
     schema = response_schema(request)
     text = chunk_text(request)
     quote = first_quote(schema, text)
+    rule = rule_quote(schema, quote)
     # the longest of its first words: a content word of its own chunk, as a real summary names
     word = max(re.findall(r"[A-Za-z]+", text)[:20] or ["Berkshire"], key=len)
     full = {
@@ -61,7 +69,7 @@ def grounded_answer(request: dict, **override) -> dict:
         "buffett_concepts": [],
         "entities": {"companies": [], "people": [], "metrics": []},
         "principles": [
-            {"statement": "Report results plainly.", "category": "general", "evidence": quote}
+            {"statement": "Report results plainly.", "category": "general", "evidence": rule}
         ],
         "content_type": "principle_statement",
         "content_type_evidence": [quote],
@@ -101,13 +109,21 @@ def test_run_writes_valid_enriched_files_with_one_call_per_chunk(tmp_path):
         [letter] = run_paths([LETTER], out, client)
         structured = server.structured_requests
         assert len(structured) == len(letter.outcomes) == len(letter.chunks) > 3
-        # the yes/no follow-ups: a confession question per narrative chunk, one per principle,
-        # and one per paragraph holding a first-person self-critical sentence (at most three)
-        narrative = [o for o in letter.outcomes if o.chunk.metadata.chunk_tier != 3]
-        least = sum(1 + len(o.chunk.metadata.principles) for o in narrative)
+        # the yes/no follow-ups: for a chunk with a paragraph holding a first-person
+        # self-critical sentence, the chunk question and one per such paragraph (at most
+        # three); one per candidate rule sentence of a narrative chunk; one per candidate
+        # concept of every chunk
+        ctx = letter_job(1977, "", segment_letter(load_letter(LETTER))).prompt
+        for o in letter.outcomes:
+            narrative = o.chunk.metadata.chunk_tier != 3
+            paragraphs = confession_paragraphs(o.chunk.content) if narrative else []
+            confession = 1 + min(len(paragraphs), MAX_PARAGRAPH_QUESTIONS) if paragraphs else 0
+            rules, concepts = rule_checks(o.chunk), concept_checks(o.chunk, ctx)
+            assert o.verdicts.calls == confession + len(rules) + len(concepts), o.chunk_id
+            assert [s for s, _ in o.verdicts.rules] == rules
+            assert [c for c, _ in o.verdicts.concepts] == concepts
         asked = sum(o.verdicts.calls for o in letter.outcomes)
-        most = least + MAX_PARAGRAPH_QUESTIONS * len(narrative)
-        assert server.question_count == asked and least <= asked <= most
+        assert server.question_count == asked > len(letter.outcomes)
     assert all(o.calls == 1 for o in letter.outcomes)
     assert sorted(files(out)) == ["1977.evidence.jsonl", "1977.jsonl", "1977_cleaned.txt"]
     assert (out / "1977.report.jsonl").is_file()

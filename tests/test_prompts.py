@@ -21,40 +21,38 @@ def prompt_copy(tmp_path, monkeypatch):
     return root / "prompts"
 
 
+_USER = {
+    "year": 1977,
+    "section_titles": "- A",
+    "section_title": "A",
+    "content": "Body {{not_a_var}} stays.",
+    "candidates": "",
+    "kind": "narrative",
+    "checks": "",
+}
+
+
 def test_render_fills_every_placeholder():
-    text = prompts.render(
-        "enrich_user",
-        year=1977,
-        section_titles="- A",
-        kind="narrative",
-        section_title="A",
-        hints="",
-        content="Body {{not_a_var}} stays.",
-    )
+    text = prompts.render("enrich_user", **_USER)
     assert "Letter year: 1977" in text
     assert "{{" in text and "Body {{not_a_var}} stays." in text  # inserted text is not re-scanned
-    assert text.rstrip().endswith("<<<END CHUNK TEXT>>>")  # the chunk is the last thing
+    # everything taken from the letter stands inside the one fence; only the chunk's kind
+    # (and the candidate concepts) follow it
+    head, fence, rest = text.partition("<<<CHUNK TEXT>>>\n")
+    quoted, end, tail = rest.partition("\n<<<END CHUNK TEXT>>>")
+    assert head == "" and fence and end
+    assert "Letter year: 1977" in quoted and "Body {{not_a_var}} stays." in quoted
+    assert tail.strip() == "Chunk kind: narrative"
 
 
 @pytest.mark.parametrize(
     ("variables", "message"),
     [
         (
-            {"year": 1, "section_titles": "", "kind": "", "section_title": "", "hints": ""},
+            {k: v for k, v in _USER.items() if k != "content"},
             "missing value(s) for content",
         ),
-        (
-            {
-                "year": 1,
-                "section_titles": "",
-                "kind": "",
-                "section_title": "",
-                "hints": "",
-                "content": "",
-                "extra": 1,
-            },
-            "not used by the template: extra",
-        ),
+        ({**_USER, "extra": 1}, "not used by the template: extra"),
     ],
 )
 def test_render_rejects_missing_and_unused_variables(variables, message):
