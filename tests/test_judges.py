@@ -280,9 +280,9 @@ def test_principles_are_kept_by_their_sentences_rule_probability_and_ranked_by_i
     below = PRINCIPLE_THRESHOLD - 0.01
     rules = (("qa", 0.6), ("qb", below), ("qd", 0.9))  # "qc" not judged
     out, rec = apply_verdicts(c, record, Verdicts(asked=True, rules=rules))
-    # "qb" judged no is dropped; one not judged ranks first (the answer stands), then by p
-    assert [p.statement for p in out.metadata.principles] == ["C.", "D.", "A."]
-    assert rec["principle_evidence"] == ["qc", "qd", "qa"]
+    # "qb" judged no is dropped; the judged ones by p, then one not judged (the answer stands)
+    assert [p.statement for p in out.metadata.principles] == ["D.", "A.", "C."]
+    assert rec["principle_evidence"] == ["qd", "qa", "qc"]
     assert record["principle_evidence"] == ["qa", "qb", "qc", "qd"]  # the input is not changed
 
 
@@ -318,7 +318,7 @@ def test_judged_principles_are_the_rules_at_the_threshold_most_probable_first(st
     expected = {quotes[i] for i in stated if p_of[quotes[i]] is None}
     expected |= {q for q, p in verdicts.rules if p is not None and p >= PRINCIPLE_THRESHOLD}
     assert sorted(kept) == sorted(expected)
-    rank = [1.0 if p_of[q] is None else p_of[q] for q in kept]
+    rank = [0.0 if p_of[q] is None else p_of[q] for q in kept]
     assert rank == sorted(rank, reverse=True)
     # to_dict records each kept principle's rule probability, aligned with its evidence
     assert verdicts.to_dict(kept)["principle_p_yes"] == [

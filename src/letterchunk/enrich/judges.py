@@ -238,8 +238,8 @@ def _ranked_principles(
     principles: Sequence[Principle], quotes: list[str], verdicts: Verdicts
 ) -> tuple[list[Principle], list[str]] | None:
     """The principles whose evidence sentence is judged a rule (p at or above
-    :data:`PRINCIPLE_THRESHOLD`, or not judged), with the judged rules the answer left out,
-    most probable first; None when no rule was judged."""
+    :data:`PRINCIPLE_THRESHOLD`, or not judged: those last), with the judged rules the answer
+    left out, most probable first; None when no rule was judged."""
     if not verdicts.rules or len(quotes) != len(principles):
         return None
     rated = dict(verdicts.rules)
@@ -247,7 +247,8 @@ def _ranked_principles(
     for i, (principle, quote) in enumerate(zip(principles, quotes, strict=True)):
         p = rated.get(quote)
         if p is None or p >= PRINCIPLE_THRESHOLD:
-            ranked.append((-(1.0 if p is None else p), i, principle, quote))
+            # a principle whose evidence was not judged stays, after the judged ones
+            ranked.append((-(0.0 if p is None else p), i, principle, quote))
     stated = set(quotes)
     for i, (sentence, p) in enumerate(verdicts.rules):
         if sentence not in stated and p is not None and p >= PRINCIPLE_THRESHOLD:
