@@ -2,16 +2,17 @@
 
     python bench/judge_quality.py [--json]
 
-The follow-up questions of ``enrich.judges`` give a yes-probability to each candidate concept
-and each candidate rule sentence of a chunk; code then decides (``CONCEPT_THRESHOLD``,
-``PRINCIPLE_THRESHOLD``).  This bench replays every letter that has both a recording and
+The structured answer chooses a chunk's concepts among the candidates that
+``enrich.concept_candidates`` ranks; the follow-up questions of ``enrich.judges`` give a
+yes-probability to each candidate rule sentence of a chunk, and code then decides
+(``PRINCIPLE_THRESHOLD``).  This bench replays every letter that has both a recording and
 hand-made gold and prints, per split:
 
 * **dev** letters (1978 1982 1987 1991 1996 2019): the concept labels of
   ``bench/gold/concepts.json`` marked ``dev`` and the principles of
-  ``bench/gold/principles_dev.json``; thresholds are chosen here, and the sweep over them is
-  printed (what each threshold would give, from the recorded probabilities: the requests do not
-  depend on a threshold);
+  ``bench/gold/principles_dev.json``; the rule threshold is chosen here, and the sweep over it
+  is printed (what each threshold would give, from the recorded probabilities: the requests do
+  not depend on a threshold);
 * **test** letters (1977 1995 2016): the concept labels marked ``test`` and the principles of
   ``../shared/gold/YYYY.json``; reported, never tuned on.
 
@@ -49,10 +50,9 @@ from enrichment_quality import (  # noqa: E402
     norm,
     replay,
 )
-
 from letterchunk.enrich.concept_candidates import concept_candidates  # noqa: E402
 from letterchunk.enrich.context import PromptContext  # noqa: E402
-from letterchunk.enrich.judges import CONCEPT_THRESHOLD, PRINCIPLE_THRESHOLD  # noqa: E402
+from letterchunk.enrich.judges import PRINCIPLE_THRESHOLD  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV, TEST = (1978, 1982, 1987, 1991, 1996, 2019), (1977, 1995, 2016)
@@ -67,7 +67,9 @@ def gold_principles(year: int) -> list[str]:
         data = json.loads((ROOT / "bench" / "gold" / "principles_dev.json").read_text())
         return [p["quote"] for p in data["letters"].get(str(year), {}).get("principles", [])]
     path = SHARED_GOLD / f"{year}.json"
-    return [p["quote"] for p in json.loads(path.read_text())["principles"]] if path.is_file() else []
+    if not path.is_file():
+        return []
+    return [p["quote"] for p in json.loads(path.read_text())["principles"]]
 
 
 def overlaps(a: str, b: str) -> bool:
@@ -106,7 +108,6 @@ def concept_rows(reps: Sequence[Replay], split: str) -> dict[str, object]:
     labels = load_concept_labels(split)
     ours, keyword = PR(), PR()
     ranker = {j: PR() for j in (1, 2, 3)}
-    sweep = {t: PR() for t in GRID}
     chunks = 0
     from enrichment_quality import cued_concepts, load_cues
 
@@ -120,19 +121,11 @@ def concept_rows(reps: Sequence[Replay], split: str) -> dict[str, object]:
             ranked = concept_candidates(record["content"], ctx)
             for j, tally in ranker.items():
                 tally.add(ranked[:j], want)
-            judged = rep.evidence.get(record["chunk_id"], {}).get("judgements", {})
-            rated = judged.get("concept_p_yes", {})
-            for t, tally in sweep.items():
-                chosen = sorted(
-                    ((p, c) for c, p in rated.items() if p is not None and p >= t), reverse=True
-                )
-                tally.add([c for _, c in chosen[:3]], want)
     return {
         "chunks": chunks,
         "ours": ours.figures(),
         "keyword rule": keyword.figures(),
         **{f"ranker top {j}": t.figures() for j, t in ranker.items()},
-        "sweep": {t: s.figures() for t, s in sweep.items()},
     }
 
 
@@ -188,9 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    result: dict[str, object] = {
-        "thresholds": {"concept": CONCEPT_THRESHOLD, "principle": PRINCIPLE_THRESHOLD}
-    }
+    result: dict[str, object] = {"thresholds": {"principle": PRINCIPLE_THRESHOLD}}
     bad = False
     for split, years in (("dev", DEV), ("test", TEST)):
         reps = [replay(y) for y in years if (CASSETTES / f"{y}.yaml").is_file()]
@@ -223,10 +214,6 @@ def render(result: dict) -> str:
         lines.append(f"concepts ({c['chunks']} labelled chunks)")
         for name in ("ours", "keyword rule", "ranker top 1", "ranker top 2", "ranker top 3"):
             lines.append(f"  {name:<14} {_prf(c[name])}")
-        if split == "dev":
-            lines.append("  sweep of the concept threshold (top 3 at or above it):")
-            for t, f in c["sweep"].items():
-                lines.append(f"    {t:<5} {_prf(f)}")
         pr = part["principles"]
         lines.append("principles per letter: extracted, P@12, cited recall (gold)")
         for year, row in pr["letters"].items():

@@ -21,7 +21,7 @@ from letterchunk.enrich import (
     response_model_for,
     years_in_text,
 )
-from letterchunk.enrich.answers import concept_checks, concept_choices, rule_checks
+from letterchunk.enrich.answers import concept_choices, rule_checks
 from letterchunk.text.segment import UNTITLED
 
 VOCAB = frozenset(
@@ -150,7 +150,7 @@ def test_hosted_mode_keeps_the_whole_vocabulary_and_names_the_candidate_concepts
     assert set(enum["items"]["enum"]) == VOCAB
     messages = build_messages(s1, ctx)
     assert all(c in messages[0]["content"] for c in VOCAB)
-    checks = concept_checks(s1, ctx)
+    checks = concept_choices(s1, ctx)
     assert checks[:2] == ["circle of competence", "intrinsic value"]
     # after the quoted chunk, best-ranked first (vocabulary names, not letter text)
     after = messages[1]["content"].split(CLOSE)[1]

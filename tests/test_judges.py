@@ -14,10 +14,9 @@ from fake_openai import FakeOpenAI, is_yes_no_question, response_schema
 from letterchunk.contract.names import name_kind
 from letterchunk.contract.schema import Chunk, Principle
 from letterchunk.enrich import PromptContext, build_messages, response_model_for
-from letterchunk.enrich.answers import concept_checks, rule_checks
+from letterchunk.enrich.answers import rule_checks
 from letterchunk.enrich.candidates import confession_paragraphs, speaks_of_writer
 from letterchunk.enrich.judges import (
-    CONCEPT_THRESHOLD,
     CONFESSION_THRESHOLD,
     MAX_PARAGRAPH_QUESTIONS,
     PARAGRAPH_THRESHOLD,
@@ -118,7 +117,7 @@ def _messages(c: Chunk) -> list[dict]:
 
 def _question_kind(question: str) -> str:
     """Which template a yes/no question was rendered from: its fixed first words tell."""
-    for name in ("judge_confession_paragraph", "judge_principle", "judge_concept"):
+    for name in ("judge_confession_paragraph", "judge_principle"):
         template = (prompts.prompts_dir() / f"{name}.md").read_text(encoding="utf-8")
         if question.startswith(template.split("{{")[0].splitlines()[0]):
             return name
@@ -142,7 +141,7 @@ CTX = PromptContext.for_letter(
 )
 
 
-def test_ask_judges_asks_the_chunk_each_paragraph_each_rule_and_each_concept_in_order():
+def test_ask_judges_asks_the_chunk_each_paragraph_and_each_rule_in_order():
     c = chunk()
     messages = build_messages(c, CTX)
     seen: list[dict] = []
@@ -150,7 +149,6 @@ def test_ask_judges_asks_the_chunk_each_paragraph_each_rule_and_each_concept_in_
         "judge_confession": 0.9,
         "judge_confession_paragraph": 0.7,
         "judge_principle": 0.2,
-        "judge_concept": 0.6,
     }
 
     def judge(body: dict) -> float:
@@ -158,17 +156,16 @@ def test_ask_judges_asks_the_chunk_each_paragraph_each_rule_and_each_concept_in_
         return p_by_kind[_question_kind(body["messages"][-1]["content"])]
 
     with FakeOpenAI(judge=judge) as server, _client(server) as client:
-        verdicts = ask_judges(c, {"chunk_id": c.chunk_id}, messages, client, CTX)
+        verdicts = ask_judges(c, {"chunk_id": c.chunk_id}, messages, client)
     paragraphs = confession_paragraphs(CONFESSING)
-    rules, concepts = rule_checks(c), concept_checks(c, CTX)
-    assert len(paragraphs) == 1 and rules and concepts  # every kind of question is put
+    rules = rule_checks(c)
+    assert len(paragraphs) == 1 and rules  # every kind of question is put
     questions = [body["messages"][-1]["content"] for body in seen]
-    # one chunk question, then one per paragraph, per rule candidate and per concept check
+    # one chunk question, then one per paragraph and per rule candidate; none about concepts
     assert [_question_kind(q) for q in questions] == (
         ["judge_confession"]
         + ["judge_confession_paragraph"] * len(paragraphs)
         + ["judge_principle"] * len(rules)
-        + ["judge_concept"] * len(concepts)
     )
     for body in seen:  # the chunk's own prompt first (a cached prefix), one question after it
         assert body["messages"][:2] == messages and len(body["messages"]) == 3
@@ -176,27 +173,22 @@ def test_ask_judges_asks_the_chunk_each_paragraph_each_rule_and_each_concept_in_
     n = 1 + len(paragraphs)
     assert [_quoted_in_question(q) for q in questions[1:n]] == [p for p, _ in paragraphs]
     assert [_quoted_in_question(q) for q in questions[n : n + len(rules)]] == rules
-    for concept, question in zip(concepts, questions[n + len(rules) :], strict=True):
-        assert f'"{concept}"' in question and FENCE_OPEN not in question
     admission = sentences(CONFESSING)[1]  # the one first-person self-critical sentence
     assert verdicts.asked and verdicts.confession == pytest.approx(0.9)
     assert verdicts.confession_paragraphs == ((admission, pytest.approx(0.7)),)
     assert verdicts.rules == tuple((r, pytest.approx(0.2)) for r in rules)
-    assert verdicts.concepts == tuple((k, pytest.approx(0.6)) for k in concepts)
     assert verdicts.calls == len(questions) and verdicts.usage.requests == len(questions)
 
 
-def test_a_table_is_asked_only_about_its_concepts():
+def test_a_table_is_asked_nothing_even_with_self_critical_words():
     table = chunk("Insurance float grew. We made a mistake and paid too much.", tier=3)
-    verdicts, asked = _asked_at(table, 0.8, CTX)
-    assert concept_checks(table, CTX) and rule_checks(table) == []
-    assert [_question_kind(q) for q in asked] == ["judge_concept"] * len(concept_checks(table, CTX))
+    verdicts, asked = _asked_at(table, 0.8)
+    assert rule_checks(table) == [] and asked == []
     assert not verdicts.asked and verdicts.rules == () and verdicts.confession is None
 
 
-def _asked_at(c: Chunk, p: float, ctx: PromptContext | None = None) -> tuple[Verdicts, list[str]]:
-    """The verdicts on ``c`` from a server answering every question ``p``, and the questions
-    (the concept questions only with ``ctx``)."""
+def _asked_at(c: Chunk, p: float) -> tuple[Verdicts, list[str]]:
+    """The verdicts on ``c`` from a server answering every question ``p``, and the questions."""
     asked: list[str] = []
 
     def judge(body: dict) -> float:
@@ -204,7 +196,7 @@ def _asked_at(c: Chunk, p: float, ctx: PromptContext | None = None) -> tuple[Ver
         return p
 
     with FakeOpenAI(judge=judge) as server, _client(server) as client:
-        verdicts = ask_judges(c, {"chunk_id": c.chunk_id}, _messages(c), client, ctx)
+        verdicts = ask_judges(c, {"chunk_id": c.chunk_id}, _messages(c), client)
     return verdicts, asked
 
 
@@ -326,35 +318,17 @@ def test_judged_principles_are_the_rules_at_the_threshold_most_probable_first(st
     ]
 
 
-def test_concepts_are_decided_by_their_probability_at_most_three_most_probable_first():
-    c = chunk()
-    below = CONCEPT_THRESHOLD - 0.01
-    rated = (("a", 0.6), ("b", below), ("c", 0.95), ("d", None), ("e", 0.7), ("f", 0.5))
-    out, _ = apply_verdicts(c, {"chunk_id": "x"}, Verdicts(asked=True, concepts=rated))
-    assert out.metadata.buffett_concepts == ["c", "e", "a"]
-    # all judged no: none; none judged (no probability): the answer's own concepts stand
-    tagged = c.model_copy(
-        update={"metadata": c.metadata.model_copy(update={"buffett_concepts": ["z"]})}
-    )
-    none, _ = apply_verdicts(tagged, {"chunk_id": "x"}, Verdicts(concepts=(("a", below),)))
-    assert none.metadata.buffett_concepts == []
-    kept, _ = apply_verdicts(tagged, {"chunk_id": "x"}, Verdicts(concepts=(("a", None),)))
-    assert kept.metadata.buffett_concepts == ["z"]
-
-
 def test_to_dict_keeps_every_probability_rounded_and_principles_aligned_with_their_evidence():
     verdicts = Verdicts(
         asked=True,
         confession=0.123456,
         confession_paragraphs=(("I erred.", 0.876543),),
-        concepts=(("float", 0.55556), ("moat", None)),
         rules=(("r1", 0.3), ("r2", 0.91234)),
     )
     assert verdicts.to_dict(["r2", "unjudged", "r1"]) == {
         "confession_p_yes": 0.1235,
         "confession_paragraphs": [{"sentence": "I erred.", "p_yes": 0.8765}],
         "principle_p_yes": [0.9123, None, 0.3],
-        "concept_p_yes": {"float": 0.5556, "moat": None},
         "rule_p_yes": [{"sentence": "r1", "p_yes": 0.3}, {"sentence": "r2", "p_yes": 0.9123}],
     }
     assert verdicts.to_dict()["principle_p_yes"] == []

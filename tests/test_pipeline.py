@@ -19,7 +19,7 @@ from letterchunk.cli import main
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.contract.validate import validate_path
 from letterchunk.enrich import sentence_choices
-from letterchunk.enrich.answers import concept_checks, rule_checks
+from letterchunk.enrich.answers import rule_checks
 from letterchunk.enrich.candidates import confession_paragraphs
 from letterchunk.enrich.judges import MAX_PARAGRAPH_QUESTIONS
 from letterchunk.errors import RepairExhausted
@@ -27,7 +27,6 @@ from letterchunk.llm.cache import ResponseCache
 from letterchunk.llm.client import LLMClient, LLMSettings
 from letterchunk.llm.prompts import prompt_hash
 from letterchunk.runner.pipeline import RunOptions, enrich_dir, run_paths
-from letterchunk.runner.prepare import letter_job
 from letterchunk.text.clean import load_letter
 from letterchunk.text.segment import UNTITLED, segment_letter
 
@@ -111,17 +110,14 @@ def test_run_writes_valid_enriched_files_with_one_call_per_chunk(tmp_path):
         assert len(structured) == len(letter.outcomes) == len(letter.chunks) > 3
         # the yes/no follow-ups: for a chunk with a paragraph holding a first-person
         # self-critical sentence, the chunk question and one per such paragraph (at most
-        # three); one per candidate rule sentence of a narrative chunk; one per candidate
-        # concept of every chunk
-        ctx = letter_job(1977, "", segment_letter(load_letter(LETTER))).prompt
+        # three); one per candidate rule sentence of a narrative chunk; none about concepts
         for o in letter.outcomes:
             narrative = o.chunk.metadata.chunk_tier != 3
             paragraphs = confession_paragraphs(o.chunk.content) if narrative else []
             confession = 1 + min(len(paragraphs), MAX_PARAGRAPH_QUESTIONS) if paragraphs else 0
-            rules, concepts = rule_checks(o.chunk), concept_checks(o.chunk, ctx)
-            assert o.verdicts.calls == confession + len(rules) + len(concepts), o.chunk_id
+            rules = rule_checks(o.chunk)
+            assert o.verdicts.calls == confession + len(rules), o.chunk_id
             assert [s for s, _ in o.verdicts.rules] == rules
-            assert [c for c, _ in o.verdicts.concepts] == concepts
         asked = sum(o.verdicts.calls for o in letter.outcomes)
         assert server.question_count == asked > len(letter.outcomes)
     assert all(o.calls == 1 for o in letter.outcomes)

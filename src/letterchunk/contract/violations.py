@@ -50,7 +50,6 @@ class Judgements(TypedDict):
     confession_p_yes: float | None
     confession_paragraphs: list[ParagraphJudgement]
     principle_p_yes: list[float | None]  # one per principle, in order
-    concept_p_yes: dict[str, float | None]  # per candidate concept
     rule_p_yes: list[ParagraphJudgement]  # per candidate rule sentence
 
 

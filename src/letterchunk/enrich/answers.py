@@ -41,13 +41,13 @@ NarrativeType = Literal["narrative", "mistake_confession", "principle_statement"
 MAX_THEMES, MAX_CONCEPTS, MAX_PRINCIPLES, MAX_EVIDENCE = 4, 3, 2, 2
 MAX_COMPANIES, MAX_PEOPLE, MAX_METRICS = 4, 3, 3
 MAX_RELATED_SECTIONS, MAX_RELATED_YEARS, MAX_COMPARISON_YEARS = 2, 2, 4
-# candidates the follow-up questions judge one by one (enrich.judges): concepts at most
-# MAX_CONCEPT_CHECKS; rule sentences RULE_CHECK_SHARE of the chunk's sentences, within
+# candidates the follow-up questions judge one by one (enrich.judges): rule sentences,
+# RULE_CHECK_SHARE of the chunk's sentences, within
 # [MIN_RULE_CHECKS, MAX_RULE_CHECKS] (on the dev principles, bench/gold/principles_dev.json,
 # 0.3 of a Tier-1 chunk's sentences, ~8.7 a chunk, held 62 of 84 where a fixed 7 held 57;
 # each question costs ~2 s on two cores).  The answer chooses its concepts among the
 # MAX_CHOICE_CONCEPTS best-ranked candidates (enrich.concept_candidates)
-MAX_CONCEPT_CHECKS, MAX_CHOICE_CONCEPTS = 3, 6
+MAX_CHOICE_CONCEPTS = 6
 RULE_CHECK_SHARE, MIN_RULE_CHECKS, MAX_RULE_CHECKS = 0.3, 3, 10
 # String caps (llama.cpp turns maxLength into the grammar, so a string that starts repeating
 # itself, seen at temperature 0 on a holdings table, is closed instead of running to max_tokens)
@@ -251,12 +251,6 @@ def concept_choices(chunk: Chunk, ctx: PromptContext) -> list[str]:
     :data:`MAX_CHOICE_CONCEPTS` (:func:`~letterchunk.enrich.concept_candidates.
     concept_candidates`)."""
     return concept_candidates(chunk.content, ctx, MAX_CHOICE_CONCEPTS)
-
-
-def concept_checks(chunk: Chunk, ctx: PromptContext) -> list[str]:
-    """The candidate concepts the follow-up questions judge one by one: the best-ranked
-    :data:`MAX_CONCEPT_CHECKS` of :func:`concept_choices`."""
-    return concept_choices(chunk, ctx)[:MAX_CONCEPT_CHECKS]
 
 
 def rule_checks(chunk: Chunk) -> list[str]:

@@ -27,10 +27,10 @@ dozen prompt tokens and one generated token:
   paragraph question rates an admission in the passive voice ("some major mistakes have been
   made") lower, the chunk question misses an admission diluted in a long chunk.  Otherwise a
   ``mistake_confession`` answer becomes ``narrative``.
-* **concepts**: each candidate concept (:func:`~letterchunk.enrich.answers.concept_checks`, the
-  concepts the chunk's words cue, tables included) is asked whether the chunk itself discusses
-  it, with the concept's meaning (``prompts/judge_concept.md``); ``buffett_concepts`` becomes
-  the candidates at or above :data:`CONCEPT_THRESHOLD`, most probable first, at most three.
+* **concepts** are not asked about: the structured answer chooses them among the candidates the
+  code ranks (:func:`~letterchunk.enrich.answers.concept_choices`).  A yes/no question per
+  candidate concept was measured on the dev labels (``bench/gold/concepts.json``) and gave the
+  same F1 as the answer's own choice (0.47 against 0.46) at three more requests a chunk.
 * **rules**: each candidate rule sentence (:func:`~letterchunk.enrich.answers.rule_checks`) is
   asked whether it states a general, reusable rule (``prompts/judge_principle.md``).  A
   principle the answer states stays when its evidence sentence reaches
@@ -57,9 +57,8 @@ from typing import TypeGuard
 from letterchunk.contract.schema import Chunk, Principle
 from letterchunk.contract.validate import normalise_ws
 from letterchunk.contract.violations import EvidenceRecord, Judgements
-from letterchunk.enrich.answers import MAX_CONCEPTS, concept_checks, rule_checks
+from letterchunk.enrich.answers import rule_checks
 from letterchunk.enrich.candidates import confession_paragraphs
-from letterchunk.enrich.context import PromptContext
 from letterchunk.enrich.messages import neutralise_fences
 from letterchunk.llm import prompts
 from letterchunk.llm.client import LLMClient, Usage
@@ -69,7 +68,6 @@ __all__ = [
     "CONFESSION_THRESHOLD",
     "PARAGRAPH_THRESHOLD",
     "PRINCIPLE_THRESHOLD",
-    "CONCEPT_THRESHOLD",
     "Verdicts",
     "ask_judges",
     "apply_verdicts",
@@ -79,7 +77,6 @@ __all__ = [
 CONFESSION_THRESHOLD = 0.5
 PARAGRAPH_THRESHOLD = 0.7
 PRINCIPLE_THRESHOLD = 0.5
-CONCEPT_THRESHOLD = 0.5
 MAX_PARAGRAPH_QUESTIONS = 3
 
 
@@ -93,7 +90,6 @@ class Verdicts:
     # (the quote a tag takes from it) and the paragraph's yes-probability
     confession_paragraphs: tuple[tuple[str, float | None], ...] = ()
     # (candidate, p) of the judgements inside the structured answer
-    concepts: tuple[tuple[str, float | None], ...] = ()
     rules: tuple[tuple[str, float | None], ...] = ()
     answers: tuple[YesNo, ...] = field(default=(), repr=False)
 
@@ -111,7 +107,6 @@ class Verdicts:
                 {"sentence": s, "p_yes": _rounded(p)} for s, p in self.confession_paragraphs
             ],
             "principle_p_yes": [_rounded(p) for p in self.principles_p(principle_evidence)],
-            "concept_p_yes": {c: _rounded(p) for c, p in self.concepts},
             "rule_p_yes": [{"sentence": s, "p_yes": _rounded(p)} for s, p in self.rules],
         }
 
@@ -157,11 +152,10 @@ def ask_judges(
     evidence: EvidenceRecord,
     messages: Sequence[dict],
     client: object,
-    ctx: PromptContext | None = None,
 ) -> Verdicts:
     """Ask the follow-up questions for an enriched ``chunk`` (its evidence record beside it)
-    whose enrichment prompt was ``messages``: the confession and rule questions for a narrative
-    chunk, the concept questions (with ``ctx``, the letter's prompt context) for every chunk."""
+    whose enrichment prompt was ``messages``: the confession and rule questions of a narrative
+    chunk (a table chunk is asked none)."""
     if not can_judge(client):
         return Verdicts()
     answers: list[YesNo] = []
@@ -184,15 +178,10 @@ def ask_judges(
         (s, ask(prompts.render("judge_principle", sentence=_quoted(s))))
         for s in (rule_checks(chunk) if narrative else [])
     )
-    concepts = tuple(
-        (c, ask(prompts.render("judge_concept", concept=_concept(c, ctx))))
-        for c in (concept_checks(chunk, ctx) if ctx is not None else [])
-    )
     return Verdicts(
         asked=narrative,
         confession=confession,
         confession_paragraphs=asked,
-        concepts=concepts,
         rules=rules,
         answers=tuple(answers),
     )
@@ -200,13 +189,6 @@ def ask_judges(
 
 def _quoted(text: str) -> str:
     return neutralise_fences(text)
-
-
-def _concept(concept: str, ctx: PromptContext | None) -> str:
-    """The concept as a question names it: its name, and its meaning when the vocabulary has
-    one."""
-    meaning = dict(ctx.meanings).get(concept) if ctx is not None else None
-    return f'"{concept}" ({meaning})' if meaning else f'"{concept}"'
 
 
 def _confession_tag(verdicts: Verdicts) -> tuple[bool, str | None] | None:
@@ -221,17 +203,6 @@ def _confession_tag(verdicts: Verdicts) -> tuple[bool, str | None] | None:
         return None
     best, _, sentence = max(rated)  # the best paragraph is quoted
     return best >= PARAGRAPH_THRESHOLD or verdicts.confession >= CONFESSION_THRESHOLD, sentence
-
-
-def _decided_concepts(answered: Sequence[str], verdicts: Verdicts) -> dict[str, object]:
-    """``{"buffett_concepts": [...]}`` decided by probability; {} when no candidate has one
-    (the answer's own words stand)."""
-    rated = [(p, -i, c) for i, (c, p) in enumerate(verdicts.concepts) if p is not None]
-    if not rated:
-        return {}
-    chosen = [c for p, _, c in sorted(rated, reverse=True) if p >= CONCEPT_THRESHOLD]
-    chosen = chosen[:MAX_CONCEPTS]
-    return {} if chosen == list(answered) else {"buffett_concepts": chosen}
 
 
 def _ranked_principles(
@@ -274,7 +245,6 @@ def apply_verdicts(
         elif not tagged and meta.content_type == "mistake_confession":
             update["content_type"] = "narrative"
             record["content_type_evidence"] = []
-    update.update(_decided_concepts(meta.buffett_concepts, verdicts))
     ranked = _ranked_principles(
         meta.principles, list(record.get("principle_evidence", [])), verdicts
     )

@@ -314,7 +314,7 @@ def _judged(
     a correction the validator would reject is not applied (the answer stands)."""
     if outcome.chunk is None or outcome.evidence is None:
         return outcome
-    verdicts = ask_judges(outcome.chunk, outcome.evidence, messages, client, job.prompt)
+    verdicts = ask_judges(outcome.chunk, outcome.evidence, messages, client)
     if not verdicts.calls:
         return outcome
     chunk, evidence = apply_verdicts(outcome.chunk, outcome.evidence, verdicts)
