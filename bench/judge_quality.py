@@ -8,11 +8,12 @@ yes-probability to each candidate rule sentence of a chunk, and code then decide
 (``PRINCIPLE_THRESHOLD``).  This bench replays every letter that has both a recording and
 hand-made gold and prints, per split:
 
-* **dev** letters (1978 1982 1987 1991 1996 2019): the concept labels of
-  ``bench/gold/concepts.json`` marked ``dev`` and the principles of
-  ``bench/gold/principles_dev.json``; the rule threshold is chosen here, and the sweep over it
-  is printed (what each threshold would give, from the recorded probabilities: the requests do
-  not depend on a threshold);
+* **dev** letters (1978 1982 1987 1991 1996 2009 2019): the concept labels of
+  ``bench/gold/concepts.json`` marked ``dev``, the principles of
+  ``bench/gold/principles_dev.json`` and the confession candidates of
+  ``bench/gold/confessions_dev.json`` (each where the letter has them); thresholds are chosen
+  here, and the sweeps over them are printed (what each threshold would give, from the
+  recorded probabilities: the requests do not depend on a threshold);
 * **test** letters (1977 1995 2016): the concept labels marked ``test`` and the principles of
   ``../shared/gold/YYYY.json``; reported, never tuned on.
 
@@ -26,6 +27,9 @@ Figures:
   highest rule probability, those whose evidence sentence overlaps a gold principle quote, one
   holding the other, whitespace-normalised), and cited recall (gold principles whose quote some
   extracted principle's evidence overlaps);
+* confessions (dev only): chunk-level precision, recall, F1 of the written tag on the dev chunks
+  whose candidate paragraphs are hand-labelled (``bench/gold/confessions_dev.json``), and the
+  sweep of the paragraph and chunk thresholds from the recorded probabilities;
 * the question calls per chunk.
 
 Needs ``../shared`` beside the checkout for the test principles.  Exit 1 when a replay leaves
@@ -52,13 +56,19 @@ from enrichment_quality import (  # noqa: E402
 )
 from letterchunk.enrich.concept_candidates import concept_candidates  # noqa: E402
 from letterchunk.enrich.context import PromptContext  # noqa: E402
-from letterchunk.enrich.judges import PRINCIPLE_THRESHOLD  # noqa: E402
+from letterchunk.enrich.judges import (  # noqa: E402
+    CONFESSION_THRESHOLD,
+    PARAGRAPH_THRESHOLD,
+    PRINCIPLE_THRESHOLD,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
-DEV, TEST = (1978, 1982, 1987, 1991, 1996, 2019), (1977, 1995, 2016)
+DEV, TEST = (1978, 1982, 1987, 1991, 1996, 2009, 2019), (1977, 1995, 2016)
 SHARED_GOLD = ROOT.parent / "shared" / "gold"
 TOP = 12
 GRID = (0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
+# (paragraph threshold, chunk threshold) pairs the confession sweep prints
+CONFESSION_GRID = [(p, c) for p in (0.6, 0.65, 0.7, 0.75, 0.8) for c in (0.4, 0.5, 0.6, 1.01)]
 
 
 def gold_principles(year: int) -> list[str]:
@@ -151,6 +161,48 @@ def _judged_rules(rep: Replay) -> list[tuple[float, str]]:
     return out
 
 
+def confession_labels() -> dict[str, bool]:
+    """chunk id -> whether a hand-labelled candidate paragraph of the chunk is an admission
+    (``bench/gold/confessions_dev.json``)."""
+    data = json.loads((ROOT / "bench" / "gold" / "confessions_dev.json").read_text())
+    chunks: dict[str, bool] = {}
+    for item in data["paragraphs"]:
+        chunks[item["chunk_id"]] = chunks.get(item["chunk_id"], False) or item["confession"]
+    return chunks
+
+
+def _tagged(judged: dict, paragraph_t: float, chunk_t: float) -> bool:
+    """The confession decision of ``enrich.judges`` from a chunk's recorded judgements."""
+    ps = [p["p_yes"] for p in judged.get("confession_paragraphs", []) if p["p_yes"] is not None]
+    chunk = judged.get("confession_p_yes")
+    if not ps or chunk is None:
+        return False
+    return max(ps) >= paragraph_t or chunk >= chunk_t
+
+
+def confession_rows(reps: Sequence[Replay]) -> dict[str, object]:
+    """Chunk-level precision, recall, F1 of the written tag on the labelled dev chunks, and what
+    each (paragraph, chunk) threshold pair would give from the recorded probabilities."""
+    labels = confession_labels()
+    written, sweep = PR(), {pair: PR() for pair in CONFESSION_GRID}
+    for rep in reps:
+        for record in rep.records:
+            cid = record["chunk_id"]
+            if cid not in labels:
+                continue  # no candidate paragraph: never asked, never a confession
+            want = [cid] if labels[cid] else []
+            got = record["metadata"]["content_type"] == "mistake_confession"
+            written.add([cid] if got else [], want)
+            judged = rep.evidence.get(cid, {}).get("judgements", {})
+            for pair, tally in sweep.items():
+                tally.add([cid] if _tagged(judged, *pair) else [], want)
+    return {
+        "written": written.figures(),
+        "labelled": sum(1 for c in labels if c[:4] in {str(r.year) for r in reps}),
+        "sweep": {f"{p}/{c}": t.figures() for (p, c), t in sweep.items()},
+    }
+
+
 def principle_row(ranked: list[tuple[float, str]], gold: list[str]) -> dict[str, object]:
     ranked = sorted(ranked, key=lambda x: -x[0])
     top = ranked[:TOP]
@@ -165,6 +217,7 @@ def principle_row(ranked: list[tuple[float, str]], gold: list[str]) -> dict[str,
 
 
 def principle_rows(reps: Sequence[Replay]) -> dict[str, object]:
+    reps = [r for r in reps if gold_principles(r.year)]  # a letter without principle gold: none
     rows = {rep.year: principle_row(_principles(rep), gold_principles(rep.year)) for rep in reps}
     sweep = {}
     for t in GRID:
@@ -181,7 +234,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    result: dict[str, object] = {"thresholds": {"principle": PRINCIPLE_THRESHOLD}}
+    result: dict[str, object] = {
+        "thresholds": {
+            "principle": PRINCIPLE_THRESHOLD,
+            "confession paragraph": PARAGRAPH_THRESHOLD,
+            "confession chunk": CONFESSION_THRESHOLD,
+        }
+    }
     bad = False
     for split, years in (("dev", DEV), ("test", TEST)):
         reps = [replay(y) for y in years if (CASSETTES / f"{y}.yaml").is_file()]
@@ -190,6 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result[split] = {
             "letters": [r.year for r in reps],
             "concepts": concept_rows(reps, split),
+            **({"confessions": confession_rows(reps)} if split == "dev" else {}),
             "principles": principle_rows(reps),
             "questions_per_chunk": round(sum(r.questions for r in reps) / chunks, 2),
         }
@@ -214,6 +274,13 @@ def render(result: dict) -> str:
         lines.append(f"concepts ({c['chunks']} labelled chunks)")
         for name in ("ours", "keyword rule", "ranker top 1", "ranker top 2", "ranker top 3"):
             lines.append(f"  {name:<14} {_prf(c[name])}")
+        if "confessions" in part:
+            cf = part["confessions"]
+            lines.append(f"confessions ({cf['labelled']} labelled candidate chunks)")
+            lines.append(f"  written        {_prf(cf['written'])}")
+            lines.append("  sweep of the paragraph / chunk thresholds (1.01: paragraph only):")
+            for pair, f in cf["sweep"].items():
+                lines.append(f"    {pair:<10} {_prf(f)}")
         pr = part["principles"]
         lines.append("principles per letter: extracted, P@12, cited recall (gold)")
         for year, row in pr["letters"].items():
