@@ -592,6 +592,9 @@ def _mark_signatures(lines: list[Line], kind: list[str | None]) -> None:
             kind[i] is not None
             or not t
             or not ("A" <= t[0] <= "Z" or t[0] == "/")  # as in signature_line, inlined
+            # signature_line's length test too: a long line is no sign-off line unless
+            # split in columns or indented (most prose lines end here)
+            or (len(t) > 45 and (len(t) > 90 or ("   " not in t and lines[i].indent < 10)))
             or signature_line(lines[i].raw) is None
         ):
             i += 1

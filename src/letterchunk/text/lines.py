@@ -258,15 +258,28 @@ def _numeric_tail(s: str) -> int:
     """How many numeric values end the line (a lone "$" joins the number after it)."""
     if not s or s[-1] not in "0123456789)%*":
         return 0
+    # the last few words decide most lines (a prose line ending "in 1985" stops at "in"):
+    # only those are split off; the whole line is split when all of them are values
+    words = s.rsplit(None, 4)
+    if len(words) == 5:
+        n, stopped = _count_tail(words[1:])
+        if stopped:
+            return n
+        words = s.split()
+    return _count_tail(words)[0]
+
+
+def _count_tail(words: list[str]) -> tuple[int, bool]:
+    """(values ending ``words``, whether a word that is no value stopped the count)."""
     n = 0
-    for tok in reversed(s.split()):
+    for tok in reversed(words):
         if tok in ("$", "£", "€"):
             continue
         if numeric_cell(tok) and any(map(str.isdigit, tok)):
             n += 1
         else:
-            break
-    return n
+            return n, True
+    return n, False
 
 
 def is_rule(raw: str) -> bool:
