@@ -531,6 +531,11 @@ def _is_header_at(
     n = len(lines)
     if i >= n or kind[i] is not None or lines[i].blank:
         return False
+    if after_text and i + 1 < n and not lines[i + 1].blank and kind[i + 1] is None:
+        # the last test below, asked first: it is cheap and rejects most lines inside prose
+        nxt = lines[i + 1]
+        if nxt.indent <= lines[i].indent and len(nxt.text) - len(lines[i].text) <= 20:
+            return False
     raw = lines[i].raw
     if not headerish(raw) or signature_line(raw) is not None:
         return False
