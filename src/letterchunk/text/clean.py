@@ -130,21 +130,21 @@ def _is_page_number(lines: list[str], i: int) -> bool:
     return prev_blank and next_blank
 
 
-def _running_lines(lines: list[str], boundary: list[bool]) -> set[str]:
-    """Texts of short lines that repeat and always sit next to a page boundary."""
+def _running_lines(lines: list[str], boundary: list[bool], stripped: list[str]) -> set[str]:
+    """Texts of short lines that repeat and always sit next to a page boundary
+    (``stripped``: each line's ``strip()``)."""
     if not any(boundary):
         return set()
-    counts = Counter(s for s in (ln.strip() for ln in lines) if s and len(s) <= 80)
+    counts = Counter(s for s in stripped if s and len(s) <= 80)
     repeated = {
         s for s, n in counts.items() if n >= RUNNING_MIN_REPEATS and re.search(r"[A-Za-z]", s)
     }
     if not repeated or not any(boundary):
         return set()
-    nonblank = [i for i, ln in enumerate(lines) if ln.strip()]
+    nonblank = [i for i, s in enumerate(stripped) if s]
     pos = {i: k for k, i in enumerate(nonblank)}
     near: dict[str, bool] = {s: True for s in repeated}
-    for i, ln in enumerate(lines):
-        s = ln.strip()
+    for i, s in enumerate(stripped):
         if s not in near or not near[s]:
             continue
         k = pos[i]
@@ -167,27 +167,29 @@ def clean_text(raw: str) -> str:
     if any(c in text for c in _CONTROL_CHARS):
         text = _CONTROL.sub("", text)
     lines = [ln.rstrip(" \t") for ln in text.split("\n")]
+    stripped = [ln.strip() for ln in lines]  # once: every pass below reads it
     # _is_page_number asked only of short lines with a digit (it rejects every other line)
     page = [
         0 < len(s) <= 12
         and ln != _FORMFEED_MARK
         and any(c.isdigit() for c in s)
         and _is_page_number(lines, i)
-        for i, ln in enumerate(lines)
-        for s in (ln.strip(),)
+        for i, (ln, s) in enumerate(zip(lines, stripped, strict=True))
     ]
     boundary = [p or ln == _FORMFEED_MARK for p, ln in zip(page, lines, strict=True)]
-    running = _running_lines(lines, boundary)
+    running = _running_lines(lines, boundary, stripped)
     kept: list[str] = []
+    last_blank = False  # whether kept[-1] is blank
     after_gap = False  # a page artifact was just removed with blank lines above it
-    for ln, is_page in zip(lines, page, strict=True):
-        if is_page or ln == _FORMFEED_MARK or (running and ln.strip() in running):
-            after_gap = after_gap or (bool(kept) and not kept[-1].strip())
+    for ln, s, is_page in zip(lines, stripped, page, strict=True):
+        if is_page or ln == _FORMFEED_MARK or (running and s in running):
+            after_gap = after_gap or (bool(kept) and last_blank)
             continue
-        if after_gap and not ln.strip():
+        if after_gap and not s:
             continue  # the blank lines on both sides of a page break are one gap, not two
         after_gap = False
         kept.append(ln)
+        last_blank = not s
     while kept and not kept[0].strip():
         kept.pop(0)
     while kept and not kept[-1].strip():
