@@ -1,8 +1,8 @@
 """Property tests of the per-line features block detection and validation read.
 
 The fast paths (lines built without a call per line, a numeric tail counted from the last few
-words, the terminal-punctuation shortcut of ``ends_mid_sentence``) must give what the plain
-definitions give, on any text.
+words, the terminal-punctuation shortcut of ``ends_mid_sentence``, signature lines looked for
+only near numeric dates) must give what the plain definitions give, on any text.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from letterchunk.contract.predicates import ends_mid_sentence
+from letterchunk.text import clean
 from letterchunk.text.lines import Line, _numeric_tail, numeric_cell, split_lines
 
 # words and gaps of the kinds tables and prose put at a line's end
@@ -77,3 +78,42 @@ def test_a_chunk_ending_in_terminal_punctuation_never_ends_mid_sentence(content)
             and not re.match(r"^\s*(?:\(\w{1,2}\)|\*+|\d{1,2}\)|\d{1,2}\s)", rows[-1])
         )
         assert ends_mid_sentence(content) == bool(prose_end)
+
+
+def _numeric_date_near_signature(lines: list[str]) -> str | None:
+    """The definition: every signature line in order, the numeric dates within three lines."""
+    for i in [j for j, ln in enumerate(lines) if clean.is_signature(ln)]:
+        for j in range(max(0, i - 3), min(len(lines), i + 4)):
+            for m in clean._NUMERIC_IN_LINE.finditer(lines[j]):
+                before, after = lines[j][: m.start()], lines[j][m.end() :]
+                beside = (
+                    not before.strip()
+                    or re.search(r"\S\s{3,}$", before) is not None
+                    or clean._NAME_LINE.match(before.rstrip()) is not None
+                )
+                if beside and (not after.strip() or re.match(r"\s{3,}", after)):
+                    found, _ = clean.parse_date_line(m.group(0))
+                    if found:
+                        return found
+    return None
+
+
+SIGN_OFF = [
+    "Warren E. Buffett",
+    "Warren E. Buffett   1-30-61",
+    "1-30-61",
+    "2/11/59",
+    "",
+    "Chairman",
+    "Cordially,",
+    "prose 3-4-62 here",
+    "       12/31/65",
+    "x-1-2-63",
+    "13/45/99",
+    "Partner",
+]
+
+
+@given(st.lists(st.sampled_from(SIGN_OFF), max_size=16))
+def test_numeric_signature_date_is_the_first_near_any_signature_line(lines):
+    assert clean._numeric_signature_date(lines) == _numeric_date_near_signature(lines)

@@ -430,8 +430,19 @@ def extract_date(text: str) -> tuple[str, str | None]:
 
 def _numeric_signature_date(lines: list[str]) -> str | None:
     """A numeric date ("1-30-61", "2/11/59") standing alone, after a name, or across a wide
-    gap from one, within three lines of a signature line; None when there is none."""
-    for i in sorted(j for j, ln in enumerate(lines) if is_signature(ln)):
+    gap from one, within three lines of a signature line; None when there is none.
+
+    Signature lines are looked for only near a line with a numeric date (one regex pass over
+    the text finds those): a letter has few, and the signature test of every line is costly."""
+    text = "\n".join(lines)
+    dated: set[int] = set()
+    line, pos = 0, 0
+    for hit in _NUMERIC_IN_LINE.finditer(text):  # no match spans a newline
+        line += text.count("\n", pos, hit.start())
+        pos = hit.start()
+        dated.add(line)
+    near = {i for j in dated for i in range(max(0, j - 3), min(len(lines), j + 4))}
+    for i in sorted(i for i in near if is_signature(lines[i])):
         for j in range(max(0, i - 3), min(len(lines), i + 4)):
             for m in _NUMERIC_IN_LINE.finditer(lines[j]):
                 before, after = lines[j][: m.start()], lines[j][m.end() :]
