@@ -169,11 +169,16 @@ def _row_flags(lines: list[Line]) -> list[bool]:
 def _rule_flags(lines: list[Line]) -> list[bool]:
     """Rule lines, and dot-leader lines with nothing else (a row whose leader wrapped)."""
     return [
-        (t[:1] in ("-", "=", "_") and is_rule(ln.raw))
-        or (t[:1] in (".", "…") and LEADER_ONLY.match(t) is not None)
+        (c := ln.text[:1]) in _RULE_FIRST  # one set test rejects almost every line
+        and (
+            (c in "-=_" and is_rule(ln.raw))
+            or (c in ".…" and LEADER_ONLY.match(ln.text) is not None)
+        )
         for ln in lines
-        for t in (ln.text,)
     ]
+
+
+_RULE_FIRST = frozenset("-=_.…")  # the first characters of a rule or a lone dot leader
 
 
 def _row_spans(
