@@ -255,7 +255,7 @@ def test_numpy_scoring_ranks_as_sqlite_vec_does(dense_db, monkeypatch):
     if not has_vec:
         pytest.skip("sqlite-vec does not load here (pysqlite3 or sqlite-vec missing)")
     with_vec = find(dense_db, "GEICO float underwriting", k=3, mode="dense")
-    monkeypatch.setattr(search_module, "connect", lambda db: (connect(db)[0], False))
+    monkeypatch.setattr(search_module, "connect", lambda db, **_: (connect(db)[0], False))
     without = find(dense_db, "GEICO float underwriting", k=3, mode="dense")
     assert _ids(with_vec) == _ids(without)
 

@@ -17,8 +17,6 @@ import sys
 from collections.abc import Callable
 
 from letterchunk.cli import COMMAND_HELP, HelpFormatter
-from letterchunk.retrieval.embed import open_embedder
-from letterchunk.retrieval.index import build_index
 from letterchunk.settings import Settings
 
 EXAMPLES = """\
@@ -93,6 +91,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: `search` imports this module for its options, and builds no index
+    from letterchunk.retrieval.embed import open_embedder
+    from letterchunk.retrieval.index import build_index  # deferred: as open_embedder
 
     embedder = None
     if not args.no_dense:
