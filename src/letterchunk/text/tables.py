@@ -8,6 +8,11 @@ Rules:
   :func:`~letterchunk.text.lines.is_table_row`).  Its label is the text before the leader / the
   first wide gap; its values are the remaining cells.  A text-only line directly before a data row
   whose label is empty or indented deeper is a wrapped label: the two are joined.
+* A label may hold digit groups of its own (a date "(acquired 7/1/91)", a year, a range
+  "1957 – 58", "Phillips 66", a footnote mark "(4)"), so figures set one space after the label
+  text are split off only where the row lacks values: they fill the row to one value per
+  column when the first of them stands under the first value column, else each must stand
+  under an empty column left of the row's values (see :func:`_label_figures`).
 * Value columns are found by clustering the right edges of value cells over all data rows
   (numbers are right-aligned); every value is placed in the column whose right edge is nearest.
 * Column names come from the header lines above the first data row: each header fragment goes
@@ -167,6 +172,7 @@ def _parse(
     parsed, ends = _data_rows(lines, is_row, cells, first_data, last_data)
     _join_bare_leaders(parsed, ends)
     edges = _value_columns(parsed)
+    parsed = [_label_figures(row, edges) for row in parsed]
     rows, lefts = _place_values(parsed, edges)
     names, label_name = _header_names(lines[:first_data], caption, parsed, edges, lefts)
     names, label_name = _take_year_headings(rows, ends, names, label_name)
@@ -246,6 +252,68 @@ def _value_columns(parsed: list[_Row]) -> list[int]:
             edges[k] = max(edges[k], edges[k - 1] + 1)
         return edges
     return _cluster([e for _, vals in parsed for _, e, _ in vals])
+
+
+_ALIGN = 4  # how far (in columns) a figure's right edge may stray from its column's
+_RANGE_DASH = frozenset(("-", "–", "—", "to", "through"))
+
+
+def _label_figures(row: _Row, edges: list[int]) -> _Row:
+    """The row with the figures that ended its label cell moved to its values.
+
+    A label cell is split from the values at a gap of two spaces, so a figure set one space
+    after the label ("H. H. Brown (acquired 7/1/91) 13,616   ---") ends the label.  The
+    label's trailing figures are its last numeric tokens (a currency sign goes with the number
+    after it), but not a year or date ("1st half 1964") nor the end of a range ("1957 – 58"):
+    those are the label's own.  Some label text always stays.  With ``n`` cells missing from
+    the row (columns less values), the figures taken are
+
+    * the last ``n``, when there are that many and the first of them ends under the first
+      value column: the row then holds one value per column (figures set with single spaces,
+      "Total $200,549 $147,878 $191,293", however ragged);
+    * else, right to left, each figure that ends under an empty column left of the row's
+      values and of the figures already taken.
+
+    Digit groups elsewhere in the label, or that stand under no empty column (a name such as
+    "Phillips 66" in a row whose columns are full), stay in the label.
+    """
+    label, vals = row
+    missing = len(edges) - len(vals)
+    if label is None or missing <= 0:
+        return row
+    a, _, text = label
+    tokens = [(a + m.start(), a + m.end(), m.group(0)) for m in _TOKEN.finditer(text)]
+    figures: list[_Cell] = []  # right to left
+    while len(tokens) > 1 and _label_figure(tokens[-1][2]) and tokens[-2][2] not in _RANGE_DASH:
+        s, e, t = tokens.pop()
+        if len(tokens) > 1 and tokens[-1][2] in ("$", "£", "€"):
+            s, t = tokens[-1][0], f"{tokens.pop()[2]} {t}"
+        figures.append((s, e, t))
+    if not figures:
+        return row
+    if len(figures) >= missing and abs(figures[missing - 1][1] - edges[0]) <= _ALIGN:
+        taken = figures[:missing]
+    else:
+        taken = []
+        limit = min((_column_of(edges, e) for _, e, _ in vals), default=len(edges))
+        for s, e, t in figures:
+            k = _column_of(edges, e)
+            if k >= limit or abs(e - edges[k]) > _ALIGN:
+                break
+            taken.append((s, e, t))
+            limit = k
+    if not taken:
+        return row
+    rest_end = taken[-1][0]
+    rest = text[: rest_end - a].strip(" .")  # as every label cell is (a short leader "..")
+    if not rest:
+        return row
+    return (a, a + len(rest), rest), taken[::-1] + vals
+
+
+def _label_figure(token: str) -> bool:
+    """A token that can be a figure set after a label: a number that is not a year or date."""
+    return numeric_cell(token) and any(c.isdigit() for c in token) and not _YEARLIKE.match(token)
 
 
 def _column_of(edges: list[int], e: int) -> int:
