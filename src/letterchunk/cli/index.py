@@ -72,7 +72,7 @@ def add_embed_options(p: argparse.ArgumentParser) -> None:
         "--embed-model",
         metavar="NAME",
         help="model name at --embed-url; without it a local model: all-MiniLM-L6-v2-int8 "
-        "(the default) or all-MiniLM-L6-v2 (float weights in numpy, ~2.3x the CPU)",
+        "(the default) or all-MiniLM-L6-v2 (float weights in numpy, ~1.8x the CPU)",
     )
     g.add_argument(
         "--embed-window",

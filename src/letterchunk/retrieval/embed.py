@@ -377,8 +377,9 @@ def save_atomic(path: Path, write: Callable[[Path], None]) -> None:
 
 
 class MiniLMInt8(MiniLM):
-    """all-MiniLM-L6-v2 with int8 weights, run by onnxruntime: about 1.8 times less CPU than
-    the numpy encoder on one core here (its vectors' cosine to those: 0.997 mean).
+    """all-MiniLM-L6-v2 with int8 weights, run by onnxruntime: 1.8 times less CPU than the
+    numpy encoder over the corpus (bench/dense_index.py); its vectors' cosine to those is 0.997
+    on average.
 
     At first use the packaged weights are written as an ONNX graph and quantised (dynamic int8,
     per output channel; see :data:`FLOAT_PRODUCTS`) into ``cache_dir`` (default: the user's
@@ -488,7 +489,7 @@ def open_embedder(
     """The embedder called ``name`` (as an index stores it), or the default for the options.
 
     ``all-MiniLM-L6-v2-int8`` (the default) and ``all-MiniLM-L6-v2`` (the numpy encoder, float
-    weights, about 2.3 times the CPU) run locally; ``MODEL@endpoint`` needs ``url`` (an
+    weights, about 1.8 times the CPU) run locally; ``MODEL@endpoint`` needs ``url`` (an
     OpenAI-compatible base URL).  Without ``name``: an endpoint when ``url`` is given, else the
     int8 MiniLM.
     """
