@@ -194,7 +194,7 @@ def test_segment_only_output_is_indexable(good_letter, write_letter, tmp_path):
 
 
 def test_cli_index_and_search_with_json_lines(letter_dir, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(embed_module, "MiniLM", _FakeMiniLM)
+    monkeypatch.setattr(embed_module, "MiniLMInt8", _FakeInt8)
     db = tmp_path / "cli.sqlite"
     assert main(["index", str(letter_dir), "--db", str(db)]) == 0
     assert "3 chunk(s) indexed" in capsys.readouterr().err
@@ -242,8 +242,8 @@ def test_minilm_runs_offline_with_numpy():
     assert len(windows(model, text)) > 1
 
 
-class _FakeMiniLM(WordHashEmbedder):
-    name = "all-MiniLM-L6-v2"
+class _FakeInt8(WordHashEmbedder):
+    name = embed_module.MiniLMInt8.name
 
 
 def test_numpy_scoring_ranks_as_sqlite_vec_does(dense_db, monkeypatch):
