@@ -10,6 +10,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -747,20 +748,25 @@ def test_query_years_reads_years_not_amounts_or_decades():
         assert query_years(text) == [], text
 
 
-@pytest.fixture(scope="module")
-def two_letters_db(tmp_path_factory):
-    """1977 and 1978 segmented with Tier-2 chunks, indexed for BM25."""
+def index_letters(folder: Path, years: tuple[int, ...], db: Path) -> Path:
+    """The corpus letters of ``years`` segmented with Tier-2 chunks into ``folder`` and
+    indexed for BM25 into ``db``."""
     from letterchunk.contract.schema import dump_chunk
     from letterchunk.text.clean import load_letter
     from letterchunk.text.segment import segment_letter
 
-    folder = tmp_path_factory.mktemp("two")
-    for year in (1977, 1978):
+    for year in years:
         chunks = segment_letter(load_letter(CORPUS / f"{year}.txt"), tier2=True)
         (folder / f"{year}.jsonl").write_text("".join(dump_chunk(c) + "\n" for c in chunks))
-    db = folder / "two.sqlite"
     build_index(folder, db)
     return db
+
+
+@pytest.fixture(scope="module")
+def two_letters_db(tmp_path_factory):
+    """1977 and 1978 segmented with Tier-2 chunks, indexed for BM25."""
+    folder = tmp_path_factory.mktemp("two")
+    return index_letters(folder, (1977, 1978), folder / "two.sqlite")
 
 
 def test_a_year_in_the_query_lifts_that_letter_without_filtering_the_others(

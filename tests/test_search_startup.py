@@ -20,6 +20,7 @@ from letterchunk.retrieval.index import build_index
 from letterchunk.retrieval.marks import MarkedCounter, marks_of, text_key
 from letterchunk.retrieval.search import search
 from letterchunk.tokens import count_tokens
+from test_index_search import index_letters
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpus" / "letters"
@@ -33,17 +34,8 @@ LETTER = (CORPUS / "1987.txt").read_text("utf-8")
 @pytest.fixture(scope="module")
 def letters_db(tmp_path_factory):
     """1977 and 1985 segmented with Tier-2 chunks, indexed for BM25."""
-    from letterchunk.contract.schema import dump_chunk
-    from letterchunk.text.clean import load_letter
-    from letterchunk.text.segment import segment_letter
-
     folder = tmp_path_factory.mktemp("letters")
-    for year in (1977, 1985):
-        chunks = segment_letter(load_letter(CORPUS / f"{year}.txt"), tier2=True)
-        (folder / f"{year}.jsonl").write_text("".join(dump_chunk(c) + "\n" for c in chunks))
-    db = folder / "letters.sqlite"
-    build_index(folder, db)
-    return folder, db
+    return folder, index_letters(folder, (1977, 1985), folder / "letters.sqlite")
 
 
 # texts with the characters that decide where o200k's pieces end: spaces after words, runs

@@ -110,6 +110,18 @@ def load_numpy() -> Any:
     return numpy
 
 
+def _padded(np: Any, ids: list[list[int]]) -> tuple[Any, Any]:
+    """(token ids, mask): the sequences padded with 0 to the longest, the mask 1 where a token
+    stands."""
+    length = max(len(i) for i in ids)
+    tokens = np.zeros((len(ids), length), dtype=np.int64)
+    mask = np.zeros((len(ids), length), dtype=np.float32)
+    for row, seq in enumerate(ids):
+        tokens[row, : len(seq)] = seq
+        mask[row, : len(seq)] = 1.0
+    return tokens, mask
+
+
 def _erf(np: Any, x: np.ndarray) -> np.ndarray:
     # Abramowitz & Stegun 7.1.26 (error < 1.5e-7): numpy has no erf, and BERT's GELU uses it
     sign = np.sign(x)
@@ -237,12 +249,8 @@ class MiniLM:
         """The mean of the last layer's vectors of each sequence of word-piece ids (with its
         [CLS] and [SEP]), not normalised."""
         np = self.np
-        length = max(len(i) for i in ids)
-        tokens = np.zeros((len(ids), length), dtype=np.int64)
-        mask = np.zeros((len(ids), length), dtype=np.float32)
-        for row, seq in enumerate(ids):
-            tokens[row, : len(seq)] = seq
-            mask[row, : len(seq)] = 1.0
+        tokens, mask = _padded(np, ids)
+        length = tokens.shape[1]
         x = (
             self.w["embeddings.word_embeddings.weight"][tokens]
             + self.w["embeddings.position_embeddings.weight"][:length]
@@ -433,12 +441,8 @@ class MiniLMInt8(MiniLM):
 
     def pooled(self, ids: list[list[int]]) -> np.ndarray:
         np = self.np
-        length = max(len(i) for i in ids)
-        tokens = np.zeros((len(ids), length), dtype=np.int64)
-        mask = np.zeros((len(ids), length), dtype=np.float32)
-        for row, seq in enumerate(ids):
-            tokens[row, : len(seq)] = seq
-            mask[row, : len(seq)] = 1.0
+        tokens, mask = _padded(np, ids)
+        length = tokens.shape[1]
         feed = {
             "input_ids": tokens,
             "position_ids": np.broadcast_to(np.arange(length, dtype=np.int64), tokens.shape),
