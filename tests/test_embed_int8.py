@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from letterchunk.errors import ConfigError
+from letterchunk.io import atomic_write_with as save_atomic
 from letterchunk.retrieval import embed as embed_module
-from letterchunk.retrieval.embed import FLOAT_PRODUCTS, ONNX_FILE, open_embedder, save_atomic
+from letterchunk.retrieval.embed import FLOAT_PRODUCTS, ONNX_FILE, open_embedder
 
 
 def test_save_atomic_writes_whole_or_leaves_the_old_file(tmp_path):

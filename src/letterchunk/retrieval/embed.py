@@ -18,16 +18,16 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import struct
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from letterchunk.errors import BackendError, ConfigError
 from letterchunk.install import pip_install
+from letterchunk.io import atomic_write_with
 from letterchunk.retrieval.threads import pin_blas_threads
 from letterchunk.settings import Settings
 from letterchunk.tokens import encoding
@@ -43,7 +43,6 @@ __all__ = [
     "Window",
     "load_numpy",
     "open_embedder",
-    "save_atomic",
     "windows",
 ]
 
@@ -366,24 +365,6 @@ def _graph(np: Any, w: dict[str, np.ndarray], heads: int) -> Any:
     return model
 
 
-def save_atomic(path: Path, write: Callable[[Path], None]) -> None:
-    """Make ``path`` whole or not at all: ``write`` fills a temporary file in the same folder,
-    which is flushed to disk and renamed over ``path``; on any error it is removed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a model file is not
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 class MiniLMInt8(MiniLM):
     """all-MiniLM-L6-v2 with int8 weights, run by onnxruntime: 1.8 times less CPU than the
     numpy encoder over the corpus (bench/dense_index.py); its vectors' cosine to those is 0.997
@@ -408,7 +389,7 @@ class MiniLMInt8(MiniLM):
             ) from exc
         self.path = (cache_dir or Settings.from_env().model_dir) / ONNX_FILE
         if not self.path.exists():
-            save_atomic(self.path, self._quantised)
+            atomic_write_with(self.path, self._quantised)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = options.inter_op_num_threads = 1
         # without its arena, memory follows each batch's size rather than the largest seen
