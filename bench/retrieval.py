@@ -3,6 +3,7 @@
     python bench/retrieval.py                 # BM25, dense (MiniLM) and hybrid
     python bench/retrieval.py --no-dense      # BM25 only: no embedding model is loaded
     python bench/retrieval.py --year-filter   # each question filtered to its letter's year
+    python bench/retrieval.py --embedder all-MiniLM-L6-v2   # the float numpy encoder
 
 The questions (``bench/retrieval_questions.jsonl``) were written by reading eight letters; each
 has a kind (fact, principle, mistake, table) and a verbatim evidence passage that answers it.
@@ -71,7 +72,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from letterchunk.contract.schema import Chunk, Metadata, SourceSpan, TemporalReferences, dump_chunk
 from letterchunk.llm.replay import replayed_client
 from letterchunk.retrieval.chunks import read_chunks
-from letterchunk.retrieval.embed import Embedder, MiniLM
+from letterchunk.retrieval.embed import Embedder, MiniLM, MiniLMInt8
 from letterchunk.retrieval.index import build_index
 from letterchunk.retrieval.search import Filters, Hit, Mode, search
 from letterchunk.runner.pipeline import RunOptions, run_paths
@@ -476,10 +477,22 @@ def report(
             )
 
 
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {
+    MiniLMInt8.name: MiniLMInt8,
+    MiniLM.name: MiniLM,
+}
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--no-dense", action="store_true", help="BM25 only; loads no embedding model")
     p.add_argument("--year-filter", action="store_true", help="filter each search to its year")
+    p.add_argument(
+        "--embedder",
+        choices=sorted(EMBEDDERS),
+        default=MiniLMInt8.name,
+        help="the local dense embedder (default: letterchunk's default, the int8 MiniLM)",
+    )
     default_cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
     p.add_argument(
         "--cache",
@@ -496,7 +509,7 @@ def main(argv: list[str]) -> int:
     years = sorted({q.year for q in questions})
     letters = [load_letter(LETTERS / f"{y}.txt") for y in years]
     args.cache.mkdir(parents=True, exist_ok=True)
-    model = None if args.no_dense else CachedVectors(MiniLM(), args.cache)
+    model = None if args.no_dense else CachedVectors(EMBEDDERS[args.embedder](), args.cache)
     with tempfile.TemporaryDirectory() as tmp:
         folders = {name: Path(tmp) / name.replace(" ", "") for name in (OURS, OURS_BARE, *PEERS)}
         for folder in folders.values():
@@ -512,7 +525,8 @@ def main(argv: list[str]) -> int:
     print(
         f"{len(questions)} questions on {len(years)} letters ({', '.join(map(str, years))}); "
         f"summaries on {', '.join(str(y) for y in years if y in ENRICHED) or 'none'}; k={K}; "
-        f"{'year filter' if args.year_filter else 'no filter'}; chunking {chunk_s:.1f} s"
+        f"{'year filter' if args.year_filter else 'no filter'}; chunking {chunk_s:.1f} s; "
+        f"embedder {'none' if model is None else model.name}"
     )
     for name, (db, seconds, embedded, reused) in built.items():
         print(

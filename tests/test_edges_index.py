@@ -91,9 +91,9 @@ def assert_refused(code: int, err: str, db: Path) -> None:
 
 class WordHashEmbedder:
     """Bag of hashed words, L2-normalised, under the name of the default model (so the CLI's
-    ``open_embedder`` picks it up when MiniLM is replaced by it); can stop after N calls."""
+    ``open_embedder`` picks it up when MiniLMInt8 is replaced by it); can stop after N calls."""
 
-    name = "all-MiniLM-L6-v2"
+    name = embed_module.MiniLMInt8.name
     window = 40
     stop_after: int | None = None
     calls = 0
@@ -118,7 +118,7 @@ class WordHashEmbedder:
 @pytest.fixture
 def fake_minilm(monkeypatch):
     WordHashEmbedder.calls, WordHashEmbedder.stop_after = 0, None
-    monkeypatch.setattr(embed_module, "MiniLM", WordHashEmbedder)
+    monkeypatch.setattr(embed_module, "MiniLMInt8", WordHashEmbedder)
     return WordHashEmbedder
 
 

@@ -10,6 +10,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -194,7 +195,7 @@ def test_segment_only_output_is_indexable(good_letter, write_letter, tmp_path):
 
 
 def test_cli_index_and_search_with_json_lines(letter_dir, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(embed_module, "MiniLM", _FakeMiniLM)
+    monkeypatch.setattr(embed_module, "MiniLMInt8", _FakeInt8)
     db = tmp_path / "cli.sqlite"
     assert main(["index", str(letter_dir), "--db", str(db)]) == 0
     assert "3 chunk(s) indexed" in capsys.readouterr().err
@@ -242,8 +243,8 @@ def test_minilm_runs_offline_with_numpy():
     assert len(windows(model, text)) > 1
 
 
-class _FakeMiniLM(WordHashEmbedder):
-    name = "all-MiniLM-L6-v2"
+class _FakeInt8(WordHashEmbedder):
+    name = embed_module.MiniLMInt8.name
 
 
 def test_numpy_scoring_ranks_as_sqlite_vec_does(dense_db, monkeypatch):
@@ -255,7 +256,7 @@ def test_numpy_scoring_ranks_as_sqlite_vec_does(dense_db, monkeypatch):
     if not has_vec:
         pytest.skip("sqlite-vec does not load here (pysqlite3 or sqlite-vec missing)")
     with_vec = find(dense_db, "GEICO float underwriting", k=3, mode="dense")
-    monkeypatch.setattr(search_module, "connect", lambda db: (connect(db)[0], False))
+    monkeypatch.setattr(search_module, "connect", lambda db, **_: (connect(db)[0], False))
     without = find(dense_db, "GEICO float underwriting", k=3, mode="dense")
     assert _ids(with_vec) == _ids(without)
 
@@ -747,20 +748,25 @@ def test_query_years_reads_years_not_amounts_or_decades():
         assert query_years(text) == [], text
 
 
-@pytest.fixture(scope="module")
-def two_letters_db(tmp_path_factory):
-    """1977 and 1978 segmented with Tier-2 chunks, indexed for BM25."""
+def index_letters(folder: Path, years: tuple[int, ...], db: Path) -> Path:
+    """The corpus letters of ``years`` segmented with Tier-2 chunks into ``folder`` and
+    indexed for BM25 into ``db``."""
     from letterchunk.contract.schema import dump_chunk
     from letterchunk.text.clean import load_letter
     from letterchunk.text.segment import segment_letter
 
-    folder = tmp_path_factory.mktemp("two")
-    for year in (1977, 1978):
+    for year in years:
         chunks = segment_letter(load_letter(CORPUS / f"{year}.txt"), tier2=True)
         (folder / f"{year}.jsonl").write_text("".join(dump_chunk(c) + "\n" for c in chunks))
-    db = folder / "two.sqlite"
     build_index(folder, db)
     return db
+
+
+@pytest.fixture(scope="module")
+def two_letters_db(tmp_path_factory):
+    """1977 and 1978 segmented with Tier-2 chunks, indexed for BM25."""
+    folder = tmp_path_factory.mktemp("two")
+    return index_letters(folder, (1977, 1978), folder / "two.sqlite")
 
 
 def test_a_year_in_the_query_lifts_that_letter_without_filtering_the_others(

@@ -29,6 +29,7 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -105,6 +106,24 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_with(path: str | Path, write: Callable[[Path], None]) -> None:
+    """Make ``path`` whole or not at all when another library writes it: ``write`` fills a
+    temporary file beside it (:func:`create_temp_beside`), which is flushed to disk and renamed
+    over ``path``; on any error it is removed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = create_temp_beside(path, ".part")
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
         raise
 
 

@@ -15,11 +15,13 @@ from functools import lru_cache
 from importlib import resources
 from itertools import accumulate
 from operator import itemgetter
-
-import tiktoken
+from typing import TYPE_CHECKING
 
 from letterchunk.errors import ConfigError
 from letterchunk.install import pip_install
+
+if TYPE_CHECKING:
+    import tiktoken
 
 __all__ = ["encoding", "count_tokens", "SpanCounter", "span_counter", "clear_memos", "O200K_SHA256"]
 
@@ -46,6 +48,8 @@ def encoding() -> tiktoken.Encoding:
 @lru_cache(maxsize=1)
 def _load() -> tuple[tiktoken.Encoding, list[int]]:
     """The encoding, and the length in bytes of each of its tokens (indexed by token)."""
+    import tiktoken  # deferred: building the encoding is most of a short command's start-up
+
     data = resources.files("letterchunk").joinpath("data", "o200k_base.tiktoken").read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != O200K_SHA256:
@@ -120,13 +124,18 @@ class SpanCounter:
     and its tail after the last safe cut (encoded).  tests/test_segment.py checks the identity.
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, background: bool = True) -> None:
         self.text = text
         self._encode = encoding().encode_ordinary
         # the tokenizer releases the GIL: the whole-text pass runs in a worker thread while the
-        # caller goes on (e.g. detecting blocks); the first count that needs it waits for it
-        self._pending: Future[list[int]] | None = _worker().submit(_token_ends, text)
+        # caller goes on (e.g. detecting blocks); the first count that needs it waits for it.
+        # A caller with nothing to do meanwhile (``background=False``) encodes in its own thread.
+        self._pending: Future[list[int]] | None = None
         self._ends: list[int] = []
+        if background:
+            self._pending = _worker().submit(_token_ends, text)
+        else:
+            self._ends = _token_ends(text)
         # char offset -> byte offset: every non-ASCII char adds its extra UTF-8 bytes (an ASCII
         # text, told in one C call, has none to look for)
         self._wide = [] if text.isascii() else [m.start() for m in _NON_ASCII.finditer(text)]
@@ -162,14 +171,31 @@ class SpanCounter:
     def _count(self, a: int, b: int) -> int:
         if b - a < 64:
             return self._n(a, b)
-        text = self.text
+        head, tail = self.head(a), self.tail(b)
+        if head is None or tail is None or tail[0] < head[0]:
+            return self._n(a, b)
+        return head[1] + tail[1]
+
+    def head(self, a: int) -> tuple[int, int] | None:
+        """``(ca, n)``: the first safe cut ``ca`` at or after ``a`` and the tokens of
+        ``text[a:ca]`` less the text's tokens before ``ca``; None when no cut is near.
+
+        A span ``(a, b)`` of 64 chars or more whose head and tail are both found, the tail's
+        cut not before the head's, has ``head(a)[1] + tail(b)[1]`` tokens: each part depends
+        on one end only, so a caller can keep them per point and count spans without the
+        tokenizer (:mod:`letterchunk.retrieval.marks`)."""
         if a <= 0:
-            ca = 0
-        else:
-            m = _SAFE_CUT.search(text, a, a + _REACH)  # first safe cut >= a
-            if m is None:
-                return self._n(a, b)
-            ca = m.start()
+            return 0, -self._token_index(0)
+        m = _SAFE_CUT.search(self.text, a, a + _REACH)  # first safe cut >= a
+        if m is None:
+            return None
+        ca = m.start()
+        return ca, self._n(a, ca) - self._token_index(ca)
+
+    def tail(self, b: int) -> tuple[int, int] | None:
+        """``(cb, n)``: the last safe cut ``cb`` at or before ``b`` and the tokens of
+        ``text[cb:b]`` plus the text's tokens before ``cb``; None when no cut is near."""
+        text = self.text
         if b >= len(text):
             cb = len(text)
         else:
@@ -178,10 +204,8 @@ class SpanCounter:
             while cb > 0 and text[cb - 1].isspace():
                 cb = text.rfind(" ", lo, cb)
             if cb <= 0:
-                return self._n(a, b)
-        if cb < ca:
-            return self._n(a, b)
-        return self._n(a, ca) + self._token_index(cb) - self._token_index(ca) + self._n(cb, b)
+                return None
+        return cb, self._n(cb, b) + self._token_index(cb)
 
 
 _recent: list[SpanCounter] = []  # the last few counters built, newest last

@@ -4,8 +4,6 @@ import circle through that ``__init__``)."""
 
 from __future__ import annotations
 
-from importlib import metadata
-
 __all__ = ["__version__", "installed_version"]
 
 __version__ = "0.1.0"
@@ -13,6 +11,8 @@ __version__ = "0.1.0"
 
 def installed_version() -> str:
     """The installed distribution's version; ``__version__`` when run from a checkout."""
+    from importlib import metadata  # deferred: slow to load, and asked only by --version
+
     try:
         return metadata.version("letterchunk")
     except metadata.PackageNotFoundError:

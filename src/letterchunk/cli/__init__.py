@@ -21,6 +21,7 @@ import logging
 import select
 import sys
 import textwrap
+from typing import Any
 
 from letterchunk.errors import BudgetExceeded, LetterchunkError, RepairExhausted
 from letterchunk.io import silence
@@ -105,6 +106,15 @@ def version() -> str:
     return installed_version()
 
 
+class _Version(argparse._VersionAction):
+    """``--version``: the installed version is looked up only when asked for (reading the
+    distribution's metadata is a good part of a short command's start-up)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        self.version = f"%(prog)s {version()}"
+        super().__call__(parser, *args, **kwargs)
+
+
 def add_common_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     """-v/--verbose and -q/--quiet, accepted before the command and after it.
 
@@ -142,7 +152,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=HelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    parser.add_argument("--version", action=_Version)
     add_common_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:

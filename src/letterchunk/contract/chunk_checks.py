@@ -12,7 +12,6 @@ from letterchunk.contract.rules import (
     T1_MAX_TOKENS,
     T1_MIN_TOKENS,
     T2_MIN_TOKENS,
-    max_chunk_tokens,
 )
 from letterchunk.contract.schema import UNTITLED, Chunk
 from letterchunk.contract.semantic_checks import check_semantics
@@ -349,7 +348,7 @@ def _sizes_and_boundaries(chunk: Chunk, ctx: CheckContext, ntokens: int, add: Ad
     md = chunk.metadata
     content = chunk.content
     tier = md.chunk_tier
-    limit = max_chunk_tokens()
+    limit = ctx.max_tokens
     if ntokens > limit:
         add(
             "size.context",

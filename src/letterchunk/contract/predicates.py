@@ -140,6 +140,7 @@ def years_in(text: str) -> set[int]:
 
 _FOOTNOTE = re.compile(r"^\s*(?:\(\w{1,2}\)|\*+|\d{1,2}\)|\d{1,2}\s)")
 _TERMINAL = re.compile(r"[.!?:;\"'\u201d\u2019)\]*\-\u2014]\s*$")
+_TERMINAL_CHARS = frozenset(".!?:;\"'\u201d\u2019)]*-\u2014")  # _TERMINAL's class
 
 
 def ends_mid_sentence(content: str) -> bool:
@@ -148,7 +149,10 @@ def ends_mid_sentence(content: str) -> bool:
     Prose means: the last paragraph has >= 8 words, its last line >= 4 words, and no line of it
     is indented like layout (signature blocks, tables and dates are indented 8+ spaces).
     """
-    last = content[-4000:].rstrip().rsplit("\n\n", 1)[-1]  # the tail is enough: O(1) per chunk
+    tail = content[-4000:].rstrip()  # the tail is enough: O(1) per chunk
+    if not tail or tail[-1] in _TERMINAL_CHARS:
+        return False  # ends in terminal punctuation (what _TERMINAL finds): most chunks
+    last = tail.rsplit("\n\n", 1)[-1]
     lines = [line for line in last.split("\n") if line.strip()]
     if not lines or len(last.split()) < 8 or len(lines[-1].split()) < 4:
         return False

@@ -7,10 +7,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Literal, NotRequired, Protocol, TypedDict
 
 from letterchunk.contract.predicates import concept_key, value_key
-from letterchunk.contract.rules import FATAL_CODES, RULES, RuleKind, Severity, rule_kind
+from letterchunk.contract.rules import (
+    FATAL_CODES,
+    RULES,
+    RuleKind,
+    Severity,
+    max_chunk_tokens,
+    rule_kind,
+)
 from letterchunk.contract.schema import Chunk
 from letterchunk.contract.vocabulary import load_concepts
 
@@ -145,7 +153,9 @@ class CheckContext:
         if vocab is None:
             vocab = load_concepts()
         self.vocab = vocab
-        self.vocab_folded = {concept_key(c): c for c in vocab}
+        self.vocab_folded = (
+            _folded(vocab) if isinstance(vocab, frozenset) else {concept_key(c): c for c in vocab}
+        )
         titles = list(context.section_titles)
         if not titles:
             titles = [c.metadata.section_title for c in chunks if c.metadata.chunk_tier == 1]
@@ -153,6 +163,8 @@ class CheckContext:
         self.evidence = context.evidence
         # a letter that is one Tier-1 chunk has no neighbour to merge a short chunk with
         self.single_t1 = sum(c.metadata.chunk_tier == 1 for c in chunks) == 1
+        # rule size.context's limit, read from the environment once per letter, not per chunk
+        self.max_tokens = max_chunk_tokens()
         # summary (as value_key folds it) -> {chunk_id: content} of the letter's chunks that
         # carry it (rule injection.duplicate_summary); empty when one chunk is checked alone
         self.summaries: dict[str, dict[str, str]] = {}
@@ -160,6 +172,13 @@ class CheckContext:
             key = value_key(c.metadata.contextual_summary)
             if key:
                 self.summaries.setdefault(key, {})[c.chunk_id] = c.content
+
+
+@lru_cache(maxsize=4)
+def _folded(vocab: frozenset[str]) -> dict[str, str]:
+    """Folded concept -> concept, built once per vocabulary (every letter checks against the
+    same one); callers only read it."""
+    return {concept_key(c): c for c in vocab}
 
 
 class Add(Protocol):

@@ -64,8 +64,10 @@ from letterchunk.io import read_jsonl
 from letterchunk.retrieval.chunks import Record, chunk_files, read_records
 from letterchunk.retrieval.embed import Embedder, windows
 from letterchunk.retrieval.links import LINKS_SQL
+from letterchunk.retrieval.marks import MARKS_SQL, focus_pieces, section_points, write_marks
 from letterchunk.retrieval.store import (
     APPLICATION_ID,
+    FTS_TOKENIZE,
     SCHEMA_VERSION,
     check_index,
     connect,
@@ -86,9 +88,6 @@ HEADER_SHARE = 4  # a context header takes at most 1/4 of an embedding window
 # the end of a sentence: a header line, a separator or a table's rule has none
 _SENTENCE_END = re.compile(r"\w[.!?:][\"'’”)]?(?:\s|$)")
 BATCH = 32  # units embedded, then committed, at a time: an interrupted run keeps its work
-# how BM25 reads text: porter stemming over unicode61 words (search's focus on a part of a long
-# passage matches the same way)
-FTS_TOKENIZE = "porter unicode61"
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -124,7 +123,8 @@ CREATE TABLE IF NOT EXISTS units (
     embedding BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS units_checksum ON units (checksum);
-{LINKS_SQL}"""
+{LINKS_SQL};
+{MARKS_SQL};"""
 
 
 @dataclass(frozen=True)
@@ -261,6 +261,28 @@ def _write_chunks(conn: Any, records: list[Record], ranked: set[str], embedder: 
         )
 
 
+def _mark_points(records: list[Record]) -> dict[str, set[int]]:
+    """Each chunk text and the points a hit's window asks counts at (see retrieval.marks):
+    the pieces any chunk is focused by when longer than the window, and for a Tier-1 chunk
+    with children the points its window grows to."""
+    children: dict[str, list[tuple[int, int]]] = {}
+    for r in records:
+        md = r.chunk.metadata
+        if md.chunk_tier in (2, 3) and md.parent_chunk_id:
+            span = (md.source_span.start_char, md.source_span.end_char_exclusive)
+            children.setdefault(md.parent_chunk_id, []).append(span)
+    points: dict[str, set[int]] = {}
+    for r in records:
+        md = r.chunk.metadata
+        kept = points.setdefault(r.content, set())
+        kept.update(p for span in focus_pieces(r.content, md.chunk_tier == 3) for p in span)
+        if md.chunk_tier == 1 and r.chunk_id in children:
+            origin = md.source_span.start_char
+            spans = [(a - origin, b - origin) for a, b in children[r.chunk_id]]
+            kept.update(section_points(r.content, spans))
+    return points
+
+
 def _header_prefix(embedder: Embedder, header: str) -> str:
     """The header and a line break, cut to a quarter of the model's window if longer."""
     starts = embedder.token_starts(header)
@@ -359,7 +381,7 @@ def build_index(
                 meta = _meta(conn) if _is_index(conn) else {}
                 if meta.get("schema", SCHEMA_VERSION) != SCHEMA_VERSION:
                     # an index another letterchunk wrote: its tables and vectors cannot be reused
-                    for table in ("chunks_fts", "chunks", "units", "links", "meta"):
+                    for table in ("chunks_fts", "chunks", "units", "links", "token_marks", "meta"):
                         conn.execute(f"DROP TABLE IF EXISTS {table}")
                     meta = {}
                 for statement in _SCHEMA.split(";"):
@@ -371,6 +393,7 @@ def build_index(
                 # --no-dense on a dense index keeps its vectors usable for unchanged chunks
                 name = name or meta.get("embedder", "")
                 _write_chunks(conn, records, ranked, name)
+                write_marks(conn, _mark_points(records))
                 # links join chunks as they were: `letterchunk link` computes them anew
                 conn.execute("DELETE FROM links")
                 conn.execute("DELETE FROM meta WHERE key LIKE 'links%'")

@@ -56,6 +56,7 @@ from typing import Any
 
 from letterchunk.contract.rules import RELATED_YEAR_RANGE
 from letterchunk.errors import ConfigError
+from letterchunk.retrieval.embed import load_numpy
 from letterchunk.retrieval.query import fts_query
 from letterchunk.retrieval.store import check_index, connect, index_errors
 
@@ -190,9 +191,7 @@ class _Vectors:
     parent its children cover)."""
 
     def __init__(self, conn: Any) -> None:
-        from letterchunk.retrieval.embed import load_numpy  # deferred: numpy, only with vectors
-
-        self.np = load_numpy()
+        self.np = load_numpy()  # numpy is imported only here, with vectors
         owners: dict[str, list[int]] = {}
         for rowid, checksum in conn.execute(
             "SELECT rowid, checksum FROM chunks UNION ALL SELECT p.rowid, ch.checksum "

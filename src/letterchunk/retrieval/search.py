@@ -71,6 +71,7 @@ from typing import Any, Literal
 from letterchunk.errors import ConfigError
 from letterchunk.retrieval.embed import Embedder, load_numpy, windows
 from letterchunk.retrieval.links import LinkedChunk, linked_chunks, require_links
+from letterchunk.retrieval.marks import MarkedCounter
 from letterchunk.retrieval.query import fts_query, query_years
 from letterchunk.retrieval.store import check_index, connect, index_errors
 from letterchunk.retrieval.window import focus_window, grow_window, paragraph_edges
@@ -355,6 +356,7 @@ def _window(
         steps=[*paragraph_edges(text), *(p for _, a, b in spans for p in (a, b))],
         tables=[(a, b) for tier, a, b in spans if tier == 3],
         passages=[(m.start_char - origin, m.end_char - origin) for m in passages],
+        count=MarkedCounter.of(conn, text).count,  # counts the index keeps: no tokenizer
     )
     return origin + a, origin + b, text[a:b]
 
@@ -386,7 +388,8 @@ def _hit(
     metadata = json.loads(md)
     if window is not None and int(metadata.get("token_count") or 0) > window:
         # a leaf over the allowance: the part of it that matches the query, not all of it
-        a, b = focus_window(content, query, window, table=tier == 3)
+        count = MarkedCounter.of(conn, content).count  # counts the index keeps: no tokenizer
+        a, b = focus_window(content, query, window, table=tier == 3, count=count)
         span, beside = (start + a, start + b, content[a:b]), []
     elif window is not None and parent and tier in (2, 3):
         windowed = _window(conn, parent, (start, end), passages, window)
@@ -451,7 +454,7 @@ def search(
         window = None  # a budget is filled with ranked passages, not with the text around them
     check_index(db, write=False)
     with index_errors(db):
-        conn, has_vec = connect(db)
+        conn, has_vec = connect(db, vectors=mode != "bm25")
     try:
         with index_errors(db):
             if expand_links:

@@ -41,6 +41,7 @@ from letterchunk.retrieval.threads import pin_blas_threads
 __all__ = [
     "APPLICATION_ID",
     "LOCK_TIMEOUT_S",
+    "FTS_TOKENIZE",
     "SCHEMA_VERSION",
     "TABLES",
     "IndexFile",
@@ -50,10 +51,15 @@ __all__ = [
     "scratch",
 ]
 
-SCHEMA_VERSION = "3"  # 3: the links table (retrieval.links)
+SCHEMA_VERSION = "4"  # 3: the links table (retrieval.links); 4: token_marks (retrieval.marks)
 # "LCix" in the header's application id field: a letterchunk index, whatever its file name
 APPLICATION_ID = int.from_bytes(b"LCix", "big")
-TABLES = ("meta", "chunks", "chunks_fts", "units", "links")  # what an index of SCHEMA_VERSION holds
+# how BM25 reads text: porter stemming over unicode61 words (search's focus on a part of a long
+# passage matches the same way)
+FTS_TOKENIZE = "porter unicode61"
+# what an index of SCHEMA_VERSION holds
+TABLES = ("meta", "chunks", "chunks_fts", "units", "links", "token_marks")
+# an index of SCHEMA_VERSION holds
 # how long a read or a write waits for another process's lock before it is refused
 LOCK_TIMEOUT_S = 2.0
 
@@ -75,9 +81,14 @@ def _sqlite_errors() -> tuple[type[BaseException], ...]:
     return (sqlite3.Error,) if module is sqlite3 else (sqlite3.Error, module.Error)
 
 
-def connect(path: str | Path) -> tuple[Any, bool]:
-    """An open connection to ``path`` and whether sqlite-vec is loaded into it."""
+def connect(path: str | Path, *, vectors: bool = True) -> tuple[Any, bool]:
+    """An open connection to ``path`` and whether sqlite-vec is loaded into it.
+
+    ``vectors=False`` never loads it (nor numpy, which it imports): a BM25 search reads no
+    vector."""
     conn = _module().connect(str(path), timeout=LOCK_TIMEOUT_S)
+    if not vectors:
+        return conn, False
     pin_blas_threads()  # sqlite-vec imports numpy, which sizes its BLAS pool once
     try:
         import sqlite_vec  # deferred: optional `search` extra

@@ -19,30 +19,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from letterchunk.retrieval.index import FTS_TOKENIZE
+from letterchunk.retrieval.marks import focus_pieces, line_spans, paragraph_edges
 from letterchunk.retrieval.query import fts_query
-from letterchunk.retrieval.store import scratch
-from letterchunk.text.lines import split_lines
-from letterchunk.text.sentences import sentence_spans
+from letterchunk.retrieval.store import FTS_TOKENIZE, scratch
 from letterchunk.tokens import SpanCounter
 
 __all__ = ["focus_window", "grow_window", "line_spans", "paragraph_edges"]
 
-_BLANK_LINES = re.compile(r"\n[ \t]*\n\s*")
 _FIGURE = re.compile(r"\d")
-
-
-def paragraph_edges(text: str) -> list[int]:
-    """The start and end of each paragraph of ``text`` (blocks between blank lines)."""
-    edges = [0, len(text)]
-    for match in _BLANK_LINES.finditer(text):
-        edges += [match.start(), match.end()]
-    return sorted(set(edges))
-
-
-def line_spans(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of each non-blank line of ``text``, without its trailing blanks."""
-    return [(ln.start, ln.start + len(ln.raw.rstrip())) for ln in split_lines(text) if not ln.blank]
 
 
 # long function: one growth loop whose two sides share the allowance, kept whole to read as one
@@ -122,7 +106,7 @@ def focus_window(
     around its line (``table``) or sentence that best matches ``query`` by BM25 (the index's
     tokenizer), grown by whole lines or sentences; its first one when none
     matches."""
-    pieces = line_spans(text) if table else sentence_spans(text)
+    pieces = focus_pieces(text, table)
     if not pieces:
         return 0, len(text)
     best = pieces[0]

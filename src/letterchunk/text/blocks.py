@@ -169,11 +169,16 @@ def _row_flags(lines: list[Line]) -> list[bool]:
 def _rule_flags(lines: list[Line]) -> list[bool]:
     """Rule lines, and dot-leader lines with nothing else (a row whose leader wrapped)."""
     return [
-        (t[:1] in ("-", "=", "_") and is_rule(ln.raw))
-        or (t[:1] in (".", "…") and LEADER_ONLY.match(t) is not None)
+        (c := ln.text[:1]) in _RULE_FIRST  # one set test rejects almost every line
+        and (
+            (c in "-=_" and is_rule(ln.raw))
+            or (c in ".…" and LEADER_ONLY.match(ln.text) is not None)
+        )
         for ln in lines
-        for t in (ln.text,)
     ]
+
+
+_RULE_FIRST = frozenset("-=_.…")  # the first characters of a rule or a lone dot leader
 
 
 def _row_spans(
@@ -531,6 +536,11 @@ def _is_header_at(
     n = len(lines)
     if i >= n or kind[i] is not None or lines[i].blank:
         return False
+    if after_text and i + 1 < n and not lines[i + 1].blank and kind[i + 1] is None:
+        # the last test below, asked first: it is cheap and rejects most lines inside prose
+        nxt = lines[i + 1]
+        if nxt.indent <= lines[i].indent and len(nxt.text) - len(lines[i].text) <= 20:
+            return False
     raw = lines[i].raw
     if not headerish(raw) or signature_line(raw) is not None:
         return False
@@ -592,6 +602,9 @@ def _mark_signatures(lines: list[Line], kind: list[str | None]) -> None:
             kind[i] is not None
             or not t
             or not ("A" <= t[0] <= "Z" or t[0] == "/")  # as in signature_line, inlined
+            # signature_line's length test too: a long line is no sign-off line unless
+            # split in columns or indented (most prose lines end here)
+            or (len(t) > 45 and (len(t) > 90 or ("   " not in t and lines[i].indent < 10)))
             or signature_line(lines[i].raw) is None
         ):
             i += 1

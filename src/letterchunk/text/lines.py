@@ -173,19 +173,34 @@ class Line:
     __slots__ = ("start", "end", "raw", "text", "blank", "indent")
 
     def __init__(self, start: int, raw: str) -> None:
+        text = raw.strip()
         self.start = start  # offset of the line's first character in the text
         self.end = start + len(raw)  # offset just past the line (before "\n")
         self.raw = raw
-        self.text = raw.strip()
-        self.blank = not self.text
-        self.indent = len(raw) - len(raw.lstrip()) if self.text else 0
+        self.text = text
+        self.blank = not text
+        self.indent = len(raw) - len(raw.lstrip()) if text else 0
 
 
 def split_lines(text: str) -> list[Line]:
-    out, pos = [], 0
+    """The text's lines, each as :class:`Line` (the same fields ``Line(start, raw)`` sets).
+
+    Built without calling ``Line.__init__`` per line: a letter has thousands of lines and
+    block detection splits every letter, so the per-line call was a tenth of its time."""
+    out: list[Line] = []
+    append, new = out.append, object.__new__
+    pos = 0
     for raw in text.split("\n"):
-        out.append(Line(pos, raw))
-        pos += len(raw) + 1
+        ln = new(Line)
+        n = len(raw)
+        ln.start = pos
+        ln.end = pos + n
+        ln.raw = raw
+        t = ln.text = raw.strip()
+        ln.blank = not t
+        ln.indent = n - len(raw.lstrip()) if t else 0
+        append(ln)
+        pos += n + 1
     return out
 
 
@@ -258,15 +273,28 @@ def _numeric_tail(s: str) -> int:
     """How many numeric values end the line (a lone "$" joins the number after it)."""
     if not s or s[-1] not in "0123456789)%*":
         return 0
+    # the last few words decide most lines (a prose line ending "in 1985" stops at "in"):
+    # only those are split off; the whole line is split when all of them are values
+    words = s.rsplit(None, 4)
+    if len(words) == 5:
+        n, stopped = _count_tail(words[1:])
+        if stopped:
+            return n
+        words = s.split()
+    return _count_tail(words)[0]
+
+
+def _count_tail(words: list[str]) -> tuple[int, bool]:
+    """(values ending ``words``, whether a word that is no value stopped the count)."""
     n = 0
-    for tok in reversed(s.split()):
+    for tok in reversed(words):
         if tok in ("$", "£", "€"):
             continue
         if numeric_cell(tok) and any(map(str.isdigit, tok)):
             n += 1
         else:
-            break
-    return n
+            return n, True
+    return n, False
 
 
 def is_rule(raw: str) -> bool:
