@@ -261,7 +261,7 @@ def test_quoted_paragraphs_and_sentences_of_questions_carry_no_other_marker(
         def send_plain(self, request, *, chunk_id):  # what can_judge looks for
             raise AssertionError("ask_yes_no is scripted")
 
-    judges.ask_judges(chunk, {"principle_evidence": [planted]}, messages, Judging(), ctx)
+    judges.ask_judges(chunk, {"principle_evidence": [planted]}, messages, Judging())
     # the chunk question, its paragraphs, its rule candidates
     assert len(asked) >= 3
     # the planted marker is never quoted as it stands
