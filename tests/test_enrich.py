@@ -462,27 +462,3 @@ def test_apply_drops_repeats_in_every_list_field(good_letter):
     assert meta.cross_references.related_sections_same_letter == ["Insurance Operations"]
     assert meta.cross_references.related_years == [1986]
     assert meta.temporal_references.comparison_years == [1986]
-
-
-@pytest.mark.parametrize("n_tables", [1, 2, 3])
-def test_hosted_table_schema_is_the_same_whatever_the_table_count(good_letter, n_tables):
-    # a hosted schema is part of the prompt's cached prefix: a table chunk's own count is named
-    # in the prompt and checked by the validator (table.summary_missing), not written into it;
-    # under a grammar the count is enforced by the schema
-    t3 = good_letter.chunk("1987-S2-T3-001")
-    tables = list(t3.metadata.table_data)
-    wider = t3.model_copy(
-        update={"metadata": t3.metadata.model_copy(update={"table_data": (tables * 3)[:n_tables]})}
-    )
-    hosted = PromptContext.for_letter(1987, ["Performance"], VOCAB, grounded_choices=False)
-
-    def schema(c, ctx):
-        return json.dumps(response_model_for(c, ctx).model_json_schema(), sort_keys=True)
-
-    assert schema(wider, hosted) == schema(t3, hosted)
-    grounded = response_model_for(wider, ctx_for(good_letter)).model_json_schema()
-    tables_field = grounded["properties"]["tables"]
-    assert (tables_field["minItems"], tables_field["maxItems"]) == (n_tables, n_tables)
-    assert (schema(wider, ctx_for(good_letter)) == schema(t3, ctx_for(good_letter))) == (
-        n_tables == len(tables)
-    )

@@ -272,9 +272,8 @@ def response_model_for(chunk: Chunk, ctx: PromptContext) -> type[_Answer]:
     Named ``Enrichment`` / ``TableEnrichment`` (the name is part of the request).  Without
     ``grounded_choices`` (hosted tool calls, where the schema is part of the prompt and must be
     the same for every chunk to share the provider's prefix cache) the schema is the base
-    model's, unchanged but for an untitled chunk's ``section_title``: per-chunk choices and a
-    table chunk's table count are named in the prompt and checked by the validator, so every
-    table chunk of a hosted run shares one schema too.
+    model's, unchanged but for an untitled chunk's ``section_title`` and a table chunk's table
+    count: per-chunk choices are named in the prompt and checked by the validator.
     """
     base: type[_Answer] = TableEnrichment if _is_table(chunk) else Enrichment
     narrowed: dict[str, tuple[Any, FieldInfo]] = {}
@@ -282,7 +281,7 @@ def response_model_for(chunk: Chunk, ctx: PromptContext) -> type[_Answer]:
         narrowed.update(_grounded_fields(chunk, ctx))
     elif ctx.vocabulary:  # the whole vocabulary: the same for every chunk of the run
         narrowed["buffett_concepts"] = _choice_list(list(ctx.vocabulary), MAX_CONCEPTS)
-    if _is_table(chunk) and ctx.grounded_choices:
+    if _is_table(chunk):
         n = len(chunk.metadata.table_data)
         narrowed["tables"] = (list[EnrichedTable], Field(min_length=n, max_length=n))
 
