@@ -193,7 +193,9 @@ def _poisoned(bad_ids: set[str]):
 
 def test_a_chunk_that_stays_invalid_is_kept_as_segmented(tmp_path):
     # tool calling (hosted style): no grammar, so an unquoted tag can come back
-    marker = "Textile Operations"  # the heading that opens one section of 1977
+    # a name written in one section of 1977 only (every section heading is quoted in every
+    # chunk's prompt, so a heading would poison them all)
+    marker = "Ken Chace"
     segmented = {c.chunk_id: dump_chunk(c) for c in segment_letter(load_letter(LETTER))}
     with (
         FakeOpenAI(default=_poisoned({marker})) as server,
