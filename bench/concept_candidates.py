@@ -75,24 +75,24 @@ def labelled_chunks(split: str) -> tuple[list[Labelled], int]:
     return found, stale
 
 
-def recall(chunks: Sequence[Labelled], pick: Callable[[str], list[str]]) -> tuple[float, float]:
-    """(share of gold pairs among the picks, mean picks per chunk)."""
-    gold = sum(len(c.concepts) for c in chunks)
+def _tally(chunks: Sequence[Labelled], pick: Callable[[str], list[str]]) -> tuple[int, int, int]:
+    """(picks that are gold pairs, picks, gold pairs) over ``chunks``."""
     hit = picked = 0
     for c in chunks:
         got = set(pick(c.text))
         hit += len(got & c.concepts)
         picked += len(got)
+    return hit, picked, sum(len(c.concepts) for c in chunks)
+
+
+def recall(chunks: Sequence[Labelled], pick: Callable[[str], list[str]]) -> tuple[float, float]:
+    """(share of gold pairs among the picks, mean picks per chunk)."""
+    hit, picked, gold = _tally(chunks, pick)
     return hit / max(1, gold), picked / max(1, len(chunks))
 
 
 def prf(chunks: Sequence[Labelled], pick: Callable[[str], list[str]]) -> tuple[float, ...]:
-    gold = sum(len(c.concepts) for c in chunks)
-    tp = predicted = 0
-    for c in chunks:
-        got = set(pick(c.text))
-        tp += len(got & c.concepts)
-        predicted += len(got)
+    tp, predicted, gold = _tally(chunks, pick)
     p, r = tp / max(1, predicted), tp / max(1, gold)
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 

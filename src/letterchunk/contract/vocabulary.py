@@ -86,6 +86,16 @@ _Loaded = tuple[
 ]
 
 
+def _only_known(path: str, key: str, mapping: dict[str, object], concepts: list[str]) -> None:
+    """Refuse a ``key`` mapping ("cues", "meanings") that names a concept the file lacks."""
+    unknown = sorted(set(mapping) - set(concepts))
+    if unknown:
+        raise ConfigError(
+            f'{path}: "{key}" names concept(s) missing from "concepts": {", ".join(unknown)}; '
+            f'add them to "concepts" or remove their {key}'
+        )
+
+
 @lru_cache(maxsize=8)
 def _load(path: str) -> _Loaded:
     try:
@@ -113,12 +123,7 @@ def _load(path: str) -> _Loaded:
             f'{path}: "cues" must map each concept to a list of non-empty strings, like '
             '{"float economics": ["float"]}; fix the file'
         )
-    unknown = sorted(set(cues) - set(concepts))
-    if unknown:
-        raise ConfigError(
-            f'{path}: "cues" names concept(s) missing from "concepts": {", ".join(unknown)}; '
-            'add them to "concepts" or remove their cues'
-        )
+    _only_known(path, "cues", cues, concepts)
     meanings = data.get("meanings", {})
     if not isinstance(meanings, dict) or not all(
         isinstance(v, str) and v.strip() for v in meanings.values()
@@ -127,12 +132,7 @@ def _load(path: str) -> _Loaded:
             f'{path}: "meanings" must map each concept to a non-empty string, like '
             '{"float economics": "insurance float as a source of investable funds"}; fix the file'
         )
-    unknown = sorted(set(meanings) - set(concepts))
-    if unknown:
-        raise ConfigError(
-            f'{path}: "meanings" names concept(s) missing from "concepts": {", ".join(unknown)}; '
-            'add them to "concepts" or remove their meanings'
-        )
+    _only_known(path, "meanings", meanings, concepts)
     ordered = tuple((c, tuple(cues[c])) for c in concepts if c in cues)
     means = tuple((c, meanings[c]) for c in concepts if c in meanings)
     return tuple(concepts), ordered, means
