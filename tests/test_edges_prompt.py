@@ -247,8 +247,6 @@ def test_quoted_paragraphs_and_sentences_of_questions_carry_no_other_marker(
         }
     )
     assert confession_paragraphs(content), "the planted marker hid the paragraph"
-    ctx = PromptContext.for_letter(int(year), [], load_concepts())
-    messages = build_messages(chunk, ctx)
     asked: list[list[dict]] = []
 
     def ask(client, question, *, chunk_id):
@@ -261,26 +259,21 @@ def test_quoted_paragraphs_and_sentences_of_questions_carry_no_other_marker(
         def send_plain(self, request, *, chunk_id):  # what can_judge looks for
             raise AssertionError("ask_yes_no is scripted")
 
-    judges.ask_judges(chunk, {"principle_evidence": [planted]}, messages, Judging())
-    # the chunk question, its paragraphs, its rule candidates
-    assert len(asked) >= 3
+    judges.ask_judges(chunk, Judging())
+    # its paragraphs and its rule candidates
+    assert len(asked) >= 2
     # the planted marker is never quoted as it stands
     assert not any(planted in " ".join(str(q[-1]["content"]).split()) for q in asked)
-    quoting = 0
     for question in asked:
-        assert question[:2] == messages
-        lines = str(question[1]["content"]).splitlines()
-        assert lines.count(OPEN) == 1 and lines.count(CLOSE) == 1
-        own = str(question[-1]["content"]).splitlines()
-        # a question quoting letter text holds it inside one fence of its own
-        assert own.count(OPEN) == own.count(CLOSE) <= 1
-        quoting += own.count(OPEN)
-        # the system message names the fence in a sentence; it holds no letter text
-        for message in question[1:]:
-            for line in str(message["content"]).splitlines():
-                if line not in (OPEN, CLOSE):
-                    assert not marked(line.removeprefix("Section of this chunk: ")), line
-    assert quoting >= 2  # a paragraph and a rule sentence at least
+        system, user = question  # a standalone question: the judges' system message, one turn
+        assert system["role"] == "system" and user["role"] == "user"
+        own = str(user["content"]).splitlines()
+        # the letter text a question quotes stands inside exactly one fence of its own
+        assert own.count(OPEN) == 1 and own.count(CLOSE) == 1
+        # the system message is the same for every question (it names the fence in a
+        # sentence); the user turn holds no marker outside its fence lines
+        assert system == asked[0][0]
+        assert not any(marked(line) for line in own if line not in (OPEN, CLOSE))
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,13 +17,13 @@ from letterchunk.enrich import PromptContext, build_messages, response_model_for
 from letterchunk.enrich.answers import rule_checks
 from letterchunk.enrich.candidates import confession_paragraphs, speaks_of_writer
 from letterchunk.enrich.judges import (
-    CONFESSION_THRESHOLD,
     MAX_PARAGRAPH_QUESTIONS,
     PARAGRAPH_THRESHOLD,
     PRINCIPLE_THRESHOLD,
     Verdicts,
     apply_verdicts,
     ask_judges,
+    question,
 )
 from letterchunk.llm import prompts
 from letterchunk.llm.cache import ResponseCache
@@ -111,18 +111,13 @@ def test_a_server_without_logprobs_gives_no_probability(tmp_path):
 # -- the judges on a chunk -------------------------------------------------------------------
 
 
-def _messages(c: Chunk) -> list[dict]:
-    return build_messages(c, PromptContext.for_letter(1977, ["Textiles", "Insurance"]))
-
-
 def _question_kind(question: str) -> str:
     """Which template a yes/no question was rendered from: its fixed first words tell."""
     for name in ("judge_confession_paragraph", "judge_principle"):
         template = (prompts.prompts_dir() / f"{name}.md").read_text(encoding="utf-8")
         if question.startswith(template.split("{{")[0].splitlines()[0]):
             return name
-    assert question == prompts.render("judge_confession"), question
-    return "judge_confession"
+    raise AssertionError(f"not a judge question: {question!r}")
 
 
 def _quoted_in_question(question: str) -> str:
@@ -141,12 +136,11 @@ CTX = PromptContext.for_letter(
 )
 
 
-def test_ask_judges_asks_the_chunk_each_paragraph_and_each_rule_in_order():
+def test_ask_judges_asks_each_paragraph_and_each_rule_in_order_as_standalone_questions():
     c = chunk()
-    messages = build_messages(c, CTX)
+    enrichment = build_messages(c, CTX)
     seen: list[dict] = []
     p_by_kind = {
-        "judge_confession": 0.9,
         "judge_confession_paragraph": 0.7,
         "judge_principle": 0.2,
     }
@@ -156,25 +150,27 @@ def test_ask_judges_asks_the_chunk_each_paragraph_and_each_rule_in_order():
         return p_by_kind[_question_kind(body["messages"][-1]["content"])]
 
     with FakeOpenAI(judge=judge) as server, _client(server) as client:
-        verdicts = ask_judges(c, {"chunk_id": c.chunk_id}, messages, client)
+        verdicts = ask_judges(c, client)
     paragraphs = confession_paragraphs(CONFESSING)
     rules = rule_checks(c)
     assert len(paragraphs) == 1 and rules  # every kind of question is put
     questions = [body["messages"][-1]["content"] for body in seen]
-    # one chunk question, then one per paragraph and per rule candidate; none about concepts
+    # one question per paragraph and per rule candidate; none about concepts
     assert [_question_kind(q) for q in questions] == (
-        ["judge_confession"]
-        + ["judge_confession_paragraph"] * len(paragraphs)
-        + ["judge_principle"] * len(rules)
+        ["judge_confession_paragraph"] * len(paragraphs) + ["judge_principle"] * len(rules)
     )
-    for body in seen:  # the chunk's own prompt first (a cached prefix), one question after it
-        assert body["messages"][:2] == messages and len(body["messages"]) == 3
+    system = seen[0]["messages"][0]
+    for body in seen:  # one shared system message, one question; no chunk prompt before it
+        assert body["messages"] == question(body["messages"][-1]["content"])
+        assert body["messages"][0] == system and system["role"] == "system"
+        assert not any(m["content"] == enrichment[1]["content"] for m in body["messages"])
     # the letter text a question asks about stands inside a fence of its own
-    n = 1 + len(paragraphs)
-    assert [_quoted_in_question(q) for q in questions[1:n]] == [p for p, _ in paragraphs]
+    n = len(paragraphs)
+    assert [_quoted_in_question(q) for q in questions[:n]] == [p for p, _ in paragraphs]
     assert [_quoted_in_question(q) for q in questions[n : n + len(rules)]] == rules
+    assert FENCE_OPEN not in system["content"].replace(f"Text between {FENCE_OPEN}", "")
     admission = sentences(CONFESSING)[1]  # the one first-person self-critical sentence
-    assert verdicts.asked and verdicts.confession == pytest.approx(0.9)
+    assert verdicts.asked
     assert verdicts.confession_paragraphs == ((admission, pytest.approx(0.7)),)
     assert verdicts.rules == tuple((r, pytest.approx(0.2)) for r in rules)
     assert verdicts.calls == len(questions) and verdicts.usage.requests == len(questions)
@@ -184,7 +180,7 @@ def test_a_table_is_asked_nothing_even_with_self_critical_words():
     table = chunk("Insurance float grew. We made a mistake and paid too much.", tier=3)
     verdicts, asked = _asked_at(table, 0.8)
     assert rule_checks(table) == [] and asked == []
-    assert not verdicts.asked and verdicts.rules == () and verdicts.confession is None
+    assert not verdicts.asked and verdicts.rules == () and verdicts.confession_paragraphs == ()
 
 
 def _asked_at(c: Chunk, p: float) -> tuple[Verdicts, list[str]]:
@@ -196,7 +192,7 @@ def _asked_at(c: Chunk, p: float) -> tuple[Verdicts, list[str]]:
         return p
 
     with FakeOpenAI(judge=judge) as server, _client(server) as client:
-        verdicts = ask_judges(c, {"chunk_id": c.chunk_id}, _messages(c), client)
+        verdicts = ask_judges(c, client)
     return verdicts, asked
 
 
@@ -205,7 +201,7 @@ def test_a_chunk_with_no_self_critical_paragraph_about_the_writer_gets_no_confes
     verdicts, asked = _asked_at(c, 0.9)
     # only its rule candidates are asked about
     assert {_question_kind(q) for q in asked} == {"judge_principle"}
-    assert verdicts.confession is None and verdicts.confession_paragraphs == ()
+    assert verdicts.confession_paragraphs == ()
     assert [s for s, _ in verdicts.rules] == rule_checks(c)
 
 
@@ -213,22 +209,17 @@ def test_tables_and_clients_that_cannot_judge_are_not_asked():
     class Structured:  # a client with only structured calls (a test double)
         settings = None
 
-    assert ask_judges(chunk(tier=3), {}, [], object()) == Verdicts()
-    assert ask_judges(chunk(), {}, _messages(chunk()), Structured()) == Verdicts()
+    assert ask_judges(chunk(tier=3), object()) == Verdicts()
+    assert ask_judges(chunk(), Structured()) == Verdicts()
 
 
-def _rated(chunk_p: float | None, paragraph_p: float | None) -> Verdicts:
-    """Verdicts of CONFESSING: the chunk question and its one paragraph rated as given."""
-    return Verdicts(True, chunk_p, ((confession_paragraphs(CONFESSING)[0][1], paragraph_p),))
+def _rated(paragraph_p: float | None) -> Verdicts:
+    """Verdicts of CONFESSING: its one self-critical paragraph rated as given."""
+    return Verdicts(True, ((confession_paragraphs(CONFESSING)[0][1], paragraph_p),))
 
 
-@pytest.mark.parametrize(
-    "chunk_p, paragraph_p",
-    [(CONFESSION_THRESHOLD, 0.1), (0.1, PARAGRAPH_THRESHOLD)],
-    ids=["the chunk question", "the paragraph question"],
-)
-def test_either_yes_tags_a_confession_quoting_its_self_critical_sentence(chunk_p, paragraph_p):
-    tagged, record = apply_verdicts(chunk(), {"chunk_id": "x"}, _rated(chunk_p, paragraph_p))
+def test_a_paragraph_at_the_threshold_tags_a_confession_quoting_its_self_critical_sentence():
+    tagged, record = apply_verdicts(chunk(), {"chunk_id": "x"}, _rated(PARAGRAPH_THRESHOLD))
     assert tagged.metadata.content_type == "mistake_confession"
     assert record["content_type_evidence"] == [
         "I made a big mistake when I bought the Waumbec mills in 1975, and we paid too much "
@@ -239,7 +230,7 @@ def test_either_yes_tags_a_confession_quoting_its_self_critical_sentence(chunk_p
 def test_two_noes_undo_the_models_confession_tag_and_its_evidence():
     c = chunk(content_type="mistake_confession")
     record = {"chunk_id": "x", "content_type_evidence": [sentences(CONFESSING)[1]]}
-    below = _rated(CONFESSION_THRESHOLD - 0.01, PARAGRAPH_THRESHOLD - 0.01)
+    below = _rated(PARAGRAPH_THRESHOLD - 0.01)
     untagged, out = apply_verdicts(c, record, below)
     assert untagged.metadata.content_type == "narrative"
     assert out["content_type_evidence"] == []
@@ -321,12 +312,10 @@ def test_judged_principles_are_the_rules_at_the_threshold_most_probable_first(st
 def test_to_dict_keeps_every_probability_rounded_and_principles_aligned_with_their_evidence():
     verdicts = Verdicts(
         asked=True,
-        confession=0.123456,
         confession_paragraphs=(("I erred.", 0.876543),),
         rules=(("r1", 0.3), ("r2", 0.91234)),
     )
     assert verdicts.to_dict(["r2", "unjudged", "r1"]) == {
-        "confession_p_yes": 0.1235,
         "confession_paragraphs": [{"sentence": "I erred.", "p_yes": 0.8765}],
         "principle_p_yes": [0.9123, None, 0.3],
         "rule_p_yes": [{"sentence": "r1", "p_yes": 0.3}, {"sentence": "r2", "p_yes": 0.9123}],
@@ -396,7 +385,7 @@ def test_a_tagged_confession_quotes_the_paragraph_the_model_rates_highest():
         "Prices rose. I was wrong about the price we paid for the insurer.",
         "I was wrong about the price we paid for the insurer.",
     )
-    verdicts = Verdicts(True, 0.2, ((first[1], 0.72), (second[1], 0.9)))
+    verdicts = Verdicts(True, ((first[1], PARAGRAPH_THRESHOLD + 0.01), (second[1], 0.9)))
     tagged, record = apply_verdicts(chunk(text), {"chunk_id": "x"}, verdicts)
     assert tagged.metadata.content_type == "mistake_confession"
     assert record["content_type_evidence"] == [second[1]]
@@ -405,7 +394,7 @@ def test_a_tagged_confession_quotes_the_paragraph_the_model_rates_highest():
 def test_paragraphs_asked_without_a_probability_leave_the_answer_as_it_is():
     c = chunk(content_type="mistake_confession")
     record = {"chunk_id": "x", "content_type_evidence": [sentences(CONFESSING)[1]]}
-    assert apply_verdicts(c, record, _rated(None, None)) == (c, record)
+    assert apply_verdicts(c, record, _rated(None)) == (c, record)
 
 
 def test_only_paragraphs_with_a_self_critical_sentence_about_the_writer_are_proposed():

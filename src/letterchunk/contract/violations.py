@@ -55,7 +55,6 @@ class Judgements(TypedDict):
     """The follow-up judges' yes-probabilities for one chunk, rounded to four places
     (:meth:`letterchunk.enrich.judges.Verdicts.to_dict`)."""
 
-    confession_p_yes: float | None
     confession_paragraphs: list[ParagraphJudgement]
     principle_p_yes: list[float | None]  # one per principle, in order
     rule_p_yes: list[ParagraphJudgement]  # per candidate rule sentence

@@ -255,7 +255,7 @@ def enrich_one(
 ) -> ChunkOutcome:
     """One chunk: one structured LLM call, apply, validate; the repair loop when the answer is
     not valid; then the follow-up yes/no questions (``options.judges``, :mod:`~letterchunk.enrich.
-    judges`), each a one-token request that reuses the chunk's prompt.
+    judges`), each a short standalone one-token request.
 
     Pure with respect to shared state (safe to run in a pool): reads ``job``, returns a result.
     """
@@ -263,7 +263,7 @@ def enrich_one(
     model = response_model_for(chunk, job.prompt)
     first = client.complete(messages, model, chunk_id=chunk.chunk_id)  # the structured call
     outcome = _answer(chunk, job, client, options, messages=messages, model=model, first=first)
-    return _judged(outcome, job, messages, client) if options.judges else outcome
+    return _judged(outcome, job, client) if options.judges else outcome
 
 
 def _answer(
@@ -307,14 +307,13 @@ def _answer(
 def _judged(
     outcome: ChunkOutcome,
     job: LetterJob,
-    messages: list[dict],
     client: CompletionClient,
 ) -> ChunkOutcome:
     """``outcome`` corrected by the follow-up yes/no questions (:mod:`letterchunk.enrich.judges`);
     a correction the validator would reject is not applied (the answer stands)."""
     if outcome.chunk is None or outcome.evidence is None:
         return outcome
-    verdicts = ask_judges(outcome.chunk, outcome.evidence, messages, client)
+    verdicts = ask_judges(outcome.chunk, client)
     if not verdicts.calls:
         return outcome
     chunk, evidence = apply_verdicts(outcome.chunk, outcome.evidence, verdicts)
