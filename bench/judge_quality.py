@@ -29,7 +29,7 @@ Figures:
   extracted principle's evidence overlaps);
 * confessions (dev only): chunk-level precision, recall, F1 of the written tag on the dev chunks
   whose candidate paragraphs are hand-labelled (``bench/gold/confessions_dev.json``), and the
-  sweep of the paragraph and chunk thresholds from the recorded probabilities;
+  sweep of the paragraph threshold from the recorded probabilities;
 * the question calls per chunk.
 
 Needs ``../shared`` beside the checkout for the test principles.  Exit 1 when a replay leaves
@@ -56,19 +56,15 @@ from enrichment_quality import (  # noqa: E402
 )
 from letterchunk.enrich.concept_candidates import concept_candidates  # noqa: E402
 from letterchunk.enrich.context import PromptContext  # noqa: E402
-from letterchunk.enrich.judges import (  # noqa: E402
-    CONFESSION_THRESHOLD,
-    PARAGRAPH_THRESHOLD,
-    PRINCIPLE_THRESHOLD,
-)
+from letterchunk.enrich.judges import PARAGRAPH_THRESHOLD, PRINCIPLE_THRESHOLD  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV, TEST = (1978, 1982, 1987, 1991, 1996, 2009, 2019), (1977, 1995, 2016)
 SHARED_GOLD = ROOT.parent / "shared" / "gold"
 TOP = 12
 GRID = (0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
-# (paragraph threshold, chunk threshold) pairs the confession sweep prints
-CONFESSION_GRID = [(p, c) for p in (0.6, 0.65, 0.7, 0.75, 0.8) for c in (0.4, 0.5, 0.6, 1.01)]
+# paragraph thresholds the confession sweep prints
+CONFESSION_GRID = (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85)
 
 
 def gold_principles(year: int) -> list[str]:
@@ -171,20 +167,17 @@ def confession_labels() -> dict[str, bool]:
     return chunks
 
 
-def _tagged(judged: dict, paragraph_t: float, chunk_t: float) -> bool:
+def _tagged(judged: dict, paragraph_t: float) -> bool:
     """The confession decision of ``enrich.judges`` from a chunk's recorded judgements."""
     ps = [p["p_yes"] for p in judged.get("confession_paragraphs", []) if p["p_yes"] is not None]
-    chunk = judged.get("confession_p_yes")
-    if not ps or chunk is None:
-        return False
-    return max(ps) >= paragraph_t or chunk >= chunk_t
+    return bool(ps) and max(ps) >= paragraph_t
 
 
 def confession_rows(reps: Sequence[Replay]) -> dict[str, object]:
     """Chunk-level precision, recall, F1 of the written tag on the labelled dev chunks, and what
-    each (paragraph, chunk) threshold pair would give from the recorded probabilities."""
+    each paragraph threshold would give from the recorded probabilities."""
     labels = confession_labels()
-    written, sweep = PR(), {pair: PR() for pair in CONFESSION_GRID}
+    written, sweep = PR(), {t: PR() for t in CONFESSION_GRID}
     for rep in reps:
         for record in rep.records:
             cid = record["chunk_id"]
@@ -194,12 +187,12 @@ def confession_rows(reps: Sequence[Replay]) -> dict[str, object]:
             got = record["metadata"]["content_type"] == "mistake_confession"
             written.add([cid] if got else [], want)
             judged = rep.evidence.get(cid, {}).get("judgements", {})
-            for pair, tally in sweep.items():
-                tally.add([cid] if _tagged(judged, *pair) else [], want)
+            for threshold, tally in sweep.items():
+                tally.add([cid] if _tagged(judged, threshold) else [], want)
     return {
         "written": written.figures(),
         "labelled": sum(1 for c in labels if c[:4] in {str(r.year) for r in reps}),
-        "sweep": {f"{p}/{c}": t.figures() for (p, c), t in sweep.items()},
+        "sweep": {str(threshold): t.figures() for threshold, t in sweep.items()},
     }
 
 
@@ -238,7 +231,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "thresholds": {
             "principle": PRINCIPLE_THRESHOLD,
             "confession paragraph": PARAGRAPH_THRESHOLD,
-            "confession chunk": CONFESSION_THRESHOLD,
         }
     }
     bad = False
@@ -278,9 +270,9 @@ def render(result: dict) -> str:
             cf = part["confessions"]
             lines.append(f"confessions ({cf['labelled']} labelled candidate chunks)")
             lines.append(f"  written        {_prf(cf['written'])}")
-            lines.append("  sweep of the paragraph / chunk thresholds (1.01: paragraph only):")
-            for pair, f in cf["sweep"].items():
-                lines.append(f"    {pair:<10} {_prf(f)}")
+            lines.append("  sweep of the paragraph threshold:")
+            for threshold, f in cf["sweep"].items():
+                lines.append(f"    {threshold:<10} {_prf(f)}")
         pr = part["principles"]
         lines.append("principles per letter: extracted, P@12, cited recall (gold)")
         for year, row in pr["letters"].items():

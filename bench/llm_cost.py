@@ -20,16 +20,17 @@ for that client (``letter_job(..., grounded_choices=grammar_backed(client))``: F
 static response model (:func:`~letterchunk.enrich.answers.response_model_for`) and the
 per-chunk choices written in the user message (:func:`~letterchunk.enrich.build_messages`).
 The recorded requests are matched to the letter's chunks in order: each chunk's group starts at
-its structured call and holds the re-asks and questions after it, and its first two messages
-must equal the local prompt rebuilt for that chunk (else the letter is left out, its cassette
-stale, and the bench says so).
+its structured call and holds the re-asks and questions after it, and the first two messages
+of its structured call and re-asks must equal the local prompt rebuilt for that chunk (else the
+letter is left out, its cassette stale, and the bench says so).
 Per chunk the hosted sequence is:
 
 * exact: the structured call, the body instructor TOOLS mode builds
   (:func:`letterchunk.llm.batch.request_body`, captured from ``instructor.patch``:
   ``tools=[{type: function, function: {name, description, parameters}}]`` + ``tool_choice``);
-* exact but for the question text's source: one question per recorded question, the hosted
-  ``messages[:2]`` + the recorded question turn (no tools), as ``enrich.judges`` asks;
+* exact: one question per recorded question, its recorded messages (no tools): a question is
+  a standalone prompt (``enrich.judges``: the judges' system message, one fenced passage and
+  the question), the same whichever client asks it;
 * approximated: one re-ask per recorded re-ask (a hosted model would fail other chunks, or none):
   the hosted prompt + the recorded correction turns (the local model's answer and the correction
   naming its faults), and the tools block of
@@ -219,7 +220,7 @@ def hosted_requests(
     the module docstring for what is exact and what approximated)."""
     asked = build_messages(chunk, local.prompt)
     for r in group:
-        if r.body["messages"][:2] != asked:
+        if r.kind != "question" and r.body["messages"][:2] != asked:
             raise Stale(
                 f"{chunk.chunk_id}: a recorded {r.kind} request does not start with the prompt "
                 "the code builds now (record the cassette again)"
@@ -237,8 +238,7 @@ def hosted_requests(
             fix = partial_model(fields, model)
             out.append((r.kind, request_body(HOSTED, messages + turns, fix)))
         else:
-            question = {"model": HOSTED.model, "messages": messages[:2] + turns}
-            out.append((r.kind, question))
+            out.append((r.kind, {"model": HOSTED.model, "messages": r.body["messages"]}))
     return out
 
 

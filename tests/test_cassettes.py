@@ -21,9 +21,10 @@ loop's re-ask messages, or the segmentation of a recorded letter.  ``LETTERCHUNK
 keeps every recorded interaction that is still requested, asks the real server only the
 requests the cassette cannot answer, and drops the recorded ones no longer requested
 (``letterchunk.llm.replay.recorder``): after a change to the yes/no questions alone it records
-those questions in seconds each instead of re-asking every chunk's structured call.  Those new
-questions meet a server that has not just read the chunk's prompt, so their probabilities can
-differ slightly from a full recording's (a live run's): commit full recordings.
+those questions in about a second each instead of re-asking every chunk's structured call.  A
+question is a standalone prompt (``enrich.judges``) whose only prefix shared with other
+requests is the judges' system message, so the server computes it the same way either way
+(``bench/judge_quality.py`` and the README's main command compare a live run with the replay).
 """
 
 from __future__ import annotations

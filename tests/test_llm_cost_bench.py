@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from letterchunk.contract.schema import UNTITLED
-from letterchunk.enrich import build_messages
+from letterchunk.enrich import build_messages, judges
 
 ROOT = Path(__file__).resolve().parents[1]
 YEAR = 1977  # a small letter: seven chunks, narrative and table
@@ -86,13 +86,13 @@ def test_grammar_narrowed_schema_breaks_the_shared_prefix(letter) -> None:
     assert all(lc.hosted_reuse(tokens[i], tokens[:i]) == 0 for i in range(1, len(tokens)))
 
 
-def test_reasks_and_questions_follow_the_hosted_prompt(letter) -> None:
+def test_reasks_follow_the_hosted_prompt_and_questions_stand_alone(letter) -> None:
     chunks, local, hosted = letter
     chunk = _narrative(chunks)[0]
     asked = build_messages(chunk, local.prompt)
     answer = {"role": "assistant", "content": "{}"}
     fix = {"role": "user", "content": "Only these fields need a new value: themes."}
-    question = {"role": "user", "content": "Is this a confession? Answer yes or no."}
+    question = judges.question("Is this a confession? Answer yes or no.")
     schema = {"properties": {"themes": {}}, "required": ["themes"]}
     group = [
         lc.Recorded("structured", {"messages": asked}, {}),
@@ -104,7 +104,7 @@ def test_reasks_and_questions_follow_the_hosted_prompt(letter) -> None:
             },
             {},
         ),
-        lc.Recorded("question", {"messages": [*asked, question]}, {}),
+        lc.Recorded("question", {"messages": question}, {}),
     ]
     assert [g[0] for g in lc.by_chunk([*group, *group])] == [group[0], group[0]]
     out = lc.hosted_requests(chunk, local, hosted, group)
@@ -115,7 +115,7 @@ def test_reasks_and_questions_follow_the_hosted_prompt(letter) -> None:
     params = out[1][1]["tools"][0]["function"]["parameters"]
     assert out[1][1]["tools"][0]["function"]["name"] == "EnrichmentFix"
     assert list(params["properties"]) == ["themes"]
-    assert out[2][1]["messages"] == [*prompt[:2], question]
+    assert out[2][1]["messages"] == question  # a standalone question is sent as recorded
     assert "tools" not in out[2][1]
     stale = [lc.Recorded("structured", {"messages": [asked[0], fix]}, {})]
     with pytest.raises(lc.Stale, match="record the cassette again"):

@@ -109,12 +109,12 @@ def test_run_writes_valid_enriched_files_with_one_call_per_chunk(tmp_path):
         structured = server.structured_requests
         assert len(structured) == len(letter.outcomes) == len(letter.chunks) > 3
         # the yes/no follow-ups: for a chunk with a paragraph holding a first-person
-        # self-critical sentence, the chunk question and one per such paragraph (at most
-        # three); one per candidate rule sentence of a narrative chunk; none about concepts
+        # self-critical sentence, one per such paragraph (at most three); one per candidate
+        # rule sentence of a narrative chunk; none about concepts
         for o in letter.outcomes:
             narrative = o.chunk.metadata.chunk_tier != 3
             paragraphs = confession_paragraphs(o.chunk.content) if narrative else []
-            confession = 1 + min(len(paragraphs), MAX_PARAGRAPH_QUESTIONS) if paragraphs else 0
+            confession = min(len(paragraphs), MAX_PARAGRAPH_QUESTIONS)
             rules = rule_checks(o.chunk)
             assert o.verdicts.calls == confession + len(rules), o.chunk_id
             assert [s for s, _ in o.verdicts.rules] == rules

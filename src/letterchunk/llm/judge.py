@@ -7,9 +7,9 @@ probability of answering "yes" ranks passages well (``../shared/llm/README.md`` 
 surrounding blanks ignored).  llama-server and the hosted OpenAI API both report
 ``choices[0].logprobs.content[0].top_logprobs``.
 
-The conversation is meant to repeat the chunk's own enrichment prompt and add one short question
-after it: the server then reuses the prompt it already holds, and a question costs a few dozen
-new prompt tokens and one generated token.
+The conversation is a short standalone prompt (``enrich.judges``: one system message shared by
+every question, then the quoted passage and the question), so a question costs about 150
+prompt tokens and one generated token.
 
 Answers are cached like structured ones (key: the messages, the question's settings and mode
 ``LOGPROBS``), so a rerun asks nothing.  When the backend cannot give a probability (no
