@@ -11,9 +11,10 @@ offsets, so both are measured on one coordinate system).  Measured per chunker:
   (last paragraph is prose of 8+ words without terminal punctuation), and by a strict rule
   (the last character is not terminal punctuation, a closing quote/bracket, or a digit).
 
-Two more lines, ours only (chonkie parses no tables): the share of tables named by their
+More lines, ours only (chonkie parses no tables): the share of tables named by their
 caption or lead-in rather than a fallback ("<section> – table 2"), the share of table
-columns with a heading rather than "Column N", and the Tier-1 chunks over the size maximum.
+columns with a heading rather than "Column N", the Tier-1 chunks over the size maximum, and
+those under the minimum, each a flagged standalone exception.
 
 The ground truth for headers and tables is letterchunk's own block detector, so the first two
 figures measure how well each chunker respects the structure we detect, not detection itself.
@@ -35,7 +36,7 @@ from pathlib import Path
 from letterchunk.contract.predicates import ends_mid_sentence
 from letterchunk.text.blocks import detect_blocks
 from letterchunk.text.clean import load_letter
-from letterchunk.text.segment import T1_MAX, segment_letter
+from letterchunk.text.segment import T1_MAX, T1_MIN, segment_letter
 from letterchunk.tokens import encoding
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,7 +147,7 @@ def main() -> int:
         return 2
     chunker = RecursiveChunker(tokenizer=encoding(), chunk_size=800)
     totals = {name: {} for name in ("ours", "chonkie")}
-    named = columns = named_columns = tables = over = t1 = 0
+    named = columns = named_columns = tables = over = t1 = alone = 0
     for path in sorted(folder.glob("*.txt")):
         letter = load_letter(path)
         blocks = detect_blocks(letter.text)
@@ -154,6 +155,7 @@ def main() -> int:
             if chunk.metadata.chunk_tier == 1:
                 t1 += 1
                 over += chunk.metadata.token_count > T1_MAX
+                alone += chunk.metadata.standalone_exception
             if chunk.metadata.chunk_tier == 3:
                 for td in chunk.metadata.table_data:
                     tables += 1
@@ -191,6 +193,10 @@ def main() -> int:
     print(
         f"{f'tier-1 chunks over {T1_MAX} tokens (ours only)':48} "
         f"{f'{over}/{t1} = {100 * over / max(t1, 1):5.1f}%':>20}"
+    )
+    print(
+        f"{f'tier-1 under {T1_MIN} tokens, standalone (ours only)':48} "
+        f"{f'{alone}/{t1} = {100 * alone / max(t1, 1):5.1f}%':>20}"
     )
     return 0
 
