@@ -130,12 +130,14 @@ def test_partnership_segments_valid_without_running_lines(tmp_path):
 
 # Tier-1 section titles of some letters of the shared file: the letterhead, the
 # compilation's label ("1961 Letter"), date lines, salutations, signatures and the wrapped
-# row labels of the results tables ("Annual / Compounded / Rate") title nothing
+# row labels of the results tables ("Annual / Compounded / Rate") title nothing; a short
+# section between two headers stands alone rather than bury one of them
 PARTNERSHIP_TITLES = {
     "1960-L1": [
         "The General Stock Market in 1960",
         "Results in 1960",
-        "Multiplicity of Partnerships / Advance Payments",
+        "Multiplicity of Partnerships",
+        "Advance Payments",
         "Sanborn Map",
     ],
     "1961-L1": [UNTITLED],  # "TO MY PARTNERS:" and no header
@@ -171,7 +173,8 @@ PARTNERSHIP_TITLES = {
     "1965-L1": [
         "First Half Performance",
         "Investment Companies",
-        "Advance Payments and Advance Withdrawals / Miscellaneous",
+        "Advance Payments and Advance Withdrawals",
+        "Miscellaneous",
     ],
     "1966-L1": [
         "First Half Performance",
@@ -179,7 +182,7 @@ PARTNERSHIP_TITLES = {
         "Hochschild, Kohn & Co.",
         "Market Forecasting",
     ],
-    "1967-L1": ["First Half Performance", "Investment Companies", "Taxes / Miscellaneous"],
+    "1967-L1": ["First Half Performance", "Investment Companies", "Taxes", "Miscellaneous"],
 }
 
 

@@ -127,6 +127,8 @@ END_LAST = frozenset(".?!:;" + _CLOSERS)  # the last character of any line ends_
 BULLET_FIRST = frozenset("•◦▪■□●○·Š‹›»o-–—")
 ROW_END = frozenset("0123456789)%*")
 _WIDE_GAP = re.compile(r"\S\s{3,}\S")
+# a page marker ("Page 12", "- Page 3 -", "Page 3 of 10"): a page's furniture, never a title
+_PAGE_MARK = re.compile(r"(?:[-–—]\s*)?page\s+\d{1,4}(?:\s+of\s+\d{1,4})?(?:\s*[-–—])?", re.I)
 _GAP3 = re.compile(r"\s\s\s+")  # \s{3,}, written so the engine skips to a space
 LETTERS2 = re.compile(r"[A-Za-z]{2}")
 LETTERS3 = re.compile(r"[A-Za-z]{3,}")
@@ -335,7 +337,7 @@ def headerish(raw: str) -> bool:
     # _ABBREV_END ends the line: looked for in its last five characters ("Corp."), not along it
     if s[-1] in ".,;" and not _ABBREV_END.search(s, max(0, len(s) - 5)):
         return False
-    if not LETTERS2.search(s):
+    if not LETTERS2.search(s) or _PAGE_MARK.fullmatch(s):
         return False
     nwords = len(s.split())
     if nwords > 14:

@@ -18,15 +18,12 @@ Pipeline (deterministic; no LLM):
    (``["Letter Body", parent header, t]`` for a separator part of a headed section or a
    header under a header), ``["Appendix", t]`` after the first sign-off or from a header
    starting with "Appendix".
-3. **Rules B / 6 / 7 (short sections).**  Sections under :data:`T1_MIN` tokens are merged,
-   first one first, until none is left: *forward* when the section opens the letter or its
-   part, ends with a colon (lead-in), has a header (a stub sets up what follows), or is a
-   bridge (prose of at most two sentences, or under 100 tokens right before a header); *backward*
-   when it closes the letter or its part, is a bridge before a header (the header starts the
-   next chunk) or an untitled passage (an afterthought).  The title joins titled parts ("A / B");
-   ``merged_from`` names each absorbed section (its title or its opening words) and
-   ``boundary_note`` says what was merged, which way and why (rule 8), on the Tier-1 chunk
-   that holds the absorbed passage.
+3. **Rules B / 6 / 7 (short sections).**  Sections under :data:`T1_MIN` tokens are merged
+   forward or backward by :func:`letterchunk.text.merge.merge_short` (see there), never over a
+   header: a section that no merge can join without putting a header mid-chunk stands alone as
+   a ``standalone_exception`` when it is more than micro-content (:data:`T2_MIN` tokens).
+   ``merged_from`` names each absorbed section and ``boundary_note`` says what was merged,
+   which way and why (rule 8), on the Tier-1 chunk that holds the absorbed passage.
 4. **Splitting (rule C, rules 1/2/3/5/6).**  A section over :data:`T1_MAX` tokens is split at
    unit boundaries into ``-001``, ``-002``…  A unit never splits: a header is glued to the block
    after it; a paragraph ending in a colon or a one-sentence transition (under 60 tokens) is
@@ -61,7 +58,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +75,7 @@ from letterchunk.errors import InputError
 from letterchunk.text.blocks import Block, detect_blocks
 from letterchunk.text.bounds import bounded_parts, kept_whole_note, split_note
 from letterchunk.text.clean import CleanedLetter, load_letter
+from letterchunk.text.merge import EXCEPTION_REASON, Section, merge_short
 from letterchunk.text.tables import parse_table
 from letterchunk.tokens import SpanCounter, span_counter
 
@@ -97,28 +95,6 @@ T1_MIN, T1_MAX, T2_MIN = T1_MIN_TOKENS, T1_MAX_TOKENS, T2_MIN_TOKENS
 T1_IDEAL, T2_MAX = 1200, 500
 
 _SENT_END = re.compile(r"[.?!][\"'”’)\]]*\s")
-
-
-@dataclass
-class _Section:
-    blocks: list[Block]
-    title: str
-    part: str  # "Front Matter" | "Letter Body" | "Appendix"
-    parent_title: str | None = None
-    titled: bool = False
-    # (offset of the merged passage, note, merged_from descriptor): each goes to the part
-    # (Tier-1 chunk) that holds the passage
-    notes: list[tuple[int, str, str]] = field(default_factory=list)
-    tokens: int = 0
-
-    def descriptor(self, text: str) -> str:
-        """How ``merged_from`` names this section: its title, or its opening words."""
-        if self.titled:
-            return f"section '{self.title}'"
-        first = next((b for b in self.blocks if b.kind not in ("separator",)), self.blocks[0])
-        words = text[first.start : first.end].split()
-        opening = " ".join(words[:8]) + ("…" if len(words) > 8 else "")
-        return f"untitled passage '{opening}'"
 
 
 @dataclass
@@ -167,16 +143,16 @@ _SpanCounter = SpanCounter  # the name tests/test_segment.py imports
 # sections
 
 
-def _sections(text: str, blocks: list[Block]) -> list[_Section]:
-    sections: list[_Section] = []
+def _sections(text: str, blocks: list[Block]) -> list[Section]:
+    sections: list[Section] = []
     has_salutation = any(b.kind == "salutation" for b in blocks)
     part = "Front Matter" if has_salutation else "Letter Body"
     signed = False
-    cur: _Section | None = None
+    cur: Section | None = None
     last_header: str | None = None
 
-    def open_(title: str, titled: bool, parent: str | None) -> _Section:
-        s = _Section(blocks=[], title=title, part=part, parent_title=parent, titled=titled)
+    def open_(title: str, titled: bool, parent: str | None) -> Section:
+        s = Section(blocks=[], title=title, part=part, parent_title=parent, titled=titled)
         sections.append(s)
         return s
 
@@ -234,98 +210,12 @@ def _letterhead(b: Block, text: str) -> bool:
     )
 
 
-def _hierarchy(s: _Section) -> list[str]:
+def _hierarchy(s: Section) -> list[str]:
     if s.part != "Letter Body":
         return [s.part, s.title]
     if s.parent_title and s.parent_title != s.title:
         return ["Letter Body", s.parent_title, s.title]
     return ["Letter Body", s.title]
-
-
-def _is_setup(s: _Section, text: str) -> bool:
-    last = next((b for b in reversed(s.blocks) if b.kind != "separator"), None)
-    return last is not None and text[last.start : last.end].rstrip().endswith(":")
-
-
-def _is_transition(s: _Section, text: str, header_follows: bool) -> bool:
-    """A bridge: under 100 tokens of prose directly before a header ("Now, let's examine the
-    four major sectors... We will look first at insurance."), or of at most two sentences."""
-    body = [b for b in s.blocks if b.kind not in ("separator", "header")]
-    if not body or s.tokens >= 100 or any(b.kind != "paragraph" for b in body):
-        return False
-    if header_follows:
-        return True
-    return len(_SENT_END.findall(" ".join(text[b.start : b.end] for b in body) + " ")) <= 2
-
-
-def _opens_with_title(s: _Section) -> bool:
-    """The section starts with its header or captioned table (a chunk must start there)."""
-    return s.titled and s.blocks[0].kind in ("header", "table")
-
-
-def _merge_short(sections: list[_Section], text: str, counter: _SpanCounter) -> list[_Section]:
-    secs = list(sections)
-    while len(secs) > 1:
-        idx = next((i for i, s in enumerate(secs) if s.tokens < T1_MIN), None)
-        if idx is None:
-            break
-        s = secs[idx]
-        has_prev, has_next = idx > 0, idx + 1 < len(secs)
-        same_prev = has_prev and secs[idx - 1].part == s.part
-        same_next = has_next and secs[idx + 1].part == s.part
-        if not has_prev:
-            forward, why = True, "it opens the letter"
-        elif not has_next:
-            forward, why = False, "it closes the letter"
-        elif _is_setup(s, text):
-            forward, why = True, "it is a lead-in ending in a colon"
-        elif same_next and not same_prev:
-            forward, why = True, "it opens its part of the letter"
-        elif same_prev and not same_next:
-            forward, why = False, "it closes its part of the letter"
-        elif s.titled:
-            forward, why = True, "a header with a short body sets up what follows"
-        elif _is_transition(s, text, secs[idx + 1].titled):
-            forward, why = True, "a short bridge sets up what follows (rule 6)"
-            if same_prev and _opens_with_title(secs[idx + 1]):
-                forward, why = False, "a bridge merged forward would bury the next header"
-        else:
-            forward, why = False, "an untitled short passage reads as an afterthought"
-        if forward:
-            a, b = s, secs[idx + 1]
-            j = idx
-        else:
-            a, b = secs[idx - 1], s
-            j = idx - 1
-        merged = _combine(a, b, s, forward, why, text)
-        merged.tokens = counter.count(merged.blocks[0].start, merged.blocks[-1].end)
-        secs[j : j + 2] = [merged]
-    return secs
-
-
-def _combine(
-    a: _Section, b: _Section, short: _Section, forward: bool, why: str, text: str
-) -> _Section:
-    titled_parts = [t for t, x in ((a.title, a), (b.title, b)) if x.titled]
-    title = " / ".join(dict.fromkeys(titled_parts)) if titled_parts else UNTITLED
-    s = _Section(
-        blocks=a.blocks + b.blocks,
-        title=title,
-        part=a.part,
-        parent_title=a.parent_title if a.part == b.part else None,
-        titled=bool(titled_parts),
-        notes=a.notes + b.notes,
-        tokens=a.tokens + b.tokens,  # the caller recounts the joined span exactly
-    )
-    direction = "forward" if forward else "backward"
-    s.notes.append(
-        (
-            short.blocks[0].start,
-            f"Short {short.descriptor(text)} ({short.tokens} tokens) merged {direction}: {why}.",
-            short.descriptor(text),
-        )
-    )
-    return s
 
 
 # --------------------------------------------------------------------------------------------
@@ -336,7 +226,7 @@ def _one_sentence(t: str) -> bool:
     return len(_SENT_END.findall(t.strip() + " ")) <= 1
 
 
-def _units(s: _Section, text: str, tok: dict[int, int]) -> list[_Unit]:
+def _units(s: Section, text: str, tok: dict[int, int]) -> list[_Unit]:
     bl = s.blocks
     n = len(bl)
     glue_next = [False] * n  # block i is glued to block i+1
@@ -404,7 +294,7 @@ def _split(units: list[_Unit]) -> list[list[_Unit]]:
 
 
 def _parts(
-    s: _Section, text: str, tok_of: _LazyCounts, counter: _SpanCounter
+    s: Section, text: str, tok_of: _LazyCounts, counter: _SpanCounter
 ) -> tuple[list[list[_Unit]], bool]:
     """The section's Tier-1 parts, and whether a paragraph was split at sentence ends."""
     if s.tokens <= T1_MAX:
@@ -468,6 +358,21 @@ def _meta(letter: CleanedLetter, **kw: Any) -> Metadata:
     )
 
 
+_WHOLE_LETTER_NOTE = "The whole letter is shorter than the Tier-1 minimum; kept as one chunk."
+
+
+def _exception_fields(s: Section) -> dict[str, Any]:
+    """A short section kept on its own (spec §2.4 allowed exceptions): the flag, its reason
+    and a high retrieval priority; nothing for any other section."""
+    if s.standalone is None:
+        return {}
+    return {
+        "standalone_exception": True,
+        "exception_reason": EXCEPTION_REASON,
+        "retrieval_priority": "high",
+    }
+
+
 def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]:
     """Canonical chunks of ``letter`` (Tier 1 and 3; Tier 2 too when ``tier2``).
 
@@ -483,7 +388,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
     sections = _sections(text, blocks)
     for s in sections:
         s.tokens = counter.count(s.blocks[0].start, s.blocks[-1].end)  # exact, gaps included
-    sections = _merge_short(sections, text, counter)
+    sections = merge_short(sections, text, counter)
     year = letter.year
     out: list[Chunk] = []
     for n_sec, s in enumerate(sections, start=letter.first_section):
@@ -501,12 +406,10 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
                 notes.append(split_note(n_part, len(parts), by_sentence))
             if counter.count(start, end) > T1_MAX:
                 notes.append(kept_whole_note(pblocks, counter.count(start, end)))
-            short_note = None
             if len(sections) == 1 and len(parts) == 1 and counter.count(start, end) < T1_MIN:
-                short_note = (
-                    "The whole letter is shorter than the Tier-1 minimum; kept as one chunk."
-                )
-                notes.append(short_note)
+                notes.append(_WHOLE_LETTER_NOTE)
+            if s.standalone is not None:
+                notes.append(s.standalone)
             tables, children = _table_chunks(
                 letter, s, n_sec, t1_id, pblocks, counter, t3_done, t3_seq
             )
@@ -537,6 +440,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
                         boundary_note=" ".join(notes) or None,
                         merged_from=list(dict.fromkeys(x[2] for x in mine)),
                         source_span=SourceSpan(start_char=start, end_char_exclusive=end),
+                        **_exception_fields(s),
                     ),
                 )
             )
@@ -547,7 +451,7 @@ def segment_letter(letter: CleanedLetter, *, tier2: bool = False) -> list[Chunk]
 
 def _table_chunks(
     letter: CleanedLetter,
-    s: _Section,
+    s: Section,
     n_sec: int,
     t1_id: str,
     pblocks: list[Block],
@@ -605,7 +509,7 @@ def _table_chunks(
 
 def _tier2_chunks(
     letter: CleanedLetter,
-    s: _Section,
+    s: Section,
     n_sec: int,
     t1_id: str,
     pblocks: list[Block],
