@@ -19,9 +19,10 @@ prompt before each question was measured on the same questions: it ranked them n
   (managements' "adjusted earnings", the results of hedge funds) or that has none is never
   asked, and is not a confession.
 * **confession paragraphs**: each of the candidate chunk's first
-  :data:`MAX_PARAGRAPH_QUESTIONS` such paragraphs is asked whether in it the writer admits a
-  mistake, misjudgement or bad decision of his own or of Berkshire's
-  (``prompts/judge_confession_paragraph.md``).  A long chunk dilutes one admission among pages
+  :data:`MAX_PARAGRAPH_QUESTIONS` such paragraphs is quoted, then asked whether in it Buffett
+  confesses that he or Berkshire made a mistake (``prompts/judge_confession_paragraph.md``).
+  Of three wordings tried on the dev candidates, the question after the quote separated
+  admissions best (AUC 0.76 against 0.66 and 0.68 with the question before it).  A long chunk dilutes one admission among pages
   of other matter; asked about its own paragraph the model rates it high.
 * **the tag**: a candidate chunk is ``mistake_confession`` when its best paragraph reaches
   :data:`PARAGRAPH_THRESHOLD`, and quotes that paragraph's self-critical sentence.  Otherwise a
@@ -70,7 +71,9 @@ __all__ = [
     "can_judge",
 ]
 
-PARAGRAPH_THRESHOLD = 0.7
+# chosen on the dev letters' hand-labelled confession candidates (bench/gold/confessions_dev.json,
+# bench/judge_quality.py sweeps it): 0.4 gave the best chunk-level F1 there
+PARAGRAPH_THRESHOLD = 0.4
 PRINCIPLE_THRESHOLD = 0.5
 MAX_PARAGRAPH_QUESTIONS = 3
 
