@@ -22,8 +22,9 @@ prompt before each question was measured on the same questions: it ranked them n
   :data:`MAX_PARAGRAPH_QUESTIONS` such paragraphs is quoted, then asked whether in it Buffett
   confesses that he or Berkshire made a mistake (``prompts/judge_confession_paragraph.md``).
   Of three wordings tried on the dev candidates, the question after the quote separated
-  admissions best (AUC 0.76 against 0.66 and 0.68 with the question before it).  A long chunk dilutes one admission among pages
-  of other matter; asked about its own paragraph the model rates it high.
+  admissions best (AUC 0.76 against 0.66 and 0.68 with the question before it).  A long
+  chunk dilutes one admission among pages of other matter; asked about its own paragraph the
+  model rates it high.
 * **the tag**: a candidate chunk is ``mistake_confession`` when its best paragraph reaches
   :data:`PARAGRAPH_THRESHOLD`, and quotes that paragraph's self-critical sentence.  Otherwise a
   ``mistake_confession`` answer becomes ``narrative``.
