@@ -68,6 +68,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from letterchunk.enrich.candidates import cued_concepts
+from letterchunk.enrich.context import PromptContext
 from letterchunk.llm.replay import replayed_client
 from letterchunk.runner.pipeline import RunOptions, run_paths
 from letterchunk.text.sentences import sentence_spans, sentences
@@ -76,7 +78,6 @@ ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "bench" / "gold"
 CASSETTES = ROOT / "cassettes"
 LETTERS = ROOT / "corpus" / "letters"
-VOCABULARY = ROOT / "schemas" / "buffett_concepts.json"
 CONFESSION = "mistake_confession"
 
 _WS = re.compile(r"\s+")
@@ -416,22 +417,10 @@ def load_concept_labels(split: str | None = None) -> dict[str, dict]:
     }
 
 
-def load_cues() -> dict[str, list[str]]:
-    data = json.loads(VOCABULARY.read_text(encoding="utf-8"))
-    cues = data.get("cues", {})
-    return {c: [c, *cues.get(c, [])] for c in data["concepts"]}
-
-
-def cued_concepts(content: str, cues: dict[str, list[str]]) -> set[str]:
-    """Concepts whose cue (or name) occurs at a word start, case-insensitively, in ``content``."""
-    found = set()
-    for concept, words in cues.items():
-        for cue in words:
-            pattern = r"(?<!\w)" + r"\s+".join(re.escape(p) for p in cue.split())
-            if re.search(pattern, content, re.IGNORECASE):
-                found.add(concept)
-                break
-    return found
+def keyword_concepts(content: str, ctx: PromptContext | None = None) -> set[str]:
+    """The keyword rule for concepts: every concept of the vocabulary whose name or cue occurs
+    at a word start, case-insensitively (``enrich.candidates.cued_concepts``)."""
+    return set(cued_concepts(content, ctx or PromptContext.for_letter(0, [])))
 
 
 def _holders(quote: str, texts: Sequence[str]) -> list[int]:
@@ -513,8 +502,9 @@ def _score_concepts(
     s: Scores,
     records: Sequence[dict],
     labels: dict[str, dict],
-    cues: dict[str, list[str]] | None,
+    by_rule: bool,
 ) -> None:
+    ctx = PromptContext.for_letter(0, []) if by_rule else None
     for record in records:
         label = labels.get(record["chunk_id"])
         if label is None:
@@ -523,8 +513,8 @@ def _score_concepts(
             s.concept_stale += 1
             continue
         want = set(label["concepts"])
-        if cues is not None:
-            got = cued_concepts(record["content"], cues)
+        if ctx is not None:
+            got = keyword_concepts(record["content"], ctx)
         else:
             got = set(record["metadata"]["buffett_concepts"])
         s.concept_chunks += 1
@@ -556,7 +546,7 @@ def score_letter(
     _score_confessions(s, gold, body, texts)
     _score_principles(s, gold, body, texts, evidence or {})
     _score_entities(s, records, entity_labels or {})
-    _score_concepts(s, records, concept_labels or {}, load_cues() if concepts_by_rule else None)
+    _score_concepts(s, records, concept_labels or {}, concepts_by_rule)
     return s
 
 

@@ -115,15 +115,14 @@ def concept_rows(reps: Sequence[Replay], split: str) -> dict[str, object]:
     ours, keyword = PR(), PR()
     ranker = {j: PR() for j in (1, 2, 3)}
     chunks = 0
-    from enrichment_quality import cued_concepts, load_cues
+    from enrichment_quality import keyword_concepts
 
-    cues = load_cues()
     ctx = PromptContext.for_letter(0, [])
     for rep in reps:
         for record, want in _labelled(rep, labels):
             chunks += 1
             ours.add(record["metadata"]["buffett_concepts"], want)
-            keyword.add(cued_concepts(record["content"], cues), want)
+            keyword.add(keyword_concepts(record["content"], ctx), want)
             ranked = concept_candidates(record["content"], ctx)
             for j, tally in ranker.items():
                 tally.add(ranked[:j], want)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from letterchunk.contract.vocabulary import load_concepts
 from letterchunk.text.clean import load_letter
 from letterchunk.text.segment import segment_letter
 
@@ -286,7 +287,7 @@ def test_stale_concept_label_is_left_out():
 
 
 def test_concept_labels_use_only_the_vocabulary():
-    vocabulary = set(eq.load_cues())
+    vocabulary = set(load_concepts())
     labels = eq.load_concept_labels()
     assert len(labels) >= 15
     for label in labels.values():
