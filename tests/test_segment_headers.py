@@ -124,6 +124,16 @@ def test_no_shipped_letter_buries_a_header():
 # ------------------------------------------------------------------------ generated variants
 
 
+def _before_a_header(which: int, where: int, inserted: str) -> tuple[str, int, list[Chunk]]:
+    """Shipped letter ``which`` with ``inserted`` put before one of its headers (``where``
+    picks which): the new text, where the insertion starts, and its chunks."""
+    base = load_letter(LETTERS[which])
+    _, heads = _headers_at_starts(base)
+    at = heads[where % len(heads)].start
+    text = base.text[:at] + inserted + base.text[at:]
+    return text, at, _segmented(_variant(base, text))
+
+
 @SETTINGS
 @given(
     which=st.integers(0, len(LETTERS) - 1),
@@ -133,14 +143,10 @@ def test_no_shipped_letter_buries_a_header():
     seed=st.integers(0, 10_000),
 )
 def test_a_short_stub_before_a_header_buries_no_header(which, where, sentences, title, seed):
-    base = load_letter(LETTERS[which])
-    _, heads = _headers_at_starts(base)
-    h = heads[where % len(heads)]
     stub = f"{title}\n\n{prose(sentences, seed)}\n\n"
-    text = base.text[: h.start] + stub + base.text[h.start :]
+    text, at, chunks = _before_a_header(which, where, stub)
     # the stub's header is a header (else the variant tests nothing)
-    assert [b.kind for b in detect_blocks(text) if b.start == h.start] == ["header"]
-    chunks = _segmented(_variant(base, text))
+    assert [b.kind for b in detect_blocks(text) if b.start == at] == ["header"]
     assert buried_headers(text, chunks) == []
     assert exception_faults(chunks) == []
 
@@ -156,12 +162,8 @@ def test_a_short_stub_before_a_header_buries_no_header(which, where, sentences, 
 def test_a_short_untitled_passage_before_a_header_buries_no_header(
     which, where, sentences, seed, separator
 ):
-    base = load_letter(LETTERS[which])
-    _, heads = _headers_at_starts(base)
-    h = heads[where % len(heads)]
     passage = separator + prose(sentences, seed) + "\n\n"  # a separator opens its own section
-    text = base.text[: h.start] + passage + base.text[h.start :]
-    chunks = _segmented(_variant(base, text))
+    text, _, chunks = _before_a_header(which, where, passage)
     assert buried_headers(text, chunks) == []
     assert exception_faults(chunks) == []
 
