@@ -124,6 +124,11 @@ def test_no_shipped_letter_buries_a_header():
 # ------------------------------------------------------------------------ generated variants
 
 
+# a shipped letter, one of its headers, a seed for generated prose
+WHICH = st.integers(0, len(LETTERS) - 1)
+WHERE = SEED = st.integers(0, 10_000)
+
+
 def _before_a_header(which: int, where: int, inserted: str) -> tuple[str, int, list[Chunk]]:
     """Shipped letter ``which`` with ``inserted`` put before one of its headers (``where``
     picks which): the new text, where the insertion starts, and its chunks."""
@@ -136,11 +141,11 @@ def _before_a_header(which: int, where: int, inserted: str) -> tuple[str, int, l
 
 @SETTINGS
 @given(
-    which=st.integers(0, len(LETTERS) - 1),
-    where=st.integers(0, 10_000),
+    which=WHICH,
+    where=WHERE,
     sentences=st.integers(1, 14),
     title=st.sampled_from(STUB_TITLES),
-    seed=st.integers(0, 10_000),
+    seed=SEED,
 )
 def test_a_short_stub_before_a_header_buries_no_header(which, where, sentences, title, seed):
     stub = f"{title}\n\n{prose(sentences, seed)}\n\n"
@@ -153,10 +158,10 @@ def test_a_short_stub_before_a_header_buries_no_header(which, where, sentences, 
 
 @SETTINGS
 @given(
-    which=st.integers(0, len(LETTERS) - 1),
-    where=st.integers(0, 10_000),
+    which=WHICH,
+    where=WHERE,
     sentences=st.integers(1, 8),
-    seed=st.integers(0, 10_000),
+    seed=SEED,
     separator=st.sampled_from(["", "* * * * * * * *\n\n"]),
 )
 def test_a_short_untitled_passage_before_a_header_buries_no_header(
@@ -170,8 +175,8 @@ def test_a_short_untitled_passage_before_a_header_buries_no_header(
 
 @SETTINGS
 @given(
-    which=st.integers(0, len(LETTERS) - 1),
-    where=st.integers(0, 10_000),
+    which=WHICH,
+    where=WHERE,
     page=st.integers(1, 99),
     form=st.sampled_from(
         ["{n}", "- {n} -", "                                        {n}", "Page {n}"]
