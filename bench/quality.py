@@ -19,11 +19,13 @@ those under the minimum, each a flagged standalone exception.
 The ground truth for headers and tables is letterchunk's own block detector, so the first two
 figures measure how well each chunker respects the structure we detect, not detection itself.
 
+``--per-letter`` prints instead, per letter, ours only: headers at a chunk start and tables whole
+(to hold two commits side by side, run it with each commit's ``src`` on ``PYTHONPATH``).
 ``--misses`` lists instead each header not at a chunk start: the letter's year, the header and
 why, read from the chunk that holds it (a short section merged over it, which way and why; a
 header under a parent header, whose stack starts the chunk; or else the block before it).
 
-    python bench/quality.py [LETTERS_DIR] [--misses]
+    python bench/quality.py [LETTERS_DIR] [--misses | --per-letter]
 """
 
 from __future__ import annotations
@@ -114,6 +116,16 @@ def print_misses(folder: Path) -> None:
             print(f"      {miss_cause(letter.text, blocks, i, chunk)}")
 
 
+def print_per_letter(folder: Path) -> None:
+    """Headers at a chunk start and tables whole, ours, one line per letter."""
+    print("letter  headers at start  tables whole")
+    for path in sorted(folder.glob("*.txt")):
+        letter = load_letter(path)
+        m = measure(letter.text, spans_ours(letter), detect_blocks(letter.text))
+        (h, hn), (t, tn) = m["headers"], m["tables"]
+        print(f"{path.stem:<7} {h:>7}/{hn:<8} {t:>7}/{tn}")
+
+
 def measure(text: str, spans: list[tuple[int, int]], blocks) -> dict[str, tuple[int, int]]:
     starts = {s for s, _ in spans}
     headers = [b for b in blocks if _is_header(b)]
@@ -135,10 +147,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("letters", nargs="?", type=Path, default=ROOT / "corpus" / "letters")
     parser.add_argument("--misses", action="store_true", help="list headers not at a chunk start")
+    parser.add_argument("--per-letter", action="store_true", help="headers and tables per letter")
     args = parser.parse_args()
     folder = args.letters
     if args.misses:
         print_misses(folder)
+        return 0
+    if args.per_letter:
+        print_per_letter(folder)
         return 0
     try:
         from chonkie import RecursiveChunker
