@@ -43,17 +43,19 @@ class Recorder:
     def __init__(self) -> None:
         self.log: list[tuple[int, int]] = []  # (estimate, letter year)
 
-    def _note(self, body: dict) -> None:
-        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        year = int(re.search(r"Letter year: (\d{4})", user).group(1))
+    def _note(self, body: dict, year: int) -> None:
         self.log.append((estimate_tokens(body), year))
 
     def __call__(self, body: dict):
-        self._note(body)
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        match = re.search(r"Letter year: (\d{4})", user)
+        assert match, "a structured request names its letter's year"
+        self._note(body, int(match.group(1)))
         return answer(valid_for(body))
 
     def judge(self, body: dict) -> None:
-        self._note(body)
+        # a standalone question quotes no year: it follows its chunk's structured request
+        self._note(body, self.log[-1][1])
         return None
 
 
