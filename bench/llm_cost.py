@@ -49,7 +49,7 @@ Dollar figures for the whole corpus scale the per-chunk means to every chunk of
 ``corpus/letters`` (segmented here).  Standard rate: uncached input, cached input and output at
 the prices below (``letterchunk/data/prices.json`` plus the published cached-input rates); Batch:
 the Batch API rate for what goes through a batch, with no cache discount.  "batch today" sends
-only first structured calls through the Batch API (questions and re-asks run live, at the
+first structured calls and the yes/no questions through the Batch API (re-asks run live, at the
 standard rate with the cache); "batch all" is every request through it.
 
     python bench/llm_cost.py [YEAR ...]
@@ -301,7 +301,7 @@ def dollars(t: Tally, model: str, scale: float, *, hosted: bool) -> dict[str, fl
 
     return {
         "run": live(KINDS) * scale,
-        "batch today": (batched(("structured",)) + live(("reask", "question"))) * scale,
+        "batch today": (batched(("structured", "question")) + live(("reask",))) * scale,
         "batch all": batched(KINDS) * scale,
     }
 

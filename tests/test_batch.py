@@ -18,6 +18,7 @@ from letterchunk.cli import main
 from letterchunk.cli.batch import EXIT_PENDING
 from letterchunk.llm.batch import BatchAPI, BatchRequest, split_requests
 from letterchunk.llm.connect import open_client
+from letterchunk.llm.judge import _p_yes, is_question
 from letterchunk.runner.batch import plan_requests
 from letterchunk.runner.pipeline import RunOptions, run_paths
 from rich_answers import rich_answer
@@ -52,8 +53,10 @@ def test_batch_requests_are_the_requests_a_live_run_sends(env, tmp_path, mode):
             )
             # and once cached, nothing is left to submit
             assert plan_requests([LETTER], client, RunOptions()) == []
-        live = [r.body for r in server.chat_requests]
-    assert planned and [r.body for r in planned] == live  # same bodies, same order
+        live = [r.body for r in server.all_chat_requests]
+    # same bodies, same order: each chunk's structured request, then its yes/no questions
+    assert planned and [r.body for r in planned] == live
+    assert any(r.body.get("max_tokens") == 1 for r in planned)
 
 
 def test_requests_are_split_by_count_and_bytes():
@@ -64,11 +67,13 @@ def test_requests_are_split_by_count_and_bytes():
 
 
 def test_the_batch_api_round_trip_on_the_fake_server(env, tmp_path):
-    with FakeOpenAI(rich_answer) as server:
+    with FakeOpenAI(rich_answer, judge=lambda body: 0.8) as server:
         env(server)
         server.enqueue(server_error(), truncated())
         with open_client(cache_dir=tmp_path / "cache") as client:
-            requests = plan_requests([LETTER], client, RunOptions())[:3]
+            planned = plan_requests([LETTER], client, RunOptions())
+            asked = next(r for r in planned if is_question(r.body))
+            requests = [r for r in planned if not is_question(r.body)][:3] + [asked]
             path = tmp_path / "in.jsonl"
             path.write_text("".join(r.line() + "\n" for r in requests))
             with BatchAPI(client.settings) as api:
@@ -77,16 +82,19 @@ def test_the_batch_api_round_trip_on_the_fake_server(env, tmp_path):
                 done = api.retrieve(state.id)
                 assert (done.status, done.total, done.completed, done.failed) == (
                     "completed",
+                    4,
                     3,
-                    2,
                     1,
                 )
-                results = {r.custom_id: r for r in api.results(done, model="fake-model")}
-    first, second, third = (results[r.custom_id] for r in requests)
+                found = api.results(done, model="fake-model", questions={asked.custom_id})
+                results = {r.custom_id: r for r in found}
+    first, second, third, question = (results[r.custom_id] for r in requests)
     assert first.answer is None and "HTTP 500" in first.error
     assert second.answer.finish_reason == "length"  # stored like a live truncated answer
     assert third.answer is not None and json.loads(third.answer.raw_text)
-    assert server.chat_count == 0  # nothing went live
+    # a yes/no question's answer is kept as a live question keeps it: its top logprobs
+    assert _p_yes(json.loads(question.answer.raw_text)) == pytest.approx(0.8)
+    assert len(server.all_chat_requests) == 0  # nothing went live
 
 
 # ------------------------------------------------------------------------------ through the CLI
@@ -155,9 +163,9 @@ def test_submit_status_collect_writes_what_a_live_run_writes(batch_env, tmp_path
     assert _outputs(out) == live
     ledger = json.loads((out / "run.json").read_text())
     spent = ledger["batch"]
-    assert (
-        spent["answers"] == answered == len(json.loads((out / "batch.json").read_text())["chunks"])
-    )
+    # every request went in the batch (structured calls and questions); `answers` counts chunks
+    assert answered == len(json.loads((out / "batch.json").read_text())["chunks"])
+    assert spent["answers"] == len(spent["answered_chunk_ids"]) == 7 < answered
     assert spent["failed_requests"] == [] and ledger["totals"]["requests"] == 0
     assert spent["cost_usd"] == round(
         (spent["prompt_tokens"] * 0.5 + spent["completion_tokens"] * 2.0) / 1e6, 6
@@ -175,7 +183,8 @@ def test_requests_the_batch_did_not_answer_are_asked_live_and_reported(batch_env
         assert _cli("batch", "collect", str(out), "-q") == 0
         state = json.loads((out / "batch.json").read_text())
         total = len(state["chunks"])
-        assert server.chat_count == total - 4  # the failed one and the expired ones, live
+        # the failed one and the expired ones (structured calls and questions) are asked live
+        assert len(server.all_chat_requests) == total - 4
     assert _outputs(out) == live
     failed = json.loads((out / "run.json").read_text())["batch"]["failed_requests"]
     assert len(failed) == total - 4

@@ -1,10 +1,10 @@
 """`letterchunk batch submit|status|collect`: a run whose first answers come from the Batch API.
 
-``submit`` sends each chunk's first question (exactly the request ``run`` would send) as one or
-more batches and records them in ``DIR/batch.json``; ``status`` shows them; ``collect`` stores
-their answers in the answer cache and then runs the letters as ``run`` does, so every first
-answer is a cache hit and re-asks (and requests the batch did not answer) go live.  The library
-side is :mod:`letterchunk.runner.batch`.
+``submit`` sends each chunk's first question and its yes/no follow-ups (exactly the requests
+``run`` would send) as one or more batches and records them in ``DIR/batch.json``; ``status``
+shows them; ``collect`` stores their answers in the answer cache and then runs the letters as
+``run`` does, so every first answer and question is a cache hit and re-asks (and requests the
+batch did not answer) go live.  The library side is :mod:`letterchunk.runner.batch`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ EXIT_PENDING = 75  # a batch is still running: collect again later (EX_TEMPFAIL)
 
 EXAMPLES = """\
 Examples:
-  # send the first question of every chunk as batches (hosted OpenAI: half the token price)
+  # send every chunk's first question and follow-ups as batches (hosted: half the price)
   OPENAI_API_KEY=sk-... letterchunk batch submit corpus/letters --out out/
   # how far the batches are
   letterchunk batch status out/
@@ -50,7 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Enrich letters through the OpenAI Batch API: half the token price and no rate "
             "limits, answers within 24 hours. `submit` sends every chunk's first question "
-            "(the request `run` would send; chunks already answered in the cache are left out) "
+            "and its yes/no follow-ups (the requests `run` would send; those already answered "
+            "in the cache are left out) "
             "and records the batches in DIR/batch.json; `status` shows them; `collect` stores "
             "their answers in the answer cache and writes the letters exactly as `run` would, "
             "asking re-asks and requests the batch did not answer live. Exit 75: a batch is "
@@ -61,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     steps = p.add_subparsers(dest="step", required=True, metavar="STEP")
 
-    s = steps.add_parser("submit", help="send the first question of every chunk as batches")
+    s = steps.add_parser("submit", help="send every chunk's first question and follow-ups")
     s.add_argument(
         "paths", nargs="+", metavar="PATH", help="letter file (YYYY.txt) or folder of them"
     )

@@ -70,6 +70,8 @@ __all__ = [
     "ask_judges",
     "apply_verdicts",
     "can_judge",
+    "question",
+    "questions",
 ]
 
 # chosen on the dev letters' hand-labelled confession candidates (bench/gold/confessions_dev.json):
@@ -149,6 +151,31 @@ def question(text: str) -> list[dict]:
     ]
 
 
+def _asked_about(chunk: Chunk) -> tuple[list[tuple[str, str]], list[str]]:
+    """What a chunk is asked about: its (paragraph, self-critical sentence) pairs and its
+    candidate rule sentences (a table chunk: none)."""
+    if chunk.metadata.chunk_tier == 3:
+        return [], []
+    return confession_paragraphs(chunk.content)[:MAX_PARAGRAPH_QUESTIONS], rule_checks(chunk)
+
+
+# letter text quoted in a question passes the same fence check as the chunk
+def _paragraph_question(paragraph: str) -> list[dict]:
+    return question(prompts.render("judge_confession_paragraph", paragraph=_quoted(paragraph)))
+
+
+def _rule_question(sentence: str) -> list[dict]:
+    return question(prompts.render("judge_principle", sentence=_quoted(sentence)))
+
+
+def questions(chunk: Chunk) -> list[list[dict]]:
+    """The messages of every question :func:`ask_judges` puts to ``chunk``, in its order.  They
+    depend on the chunk's text alone, not on its answer, so a batch can hold them beside the
+    chunk's structured request."""
+    paragraphs, rules = _asked_about(chunk)
+    return [_paragraph_question(p) for p, _ in paragraphs] + [_rule_question(s) for s in rules]
+
+
 def ask_judges(chunk: Chunk, client: object) -> Verdicts:
     """Ask the follow-up questions for an enriched ``chunk``: the confession and rule questions
     of a narrative chunk (a table chunk is asked none)."""
@@ -156,26 +183,18 @@ def ask_judges(chunk: Chunk, client: object) -> Verdicts:
         return Verdicts()
     answers: list[YesNo] = []
 
-    def ask(text: str) -> float | None:
-        answer = ask_yes_no(client, question(text), chunk_id=chunk.chunk_id)
+    def ask(messages: list[dict]) -> float | None:
+        answer = ask_yes_no(client, messages, chunk_id=chunk.chunk_id)
         answers.append(answer)
         return answer.p_yes
 
-    narrative = chunk.metadata.chunk_tier != 3
-    paragraphs = confession_paragraphs(chunk.content)[:MAX_PARAGRAPH_QUESTIONS] if narrative else []
-    # letter text quoted in a question passes the same fence check as the chunk
-    asked = tuple(
-        (sentence, ask(prompts.render("judge_confession_paragraph", paragraph=_quoted(paragraph))))
-        for paragraph, sentence in paragraphs
-    )
-    rules = tuple(
-        (s, ask(prompts.render("judge_principle", sentence=_quoted(s))))
-        for s in (rule_checks(chunk) if narrative else [])
-    )
+    paragraphs, rules = _asked_about(chunk)
+    asked = tuple((sentence, ask(_paragraph_question(p))) for p, sentence in paragraphs)
+    rated = tuple((s, ask(_rule_question(s))) for s in rules)
     return Verdicts(
-        asked=narrative,
+        asked=chunk.metadata.chunk_tier != 3,
         confession_paragraphs=asked,
-        rules=rules,
+        rules=rated,
         answers=tuple(answers),
     )
 

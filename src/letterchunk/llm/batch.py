@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -30,6 +30,7 @@ from pydantic import BaseModel
 from letterchunk.errors import BackendError, ConfigError
 from letterchunk.llm.cache import CachedAnswer
 from letterchunk.llm.client import LLMSettings, answer_parts, usage_of
+from letterchunk.llm.judge import question_answer
 from letterchunk.redact import redact
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -187,12 +188,13 @@ class BatchResult:
     error: str | None = None
 
 
-def parse_results(text: str, *, model: str) -> list[BatchResult]:
+def parse_results(text: str, *, model: str, questions: Collection[str] = ()) -> list[BatchResult]:
     """The lines of a batch output or error file (JSONL) as results.
 
     A line whose response is HTTP 200 carries a chat completion: its answer is stored as a live
-    answer would be (malformed, truncated and refused answers included, for the repair loop).
-    Any other line is a failed request.
+    answer would be (malformed, truncated and refused answers included, for the repair loop;
+    for a yes/no question, one of ``questions``' custom ids, its first token's top logprobs as
+    :func:`letterchunk.llm.judge.ask_yes_no` keeps them).  Any other line is a failed request.
     """
     # deferred: openai takes ~0.5 s to import; only a model call pays it
     from openai.types.chat import ChatCompletion
@@ -209,6 +211,9 @@ def parse_results(text: str, *, model: str) -> list[BatchResult]:
             results.append(BatchResult(custom_id, None, _error_text(error, response)))
             continue
         completion = ChatCompletion.model_validate(response.get("body") or {})
+        if custom_id in questions:
+            results.append(BatchResult(custom_id, question_answer(completion, model)[0]))
+            continue
         raw_text, finish_reason, refusal = answer_parts(completion)
         usage = usage_of(completion, request_messages=[], raw_text=raw_text)
         answer = CachedAnswer(
@@ -316,10 +321,13 @@ class BatchAPI:
         except Exception as exc:
             raise self._fail(f"downloading file {file_id}", exc) from exc
 
-    def results(self, state: BatchState, *, model: str) -> list[BatchResult]:
-        """Every result a finished batch has: its output file and its error file."""
+    def results(
+        self, state: BatchState, *, model: str, questions: Collection[str] = ()
+    ) -> list[BatchResult]:
+        """Every result a finished batch has: its output file and its error file
+        (``questions``: the custom ids of yes/no questions, see :func:`parse_results`)."""
         out: list[BatchResult] = []
         for file_id in (state.output_file_id, state.error_file_id):
             if file_id:
-                out += parse_results(self.download(file_id), model=model)
+                out += parse_results(self.download(file_id), model=model, questions=questions)
         return out

@@ -28,7 +28,15 @@ from typing import Any, Literal, TypedDict
 from letterchunk.llm.cache import CachedAnswer
 from letterchunk.llm.client import LLMClient, Usage, usage_of
 
-__all__ = ["TOP_LOGPROBS", "YesNo", "ask_yes_no", "yes_no_key"]
+__all__ = [
+    "TOP_LOGPROBS",
+    "YesNo",
+    "ask_yes_no",
+    "is_question",
+    "question_answer",
+    "question_body",
+    "yes_no_key",
+]
 
 TOP_LOGPROBS = 10  # within the hosted API's limit (20); "yes"/"no" are always among them here
 _MODE = "LOGPROBS"
@@ -74,6 +82,35 @@ def yes_no_key(client: LLMClient, messages: list[dict]) -> str:
     )
 
 
+def question_body(client: LLMClient, messages: list[dict]) -> dict[str, Any]:
+    """The request body of the yes/no question ``messages`` (a live call and a batch line)."""
+    return {"model": client.settings.model, "messages": messages, **_params(client)}
+
+
+def is_question(body: dict[str, Any]) -> bool:
+    """Whether a request body is a one-token yes/no question."""
+    return body.get("max_tokens") == 1 and bool(body.get("logprobs"))
+
+
+def question_answer(
+    response: Any, model: str, messages: list[dict] | None = None
+) -> tuple[CachedAnswer, Usage]:
+    """A question's answer as the cache keeps it (the first token's top logprobs as JSON; none
+    is an answer too, so that a rerun does not ask again) and its usage (counted from
+    ``messages`` when the server reports none)."""
+    top = _top_logprobs(response)
+    usage = usage_of(response, request_messages=messages or [], raw_text=top[0][0] if top else "")
+    answer = CachedAnswer(
+        raw_text=json.dumps(top),
+        finish_reason="length",
+        refusal=None,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        model=str(getattr(response, "model", None) or model),
+    )
+    return answer, usage
+
+
 def _p_yes(top: list[tuple[str, float]]) -> float | None:
     yes = sum(math.exp(lp) for token, lp in top if token.strip().lower() == "yes")
     no = sum(math.exp(lp) for token, lp in top if token.strip().lower() == "no")
@@ -99,23 +136,12 @@ def ask_yes_no(client: LLMClient, messages: list[dict], *, chunk_id: str) -> Yes
         if hit is not None:
             top = [(str(t), float(lp)) for t, lp in json.loads(hit.raw_text)]
             return YesNo(_p_yes(top), Usage(), "cache", 0, time.monotonic() - started)
-    request = {"model": client.settings.model, "messages": messages, **_params(client)}
-    response, attempts = client.send_plain(request, chunk_id=chunk_id)
-    top = _top_logprobs(response)
-    usage = usage_of(response, request_messages=messages, raw_text=top[0][0] if top else "")
+    response, attempts = client.send_plain(question_body(client, messages), chunk_id=chunk_id)
+    answer, usage = question_answer(response, client.settings.model, messages)
     client.count_usage(usage)
-    if cache is not None:  # no logprobs is an answer too: a rerun must not ask again
-        cache.store(
-            key,
-            CachedAnswer(
-                raw_text=json.dumps(top),
-                finish_reason="length",
-                refusal=None,
-                prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-                model=str(getattr(response, "model", client.settings.model)),
-            ),
-        )
+    if cache is not None:
+        cache.store(key, answer)
+    top = [(str(t), float(lp)) for t, lp in json.loads(answer.raw_text)]
     return YesNo(
         _p_yes(top), usage, "live", attempts, time.monotonic() - started, _cached_tokens(response)
     )

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from letterchunk.enrich import build_messages, response_model_for
+from letterchunk.enrich.judges import questions
 from letterchunk.errors import CacheMiss, ConfigError, InputError
 from letterchunk.io import atomic_write_lines, atomic_write_text
 from letterchunk.layout import BATCH_FILE, batch_input, find_letters
@@ -45,6 +46,7 @@ from letterchunk.llm.batch import (
     split_requests,
 )
 from letterchunk.llm.client import LLMClient, grammar_backed
+from letterchunk.llm.judge import is_question, question_body, yes_no_key
 from letterchunk.runner.pipeline import RunOptions
 from letterchunk.runner.prepare import letter_job, prepare_letters
 
@@ -174,8 +176,8 @@ def plan_requests(
     letters: Sequence[Path], client: LLMClient, options: RunOptions
 ) -> list[BatchRequest]:
     """Each chunk's first request, as :func:`~letterchunk.runner.pipeline.enrich_one` sends it,
-    in output order; chunks whose answer is already cached, and repeats of one question, are
-    left out."""
+    then its yes/no questions (``options.judges``: they depend on the chunk's text alone), in
+    output order; requests whose answer is already cached, and repeats, are left out."""
     requests: list[BatchRequest] = []
     seen: set[str] = set()
     prepared = prepare_letters(
@@ -185,17 +187,21 @@ def plan_requests(
         tier2=options.tier2,
         context_tokens=options.context_tokens,
     )
+
+    def add(key: str, chunk_id: str, body: dict[str, Any]) -> None:
+        if key not in seen and not _cached(client, key, chunk_id):
+            seen.add(key)
+            requests.append(BatchRequest(key, chunk_id, body))
+
     for _, letter, chunks in prepared:
         job = letter_job(letter.key, letter.text, chunks, grounded_choices=grammar_backed(client))
         for chunk in chunks:
             messages = build_messages(chunk, job.prompt)
             model = response_model_for(chunk, job.prompt)
             key = client.answer_key(messages, model)
-            if key in seen or _cached(client, key, chunk.chunk_id):
-                continue
-            seen.add(key)
-            body = request_body(client.settings, messages, model)
-            requests.append(BatchRequest(key, chunk.chunk_id, body))
+            add(key, chunk.chunk_id, request_body(client.settings, messages, model))
+            for asked in questions(chunk) if options.judges else ():
+                add(yes_no_key(client, asked), chunk.chunk_id, question_body(client, asked))
     return requests
 
 
@@ -322,8 +328,9 @@ def collect(out_dir: str | Path, client: LLMClient, api: BatchAPI) -> BatchJob:
         _note(part, state)
         if not state.finished:
             continue
-        ids = _ids_of(out / part.input_file)
-        results = {r.custom_id: r for r in api.results(state, model=client.settings.model)}
+        ids, asked = _ids_of(out / part.input_file)
+        found = api.results(state, model=client.settings.model, questions=asked)
+        results = {r.custom_id: r for r in found}
         part.answers = part.prompt_tokens = part.completion_tokens = 0
         part.failed, part.answered = [], []
         for custom_id in ids:
@@ -348,12 +355,12 @@ def _no_result(state: BatchState) -> str:
     return f"no result: the batch ended {state.status}"
 
 
-def _ids_of(input_file: Path) -> list[str]:
-    return [
-        json.loads(line)["custom_id"]
-        for line in input_file.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
+def _ids_of(input_file: Path) -> tuple[list[str], set[str]]:
+    """The custom ids of an input file's requests, and those of its yes/no questions."""
+    text = input_file.read_text(encoding="utf-8")
+    lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+    ids = [str(line["custom_id"]) for line in lines]
+    return ids, {str(line["custom_id"]) for line in lines if is_question(line.get("body") or {})}
 
 
 def resubmit(out_dir: str | Path, client: LLMClient, api: BatchAPI) -> BatchJob:
@@ -362,7 +369,7 @@ def resubmit(out_dir: str | Path, client: LLMClient, api: BatchAPI) -> BatchJob:
     job = BatchJob.load(out)
     job.check_settings(client)
     wanted = {f.custom_id for f in job.failed}
-    pending = {c for p in job.parts if not p.collected for c in _ids_of(out / p.input_file)}
+    pending = {c for p in job.parts if not p.collected for c in _ids_of(out / p.input_file)[0]}
     requests: dict[str, BatchRequest] = {}
     for part in job.parts:
         for line in (out / part.input_file).read_text(encoding="utf-8").splitlines():
