@@ -74,6 +74,7 @@ from letterchunk.enrich import build_messages, response_model_for
 from letterchunk.llm.batch import request_body
 from letterchunk.llm.client import grammar_backed
 from letterchunk.llm.config import LLMSettings
+from letterchunk.llm.judge import is_question
 from letterchunk.repair.reask import partial_model
 from letterchunk.runner.ledger import load_prices
 from letterchunk.runner.prepare import LetterJob, letter_job
@@ -144,7 +145,7 @@ class _Client:
 
 
 def kind_of(body: dict) -> str:
-    if body.get("max_tokens") == 1 and body.get("logprobs"):
+    if is_question(body):
         return "question"
     roles = [m["role"] for m in body["messages"]]
     return "reask" if "assistant" in roles else "structured"
