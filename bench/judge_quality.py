@@ -286,7 +286,10 @@ def render(result: dict) -> str:
                     f"{y}:{r['extracted']}/{r['p_at_12']:.2f}/{r['cited_recall']}"
                     for y, r in rows.items()
                 )
-                lines.append(f"    {t:<5} {cells}")
+                recalls = [r["cited_recall"] for r in rows.values()]
+                kept = sum(r["extracted"] for r in rows.values())
+                mean = f"mean recall {sum(recalls) / len(recalls):.3f} kept {kept}"
+                lines.append(f"    {t:<5} {mean}  {cells}")
         lines.append(f"questions per chunk: {part['questions_per_chunk']}")
     return "\n".join(lines)
 

@@ -4,6 +4,7 @@ splitter and the typed entity enums, on synthetic chunks and a scripted server."
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -15,22 +16,28 @@ from letterchunk.contract.names import name_kind
 from letterchunk.contract.schema import Chunk, Principle
 from letterchunk.enrich import PromptContext, build_messages, response_model_for
 from letterchunk.enrich.answers import rule_checks
-from letterchunk.enrich.candidates import confession_paragraphs, speaks_of_writer
+from letterchunk.enrich.candidates import confession_paragraphs, sentence_choices, speaks_of_writer
 from letterchunk.enrich.judges import (
     MAX_PARAGRAPH_QUESTIONS,
+    MAX_RULE_QUESTIONS,
     PARAGRAPH_THRESHOLD,
     PRINCIPLE_THRESHOLD,
     Verdicts,
     apply_verdicts,
     ask_judges,
     question,
+    rule_questions,
 )
 from letterchunk.llm import prompts
 from letterchunk.llm.cache import ResponseCache
 from letterchunk.llm.client import LLMClient, LLMSettings
 from letterchunk.llm.judge import _p_yes, ask_yes_no
+from letterchunk.text.clean import load_letter
+from letterchunk.text.segment import segment_letter
 from letterchunk.text.sentences import sentences
 from test_fault_matrix import valid_for
+
+ROOT = Path(__file__).resolve().parents[1]
 
 FENCE_OPEN, FENCE_CLOSE = "<<<CHUNK TEXT>>>", "<<<END CHUNK TEXT>>>"
 CONFESSING = (
@@ -152,7 +159,7 @@ def test_ask_judges_asks_each_paragraph_and_each_rule_in_order_as_standalone_que
     with FakeOpenAI(judge=judge) as server, _client(server) as client:
         verdicts = ask_judges(c, client)
     paragraphs = confession_paragraphs(CONFESSING)
-    rules = rule_checks(c)
+    rules = rule_questions(c)
     assert len(paragraphs) == 1 and rules  # every kind of question is put
     questions = [body["messages"][-1]["content"] for body in seen]
     # one question per paragraph and per rule candidate; none about concepts
@@ -174,6 +181,21 @@ def test_ask_judges_asks_each_paragraph_and_each_rule_in_order_as_standalone_que
     assert verdicts.confession_paragraphs == ((admission, pytest.approx(0.7)),)
     assert verdicts.rules == tuple((r, pytest.approx(0.2)) for r in rules)
     assert verdicts.calls == len(questions) and verdicts.usage.requests == len(questions)
+
+
+@pytest.mark.parametrize("year", [1977, 1987, 2016])
+def test_the_rule_questions_extend_the_answers_evidence_choices(year):
+    # on every chunk of a shipped letter: the answer's choices come first, in their order, then
+    # further candidates of the same ranking, each once, each a sentence of the chunk
+    for c in segment_letter(load_letter(ROOT / "corpus" / "letters" / f"{year}.txt")):
+        checks, asked = rule_checks(c), rule_questions(c)
+        assert asked[: len(checks)] == checks
+        assert len(set(asked)) == len(asked)
+        assert set(asked) <= set(sentence_choices(c.content))
+        if c.metadata.chunk_tier == 3:
+            assert asked == []
+        else:
+            assert len(asked) == min(len(sentence_choices(c.content)), MAX_RULE_QUESTIONS)
 
 
 def test_a_table_is_asked_nothing_even_with_self_critical_words():
@@ -202,7 +224,7 @@ def test_a_chunk_with_no_self_critical_paragraph_about_the_writer_gets_no_confes
     # only its rule candidates are asked about
     assert {_question_kind(q) for q in asked} == {"judge_principle"}
     assert verdicts.confession_paragraphs == ()
-    assert [s for s, _ in verdicts.rules] == rule_checks(c)
+    assert [s for s, _ in verdicts.rules] == rule_questions(c)
 
 
 def test_tables_and_clients_that_cannot_judge_are_not_asked():
@@ -261,7 +283,8 @@ def test_principles_are_kept_by_their_sentences_rule_probability_and_ranked_by_i
     c = _with_principles(chunk(), "A.", "B.", "C.", "D.")
     record = {"chunk_id": "x", "principle_evidence": ["qa", "qb", "qc", "qd"]}
     below = PRINCIPLE_THRESHOLD - 0.01
-    rules = (("qa", 0.6), ("qb", below), ("qd", 0.9))  # "qc" not judged
+    above = (PRINCIPLE_THRESHOLD + 1) / 2
+    rules = (("qa", above), ("qb", below), ("qd", 1.0))  # "qc" not judged
     out, rec = apply_verdicts(c, record, Verdicts(asked=True, rules=rules))
     # "qb" judged no is dropped; the judged ones by p, then one not judged (the answer stands)
     assert [p.statement for p in out.metadata.principles] == ["D.", "A.", "C."]
@@ -273,7 +296,8 @@ def test_judged_rules_the_answer_left_out_become_principles_stated_by_their_sent
     stated, left_out, weak = sentences(CONFESSING)[0], sentences(CONFESSING)[2], "x"
     c = _with_principles(chunk(), "Textiles earn little.")
     record = {"chunk_id": "x", "principle_evidence": [stated]}
-    rules = ((stated, 0.55), (weak, PRINCIPLE_THRESHOLD - 0.01), (left_out, 0.8))
+    t = PRINCIPLE_THRESHOLD
+    rules = ((stated, t + (1 - t) / 3), (weak, t - 0.01), (left_out, t + 2 * (1 - t) / 3))
     out, rec = apply_verdicts(c, record, Verdicts(asked=True, rules=rules))
     assert [(p.statement, p.category) for p in out.metadata.principles] == [
         (left_out, "general"),

@@ -19,9 +19,8 @@ from letterchunk.cli import main
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.contract.validate import validate_path
 from letterchunk.enrich import sentence_choices
-from letterchunk.enrich.answers import rule_checks
 from letterchunk.enrich.candidates import confession_paragraphs
-from letterchunk.enrich.judges import MAX_PARAGRAPH_QUESTIONS
+from letterchunk.enrich.judges import MAX_PARAGRAPH_QUESTIONS, rule_questions
 from letterchunk.errors import RepairExhausted
 from letterchunk.llm.cache import ResponseCache
 from letterchunk.llm.client import LLMClient, LLMSettings
@@ -115,7 +114,7 @@ def test_run_writes_valid_enriched_files_with_one_call_per_chunk(tmp_path):
             narrative = o.chunk.metadata.chunk_tier != 3
             paragraphs = confession_paragraphs(o.chunk.content) if narrative else []
             confession = min(len(paragraphs), MAX_PARAGRAPH_QUESTIONS)
-            rules = rule_checks(o.chunk)
+            rules = rule_questions(o.chunk)
             assert o.verdicts.calls == confession + len(rules), o.chunk_id
             assert [s for s, _ in o.verdicts.rules] == rules
         asked = sum(o.verdicts.calls for o in letter.outcomes)

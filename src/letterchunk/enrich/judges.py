@@ -32,8 +32,12 @@ prompt before each question was measured on the same questions: it ranked them n
   code ranks (:func:`~letterchunk.enrich.answers.concept_choices`).  A yes/no question per
   candidate concept was measured on the dev labels (``bench/gold/concepts.json``) and gave the
   same F1 as the answer's own choice (0.47 against 0.46) at three more requests a chunk.
-* **rules**: each candidate rule sentence (:func:`~letterchunk.enrich.answers.rule_checks`) is
-  asked whether it states a general, reusable rule (``prompts/judge_principle.md``).  A
+* **rules**: each candidate rule sentence (:func:`rule_questions`: the answer's evidence
+  choices, :func:`~letterchunk.enrich.answers.rule_checks`, then the next-ranked candidates up
+  to :data:`MAX_RULE_QUESTIONS` a chunk) is asked whether it states a general, reusable rule
+  (``prompts/judge_principle.md``).  The answer's choices stay few, to keep its prompt short;
+  the questions reach further, since the candidate ranking, not the judge, bounded how many
+  gold principles could be found at all.  A
   principle the answer states stays when its evidence sentence reaches
   :data:`PRINCIPLE_THRESHOLD`; a candidate that reaches it without one becomes a principle
   whose statement is the sentence itself (category ``general``); the principles are ordered by
@@ -59,6 +63,7 @@ from letterchunk.contract.violations import EvidenceRecord, Judgements
 from letterchunk.enrich.answers import rule_checks
 from letterchunk.enrich.candidates import confession_paragraphs
 from letterchunk.enrich.messages import neutralise_fences
+from letterchunk.enrich.principle_candidates import principle_candidates
 from letterchunk.llm import prompts
 from letterchunk.llm.client import LLMClient, Usage
 from letterchunk.llm.judge import YesNo, ask_yes_no
@@ -72,14 +77,24 @@ __all__ = [
     "can_judge",
     "question",
     "questions",
+    "rule_questions",
 ]
 
 # chosen on the dev letters' hand-labelled confession candidates (bench/gold/confessions_dev.json):
 # of 0.4-0.85, 0.5 gave the best chunk-level F1 (0.63) from the recorded probabilities
 # (bench/judge_quality.py sweeps them)
 PARAGRAPH_THRESHOLD = 0.5
-PRINCIPLE_THRESHOLD = 0.5
+# the highest rule threshold whose mean cited recall on the dev principles
+# (bench/gold/principles_dev.json) stays >= 0.75: 0.7 kept 444 of the 974 rule candidates of the
+# six dev letters and cited 0.76 of their gold sentences; 0.5 kept 921 for 0.86 (sweep:
+# bench/judge_quality.py)
+PRINCIPLE_THRESHOLD = 0.7
 MAX_PARAGRAPH_QUESTIONS = 3
+# candidate rule sentences asked about per chunk: more than the answer's evidence choices
+# (answers.MAX_RULE_CHECKS), which stay few to keep the structured prompt short; a question
+# costs ~160 prompt tokens.  On the dev principles the answer's choices reach 59 of 84 gold
+# sentences, fifteen a chunk 73 (every sentence: 83, at four times the questions).
+MAX_RULE_QUESTIONS = 15
 
 
 @dataclass(frozen=True)
@@ -151,12 +166,23 @@ def question(text: str) -> list[dict]:
     ]
 
 
+def rule_questions(chunk: Chunk) -> list[str]:
+    """The candidate rule sentences a chunk's questions judge: the answer's evidence choices
+    (:func:`~letterchunk.enrich.answers.rule_checks`) first, then the next-ranked candidates up
+    to :data:`MAX_RULE_QUESTIONS` (the same ranking, so the choices are its head)."""
+    checks = rule_checks(chunk)
+    if not checks:  # a table chunk
+        return []
+    wider = principle_candidates(chunk.content, max(MAX_RULE_QUESTIONS, len(checks)))
+    return list(dict.fromkeys(checks + wider))
+
+
 def _asked_about(chunk: Chunk) -> tuple[list[tuple[str, str]], list[str]]:
     """What a chunk is asked about: its (paragraph, self-critical sentence) pairs and its
     candidate rule sentences (a table chunk: none)."""
     if chunk.metadata.chunk_tier == 3:
         return [], []
-    return confession_paragraphs(chunk.content)[:MAX_PARAGRAPH_QUESTIONS], rule_checks(chunk)
+    return confession_paragraphs(chunk.content)[:MAX_PARAGRAPH_QUESTIONS], rule_questions(chunk)
 
 
 # letter text quoted in a question passes the same fence check as the chunk
