@@ -414,7 +414,7 @@ def detect_blocks(text: str) -> list[Block]:
                 blocks[-1].meta["line_start"] = lines[i].start
                 # is_table_row of each line, so parse_table need not ask again
                 blocks[-1].meta["rows"] = row[i : j + 1]
-                blocks[-1].title = _table_caption(lines, i, j)
+                blocks[-1].title = _table_caption(lines, row, i, j)
                 blocks[-1].meta["detached_caption"] = i in detached
             i = j + 1
             continue
@@ -733,11 +733,12 @@ def _short_unended(t: str) -> bool:
     return len(t) <= 60 and len(t.split()) <= 8 and not ends_sentence(t)
 
 
-def _table_caption(lines: list[Line], a: int, b: int) -> str:
-    """The table's caption: its first line when that line is a title (no numbers in columns)."""
+def _table_caption(lines: list[Line], row: list[bool], a: int, b: int) -> str:
+    """The table's caption: its first line when that line is a title (no numbers in columns).
+    ``row``: ``is_table_row`` of every line (:func:`_row_flags`)."""
     for i in range(a, min(b, a + 3) + 1):
         raw = lines[i].raw
-        if lines[i].blank or is_rule(raw) or is_table_row(raw):
+        if lines[i].blank or is_rule(raw) or row[i]:
             continue
         if (
             _caption_like(raw)
