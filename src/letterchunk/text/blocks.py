@@ -595,19 +595,20 @@ def _mark_signatures(lines: list[Line], kind: list[str | None]) -> None:
     """Mark sign-off runs: sign-off lines, at most one blank line between them, 1-6 lines, with
     a name and a title or date, or a title and a date."""
     n = len(lines)
-    i = 0
-    while i < n:
-        t = lines[i].text
-        if (
-            kind[i] is not None
-            or not t
-            or not ("A" <= t[0] <= "Z" or t[0] == "/")  # as in signature_line, inlined
-            # signature_line's length test too: a long line is no sign-off line unless
-            # split in columns or indented (most prose lines end here)
-            or (len(t) > 45 and (len(t) > 90 or ("   " not in t and lines[i].indent < 10)))
-            or signature_line(lines[i].raw) is None
-        ):
-            i += 1
+    # the lines that may start a run, told by signature_line's cheap tests in one pass (most
+    # lines end here); a run marks only lines before the next one looked at
+    starts = [
+        i
+        for i, ln in enumerate(lines)
+        if kind[i] is None
+        and (t := ln.text)
+        and ("A" <= t[0] <= "Z" or t[0] == "/")
+        # a long line is no sign-off line unless split in columns or indented
+        and not (len(t) > 45 and (len(t) > 90 or ("   " not in t and ln.indent < 10)))
+    ]
+    after = 0  # the first line no run has taken
+    for i in starts:
+        if i < after or (first := signature_line(lines[i].raw)) is None:
             continue
         j, kinds, last = i, [], i
         while j < n and kind[j] is None:
@@ -616,7 +617,7 @@ def _mark_signatures(lines: list[Line], kind: list[str | None]) -> None:
                     j += 1
                     continue
                 break
-            s = signature_line(lines[j].raw)
+            s = first if j == i else signature_line(lines[j].raw)
             if s is None and _signed_after_closing(lines, last, j):
                 s = "name"  # "Cordially," then "Warren Buffett": a name without an initial
             if s is None:
@@ -633,7 +634,7 @@ def _mark_signatures(lines: list[Line], kind: list[str | None]) -> None:
             last = _initials_after(lines, kind, last)
             for x in range(i, last + 1):
                 kind[x] = "signature"
-        i = last + 1
+        after = last + 1
 
 
 def _signed_after_closing(lines: list[Line], last: int, j: int) -> bool:
