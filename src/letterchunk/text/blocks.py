@@ -536,11 +536,17 @@ def _is_header_at(
     n = len(lines)
     if i >= n or kind[i] is not None or lines[i].blank:
         return False
-    if after_text and i + 1 < n and not lines[i + 1].blank and kind[i + 1] is None:
+    if i + 1 < n and not lines[i + 1].blank and kind[i + 1] is None:
         # the last test below, asked first: it is cheap and rejects most lines inside prose
+        # (a paragraph's first line over a line that continues it: no header there, and the
+        # next line, starting in lowercase, fails headerish at its first test)
         nxt = lines[i + 1]
-        if nxt.indent <= lines[i].indent and len(nxt.text) - len(lines[i].text) <= 20:
-            return False
+        if nxt.indent <= lines[i].indent:
+            longer = len(nxt.text) - len(lines[i].text)
+            if after_text and longer <= 20:
+                return False
+            if not after_text and longer <= 10 and not headerish(nxt.raw):
+                return False
     raw = lines[i].raw
     if not headerish(raw) or signature_line(raw) is not None:
         return False
