@@ -20,7 +20,8 @@ structure work (cleaning, blocks, tables, strict models, validation) in the time
 alone hides.
 
 Memoised counts never cross runs: before every timed run (untimed) each side's memos are
-cleared -- letterchunk's (``count_tokens`` LRU, the last ``span_counter``) and chonkie's
+cleared -- letterchunk's (``count_tokens`` LRU, the last ``span_counter``, the
+``numeric_cell`` LRU of block detection and table parsing) and chonkie's
 (``RecursiveChunker._estimate_token_count`` LRU) -- so a repeat cannot reuse counts an
 earlier repeat of the same texts left behind (with a small corpus either side's memo could
 otherwise hold the whole corpus).  Memos used *within* one run stay: they are part of how each
@@ -41,6 +42,7 @@ import time
 from pathlib import Path
 
 from letterchunk.text.clean import load_letter
+from letterchunk.text.lines import numeric_cell
 from letterchunk.text.segment import load_letters, segment_letter
 from letterchunk.tokens import clear_memos, encoding
 
@@ -131,6 +133,7 @@ def main() -> int:
 
     def reset() -> None:
         clear_memos()
+        numeric_cell.cache_clear()
         chonkie_memo = getattr(RecursiveChunker._estimate_token_count, "cache_clear", None)
         if chonkie_memo is not None:
             chonkie_memo()

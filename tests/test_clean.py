@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from letterchunk.errors import InputError
-from letterchunk.text.clean import UNKNOWN_DATE, clean_text, extract_date, extract_year, load_letter
+from letterchunk.text.clean import (
+    _ANY_DATE_BODY,
+    _NUMERIC_IN_LINE,
+    UNKNOWN_DATE,
+    clean_text,
+    extract_date,
+    extract_year,
+    load_letter,
+)
 
 PROSE = (
     "     The textile business again had a very poor year. We\n"
@@ -197,3 +209,26 @@ def test_bad_files_are_refused_with_the_file_and_what_to_do(tmp_path, name, data
 def test_missing_file(tmp_path):
     with pytest.raises(InputError, match="cannot read"):
         load_letter(tmp_path / "1999.txt")
+
+
+# The date scans are written for the regex engine's speed (first-letter groups, a lookbehind
+# after the first digit); each must find exactly what its plain form finds.
+_PLAIN_NUMERIC_DATE = re.compile(r"(?<![\d/.,-])\d{1,2}[-/]\d{1,2}[-/](?:\d{4}|\d{2})(?![\d/-])")
+_MONTHS3 = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
+_PLAIN_ANY_DATE = re.compile(
+    "(?:" + "|".join(_MONTHS3 + [m.upper() for m in _MONTHS3]) + r")[A-Za-z]*\.?,?\s*"
+    r"(?:\d{1,2}(?:st|nd|rd|th)?\s*,\s*)?(?:19|20)\d\d\b"
+)
+_date_bits = st.sampled_from(
+    [*_MONTHS3, *(m.upper() for m in _MONTHS3), "uary", "Ju", "JA", "a", "1", "12", "19", "20",
+     "1986", "2015", "3rd", "/", "-", ".", ",", " ", "\n", "x"]
+)  # fmt: skip
+
+
+@given(st.lists(_date_bits, max_size=30).map("".join))
+def test_date_scans_find_what_their_plain_forms_find(text):
+    def spans(rx):
+        return [m.span() for m in rx.finditer(text)]
+
+    assert spans(_NUMERIC_IN_LINE) == spans(_PLAIN_NUMERIC_DATE)
+    assert spans(_ANY_DATE_BODY) == spans(_PLAIN_ANY_DATE)

@@ -12,6 +12,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from letterchunk.contract.predicates import has_text
 from letterchunk.contract.rules import VALIDATOR_RULES
 from letterchunk.contract.schema import Chunk
 from letterchunk.contract.validate import (
@@ -164,3 +165,14 @@ def test_schema_valid_but_inconsistent_chunks_never_raise(data, enriched_letter)
         _check(validate_letter(chunks, stage=stage, context=ctx))
         for c in chunks:
             _check(validate_chunk(c, stage=stage, context=ctx))
+
+
+# whitespace as str.isspace sees it (ASCII, the file/group/record separators, no-break and em
+# spaces), a zero-width space (not whitespace) and letters
+_spacey = st.text(alphabet=" \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u2003\u3000\u200bab.")
+
+
+@given(_spacey)
+def test_has_text_is_strip_without_the_copy(text):
+    # the validator's test for an empty chunk: exactly what ``text.strip()`` says
+    assert has_text(text) == bool(text.strip())

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import datetime as _dt
 
-from letterchunk.contract.predicates import count_lines, ends_mid_sentence, has_prose, parse_id
+from letterchunk.contract.predicates import (
+    count_lines,
+    ends_mid_sentence,
+    has_prose,
+    has_text,
+    parse_id,
+)
 from letterchunk.contract.rules import (
     PROMPT_RESERVE_TOKENS,
     T1_MAX_TOKENS,
@@ -131,7 +137,7 @@ def _counts_and_span(chunk: Chunk, ctx: CheckContext, ntokens: int, add: Add) ->
     """Rules content.empty, count.*, span.* (the span against the cleaned text when known)."""
     md = chunk.metadata
     content = chunk.content
-    if not content.strip():
+    if not has_text(content):
         add("content.empty", "content is empty; a chunk must hold text of the letter", "content")
     if md.char_count != len(content):
         add(
@@ -182,7 +188,7 @@ def _counts_and_span(chunk: Chunk, ctx: CheckContext, ntokens: int, add: Add) ->
                 f"source_span ends at {end} but the cleaned text has {len(ctx.cleaned)} chars",
                 "metadata.source_span.end_char_exclusive",
             )
-        elif ctx.cleaned[start:end] != content:
+        elif not ctx.cleaned.startswith(content, start):  # end - start == len(content)
             add(
                 "span.content_mismatch",
                 f"cleaned_text[{start}:{end}] is not the chunk content; "
@@ -387,7 +393,7 @@ def _sizes_and_boundaries(chunk: Chunk, ctx: CheckContext, ntokens: int, add: Ad
                 "section at a paragraph boundary",
                 "content",
             )
-        if content.strip() and ends_mid_sentence(content):
+        if has_text(content) and ends_mid_sentence(content):
             add(
                 "boundary.mid_sentence",
                 "the chunk's last paragraph does not end a sentence",
@@ -413,7 +419,7 @@ def _table_context(chunk: Chunk, add: Add) -> None:
     content = chunk.content
     tier = md.chunk_tier
     ctype = md.content_type
-    if tier == 3 and content.strip() and not has_prose(content):
+    if tier == 3 and has_text(content) and not has_prose(content):
         add(
             "table.no_context",
             "no lead-in or interpretation sentence around the table; keep "

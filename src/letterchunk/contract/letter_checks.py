@@ -392,7 +392,7 @@ def token_counts(chunks: Sequence[Chunk], cleaned: str | None) -> list[int]:
             cleaned is not None
             and 0 <= a < b <= len(cleaned)
             and b - a == len(chunk.content)
-            and cleaned[a:b] == chunk.content
+            and cleaned.startswith(chunk.content, a)  # cleaned[a:b] == content, no copy
         )
         spans.append((a, b) if ok else None)
     counter = None

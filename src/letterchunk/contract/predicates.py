@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from letterchunk.contract.rules import EVIDENCE_MIN_WORDS, RELATED_YEAR_RANGE
 
 __all__ = [
+    "has_text",
     "normalise_ws",
     "fold",
     "concept_key",
@@ -41,6 +42,13 @@ __all__ = [
 
 _WS = re.compile(r"\s+")
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
+
+
+def has_text(text: str) -> bool:
+    """``text.strip() != ""`` without copying the text: it holds a non-whitespace character
+    (``str.isspace`` and ``str.strip`` agree on what whitespace is).  The validator asks it of
+    every chunk's content, which can be a whole letter."""
+    return bool(text) and not text.isspace()
 
 
 def normalise_ws(text: str) -> str:

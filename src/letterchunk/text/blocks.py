@@ -414,7 +414,7 @@ def detect_blocks(text: str) -> list[Block]:
                 blocks[-1].meta["line_start"] = lines[i].start
                 # is_table_row of each line, so parse_table need not ask again
                 blocks[-1].meta["rows"] = row[i : j + 1]
-                blocks[-1].title = _table_caption(lines, i, j)
+                blocks[-1].title = _table_caption(lines, row, i, j)
                 blocks[-1].meta["detached_caption"] = i in detached
             i = j + 1
             continue
@@ -536,11 +536,17 @@ def _is_header_at(
     n = len(lines)
     if i >= n or kind[i] is not None or lines[i].blank:
         return False
-    if after_text and i + 1 < n and not lines[i + 1].blank and kind[i + 1] is None:
+    if i + 1 < n and not lines[i + 1].blank and kind[i + 1] is None:
         # the last test below, asked first: it is cheap and rejects most lines inside prose
+        # (a paragraph's first line over a line that continues it: no header there, and the
+        # next line, starting in lowercase, fails headerish at its first test)
         nxt = lines[i + 1]
-        if nxt.indent <= lines[i].indent and len(nxt.text) - len(lines[i].text) <= 20:
-            return False
+        if nxt.indent <= lines[i].indent:
+            longer = len(nxt.text) - len(lines[i].text)
+            if after_text and longer <= 20:
+                return False
+            if not after_text and longer <= 10 and not headerish(nxt.raw):
+                return False
     raw = lines[i].raw
     if not headerish(raw) or signature_line(raw) is not None:
         return False
@@ -595,19 +601,20 @@ def _mark_signatures(lines: list[Line], kind: list[str | None]) -> None:
     """Mark sign-off runs: sign-off lines, at most one blank line between them, 1-6 lines, with
     a name and a title or date, or a title and a date."""
     n = len(lines)
-    i = 0
-    while i < n:
-        t = lines[i].text
-        if (
-            kind[i] is not None
-            or not t
-            or not ("A" <= t[0] <= "Z" or t[0] == "/")  # as in signature_line, inlined
-            # signature_line's length test too: a long line is no sign-off line unless
-            # split in columns or indented (most prose lines end here)
-            or (len(t) > 45 and (len(t) > 90 or ("   " not in t and lines[i].indent < 10)))
-            or signature_line(lines[i].raw) is None
-        ):
-            i += 1
+    # the lines that may start a run, told by signature_line's cheap tests in one pass (most
+    # lines end here); a run marks only lines before the next one looked at
+    starts = [
+        i
+        for i, ln in enumerate(lines)
+        if kind[i] is None
+        and (t := ln.text)
+        and ("A" <= t[0] <= "Z" or t[0] == "/")
+        # a long line is no sign-off line unless split in columns or indented
+        and not (len(t) > 45 and (len(t) > 90 or ("   " not in t and ln.indent < 10)))
+    ]
+    after = 0  # the first line no run has taken
+    for i in starts:
+        if i < after or (first := signature_line(lines[i].raw)) is None:
             continue
         j, kinds, last = i, [], i
         while j < n and kind[j] is None:
@@ -616,7 +623,7 @@ def _mark_signatures(lines: list[Line], kind: list[str | None]) -> None:
                     j += 1
                     continue
                 break
-            s = signature_line(lines[j].raw)
+            s = first if j == i else signature_line(lines[j].raw)
             if s is None and _signed_after_closing(lines, last, j):
                 s = "name"  # "Cordially," then "Warren Buffett": a name without an initial
             if s is None:
@@ -633,7 +640,7 @@ def _mark_signatures(lines: list[Line], kind: list[str | None]) -> None:
             last = _initials_after(lines, kind, last)
             for x in range(i, last + 1):
                 kind[x] = "signature"
-        i = last + 1
+        after = last + 1
 
 
 def _signed_after_closing(lines: list[Line], last: int, j: int) -> bool:
@@ -733,11 +740,12 @@ def _short_unended(t: str) -> bool:
     return len(t) <= 60 and len(t.split()) <= 8 and not ends_sentence(t)
 
 
-def _table_caption(lines: list[Line], a: int, b: int) -> str:
-    """The table's caption: its first line when that line is a title (no numbers in columns)."""
+def _table_caption(lines: list[Line], row: list[bool], a: int, b: int) -> str:
+    """The table's caption: its first line when that line is a title (no numbers in columns).
+    ``row``: ``is_table_row`` of every line (:func:`_row_flags`)."""
     for i in range(a, min(b, a + 3) + 1):
         raw = lines[i].raw
-        if lines[i].blank or is_rule(raw) or is_table_row(raw):
+        if lines[i].blank or is_rule(raw) or row[i]:
             continue
         if (
             _caption_like(raw)

@@ -226,10 +226,12 @@ _DATE_LABEL = re.compile(r"^(?:dated|date)\s*:?$", re.IGNORECASE)  # "Dated: Mar
 # that opens with \b is tried at every position: 4x slower over a letter).  Same hits: no
 # month name can start inside a match that began in the middle of a word.
 # (No re.IGNORECASE here: it would stop the engine skipping ahead, 5x slower; capitalised and
-# all-capital month names are listed instead.)
+# all-capital month names are listed instead.)  The names are grouped by first letter: the
+# engine then tests one branch per capital it stops at, not up to 24 (a third quicker; at any
+# position at most one three-letter name can match, so the order of the branches is moot).
 _ANY_DATE_BODY = re.compile(
-    r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
-    r"|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC)[A-Za-z]*\.?,?\s*"
+    r"(?:J(?:an|un|ul|AN|UN|UL)|F(?:eb|EB)|M(?:ar|ay|AR|AY)|A(?:pr|ug|PR|UG)|S(?:ep|EP)"
+    r"|O(?:ct|CT)|N(?:ov|OV)|D(?:ec|EC))[A-Za-z]*\.?,?\s*"
     r"(?:\d{1,2}(?:st|nd|rd|th)?\s*,\s*)?"
     r"(?:19|20)\d\d\b"
 )
@@ -273,7 +275,10 @@ _WHOLE_MONTH = re.compile(rf"{_MONTH_RE},?\s+{_YEAR4}", re.I)
 _ISO_DATE = re.compile(r"(?P<year>(?:19|20)\d\d)-(?P<month>\d\d)-(?P<day>\d\d)")
 # month first, as American letters write it; a two-digit year is 19YY from 50 on, else 20YY
 _NUMERIC_DATE = re.compile(r"(?P<month>\d{1,2})[-/](?P<day>\d{1,2})[-/](?P<year>\d{4}|\d{2})")
-_NUMERIC_IN_LINE = re.compile(r"(?<![\d/.,-])\d{1,2}[-/]\d{1,2}[-/](?:\d{4}|\d{2})(?![\d/-])")
+# the test of the character before the date is made after its first digit (a lookbehind over
+# both): a pattern that opens with a lookbehind is tried at every position of the text, one that
+# opens with \d only at digits (3x quicker over a letter, same matches)
+_NUMERIC_IN_LINE = re.compile(r"\d(?<![\d/.,-]\d)\d?[-/]\d{1,2}[-/](?:\d{4}|\d{2})(?![\d/-])")
 
 
 def _iso(year: int, month: int, day: int) -> str | None:

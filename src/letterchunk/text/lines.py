@@ -10,6 +10,7 @@ letter.  How the predicates combine into blocks is :mod:`letterchunk.text.blocks
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # the line classifiers and patterns ``blocks`` and ``tables`` build on
 __all__ = [
@@ -210,7 +211,14 @@ def split_lines(text: str) -> list[Line]:
 # line predicates
 
 
+@lru_cache(maxsize=4096)
 def numeric_cell(cell: str) -> bool:
+    """A cell that holds one value: a number (maybe with a currency sign, a sign, parentheses,
+    a percent or footnote marks), or a dash / "N/A" for none.
+
+    Memoised (bounded LRU): block detection, then table parsing, ask it of the same cells two
+    to four times (a row's test, its split, the side-by-side test), and a letter's cells repeat
+    ("$", "1985", "—"); the bound keeps memory flat over a corpus.  ``cache_clear`` forgets."""
     c = cell.strip()
     if not c:
         return False

@@ -63,17 +63,25 @@ def _split_row(line: str) -> _Row:
     it or it is a year/date at the start of the line (a row key such as "1965 ......").
     """
     blanked = LEADER.sub(_blank, line) if "." in line or "…" in line else line
-    segs = [(a, b, t.strip(" .")) for a, b, t in _segments(blanked)]
-    segs = [x for x in segs if x[2]]
+    # the cells of _segments, each stripped of spaces and dots (its columns kept), empty ones
+    # dropped: one pass over the matches
+    segs = [(m.start(), m.end(), t) for m in _CELL_RUN.finditer(blanked) if (t := m[0].strip(" ."))]
     if not segs:
         return None, []
     merged: list[_Cell] = []
     for a, b, t in segs:  # a lone currency sign belongs to the number after it
-        if merged and merged[-1][2] in ("$", "£", "€") and numeric_cell(t):
+        if merged and merged[-1][2] in _CURRENCY and numeric_cell(t):
             merged[-1] = (merged[-1][0], b, f"{merged[-1][2]} {t}")
         else:
             merged.append((a, b, t))
-    segs = [cell for seg in merged for cell in _numbers_apart(seg)]
+    # _numbers_apart's cheap test inlined: most cells hold no space or start with no number
+    segs = [
+        cell
+        for seg in merged
+        for cell in (
+            _numbers_apart(seg) if " " in seg[2] and seg[2][0] in _NUMBER_FIRST else (seg,)
+        )
+    ]
     first = segs[0]
     if len(segs) > 1 and LEADER.match(line[first[1] :].lstrip(" ")):
         return first, segs[1:]  # "1965 ......": the row key precedes the leader
@@ -104,6 +112,7 @@ def _numbers_apart(seg: _Cell) -> list[_Cell]:
 
 
 _TOKEN = re.compile(r"\S+")
+_CURRENCY = frozenset(("$", "£", "€"))
 _NUMBER_FIRST = frozenset("0123456789$£€(-–—+.")
 
 
