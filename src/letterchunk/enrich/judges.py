@@ -169,12 +169,11 @@ def question(text: str) -> list[dict]:
 def rule_questions(chunk: Chunk) -> list[str]:
     """The candidate rule sentences a chunk's questions judge: the answer's evidence choices
     (:func:`~letterchunk.enrich.answers.rule_checks`) first, then the next-ranked candidates up
-    to :data:`MAX_RULE_QUESTIONS` (the same ranking, so the choices are its head)."""
-    checks = rule_checks(chunk)
-    if not checks:  # a table chunk
-        return []
-    wider = principle_candidates(chunk.content, max(MAX_RULE_QUESTIONS, len(checks)))
-    return list(dict.fromkeys(checks + wider))
+    to :data:`MAX_RULE_QUESTIONS` (the same ranking cut further, so the choices are its head)."""
+    checks = rule_checks(chunk)  # none for a table chunk
+    return (
+        principle_candidates(chunk.content, max(MAX_RULE_QUESTIONS, len(checks))) if checks else []
+    )
 
 
 def _asked_about(chunk: Chunk) -> tuple[list[tuple[str, str]], list[str]]:
