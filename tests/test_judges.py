@@ -29,6 +29,7 @@ from letterchunk.enrich.judges import (
     rule_questions,
 )
 from letterchunk.llm import prompts
+from letterchunk.llm.backend import MODEL_ID
 from letterchunk.llm.cache import ResponseCache
 from letterchunk.llm.client import LLMClient, LLMSettings
 from letterchunk.llm.judge import _p_yes, ask_yes_no
@@ -92,6 +93,26 @@ def _client(server: FakeOpenAI, cache: ResponseCache | None = None) -> LLMClient
         {}, base_url=server.base_url, api_key="sk-test", model="fake-model", transport_retries=0
     )
     return LLMClient(settings, cache=cache)
+
+
+@pytest.mark.parametrize("model", [MODEL_ID, "fake-model", "gpt-4o-mini"])
+def test_only_letterchunks_own_model_is_asked_to_compute_a_question_afresh(model):
+    # llama-server reuses a shared prompt prefix with slightly different arithmetic, so a
+    # question to the embedded model carries cache_prompt false; no other API gets the field
+    messages = [{"role": "user", "content": "Is this a question? Answer yes or no."}]
+    with FakeOpenAI(judge=lambda body: 0.8) as server:
+        settings = LLMSettings.from_env(
+            {}, base_url=server.base_url, api_key="sk-test", model=model, transport_retries=0
+        )
+        with LLMClient(settings) as client:
+            answer = ask_yes_no(client, messages, chunk_id="x")
+        [request] = server.all_chat_requests
+    assert answer.p_yes == pytest.approx(0.8)
+    if model == MODEL_ID:
+        assert request.body["cache_prompt"] is False
+    else:
+        assert "cache_prompt" not in request.body
+    assert "extra_body" not in request.body
 
 
 def test_ask_yes_no_reads_the_servers_logprobs_and_caches_the_answer(tmp_path):

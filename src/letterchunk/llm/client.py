@@ -77,9 +77,13 @@ __all__ = [
     "estimate_tokens",
     "CompletionClient",
     "grammar_backed",
+    "SERVER_FIELDS",
 ]
 
 log = logging.getLogger(__name__)
+
+# request fields of llama-server's own, outside the OpenAI API (``send_plain`` passes them on)
+SERVER_FIELDS = frozenset({"cache_prompt"})
 
 
 class _InstructorAttemptFilter(logging.Filter):
@@ -487,9 +491,14 @@ class LLMClient:
 
     def send_plain(self, request: dict[str, Any], *, chunk_id: str) -> tuple[Any, int]:
         """One chat completion request as given (no response model, no cache), with the same
-        transport retries, limiter and errors as :meth:`complete`; (response, HTTP attempts)."""
+        transport retries, limiter and errors as :meth:`complete`; (response, HTTP attempts).
+        A field of llama-server's own (:data:`SERVER_FIELDS`) goes into the body as given."""
         call = _Call(chunk_id=chunk_id)
-        return self._send(call, **request), call.http_attempts
+        sent = {k: v for k, v in request.items() if k not in SERVER_FIELDS}
+        extra = {k: v for k, v in request.items() if k in SERVER_FIELDS}
+        if extra:  # the OpenAI client takes only its own keyword arguments
+            sent["extra_body"] = extra
+        return self._send(call, **sent), call.http_attempts
 
     def count_usage(self, usage: Usage) -> None:
         """Add what a :meth:`send_plain` request cost to the client's total."""

@@ -11,6 +11,14 @@ The conversation is a short standalone prompt (``enrich.judges``: one system mes
 every question, then the quoted passage and the question), so a question costs about 150
 prompt tokens and one generated token.
 
+Asked of letterchunk's own model (its id, :data:`~letterchunk.llm.backend.MODEL_ID`), a question
+also carries llama-server's ``cache_prompt: false``: the server then computes the whole prompt
+afresh instead of reusing the part it shares with the request before.  Its arithmetic differs
+slightly with what it reuses, so without this a probability depended on the request sequence (a
+recording, a replayed run and a live run differed by up to 0.05); with it a question's answer is
+a function of its prompt alone.  It costs the ~60 shared prompt tokens of compute a question, on
+the local server only.  Hosted APIs never get the field (they refuse unknown ones).
+
 Answers are cached like structured ones (key: the messages, the question's settings and mode
 ``LOGPROBS``), so a rerun asks nothing.  When the backend cannot give a probability (no
 ``logprobs`` in its answer, or neither "yes" nor "no" among the top tokens), ``p_yes`` is
@@ -25,6 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
+from letterchunk.llm.backend import MODEL_ID
 from letterchunk.llm.cache import CachedAnswer
 from letterchunk.llm.client import LLMClient, Usage, usage_of
 
@@ -84,7 +93,10 @@ def yes_no_key(client: LLMClient, messages: list[dict]) -> str:
 
 def question_body(client: LLMClient, messages: list[dict]) -> dict[str, Any]:
     """The request body of the yes/no question ``messages`` (a live call and a batch line)."""
-    return {"model": client.settings.model, "messages": messages, **_params(client)}
+    body: dict[str, Any] = {"model": client.settings.model, "messages": messages, **_params(client)}
+    if client.settings.model == MODEL_ID:  # llama-server: see the module docstring
+        body["cache_prompt"] = False
+    return body
 
 
 def is_question(body: dict[str, Any]) -> bool:
