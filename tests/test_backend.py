@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -246,6 +247,9 @@ FAKE_SERVER = textwrap.dedent(
     if mode == "crash":
         print("error: model file is corrupt", flush=True)
         sys.exit(3)
+    if mode == "busy":  # as llama-server computing a prompt: SIGTERM asks it to finish first
+        import signal
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     started = time.monotonic()
     class H(BaseHTTPRequestHandler):
         def log_message(self, *a): pass
@@ -318,9 +322,11 @@ def test_server_never_healthy_times_out_clearly_and_is_stopped(stand_in):
     assert server.process is None
 
 
-def test_server_dies_with_its_parent(stand_in, tmp_path):
-    """A Python process killed with SIGKILL leaves no llama-server behind (PR_SET_PDEATHSIG)."""
-    server = stand_in()
+@pytest.mark.parametrize("mode", ["ok", "busy"])
+def test_server_dies_with_its_parent(stand_in, tmp_path, mode):
+    """A Python process killed with SIGKILL leaves no llama-server behind (PR_SET_PDEATHSIG),
+    even one that would finish its work in flight before heeding SIGTERM."""
+    server = stand_in(mode)
     code = textwrap.dedent(
         f"""
         import os, sys, time
@@ -345,7 +351,10 @@ def test_server_dies_with_its_parent(stand_in, tmp_path):
     deadline = time.monotonic() + 5
     while _alive(child_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(child_pid)
+    orphaned = _alive(child_pid)
+    if orphaned:  # never leave the stand-in behind, even when the check fails
+        os.kill(child_pid, signal.SIGKILL)
+    assert not orphaned
 
 
 def test_open_client_uses_the_api_when_configured_and_starts_nothing(monkeypatch):

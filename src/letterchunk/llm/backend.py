@@ -12,8 +12,11 @@ OpenAI-compatible server on a free loopback port:
   ``~/.cache/letterchunk/models``), written to a temp file, checked against the pinned size and
   sha256, then renamed into place;
 * ``embedded_server()`` starts it, waits for ``/health``, yields the base URL and always stops
-  it: on normal exit, on any exception, on Ctrl-C.  On Linux the child also gets SIGTERM if the
-  Python process dies without cleaning up (``PR_SET_PDEATHSIG``), so no server is orphaned.
+  it: on normal exit, on any exception, on Ctrl-C.  On Linux the child also gets SIGKILL if the
+  Python process dies without cleaning up (``PR_SET_PDEATHSIG``), so no server is orphaned: not
+  SIGTERM, which llama-server takes as a request to finish the work in flight first (a long
+  prompt kept an orphan computing on after its parent had been killed), and the server has
+  nothing to save.
 
 Missing packages raise :class:`~letterchunk.errors.ConfigError` with the exact install command
 (:func:`install_hint`, phrased for a checkout or an installed distribution).  Start-up failures
@@ -275,7 +278,7 @@ def _cores() -> int:
 def _die_with_parent() -> None:  # runs in the child between fork and exec (Linux only)
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:
         pass
 
