@@ -21,12 +21,12 @@ loop's re-ask messages, or the segmentation of a recorded letter.  ``LETTERCHUNK
 keeps every recorded interaction that is still requested, asks the real server only the
 requests the cassette cannot answer, and drops the recorded ones no longer requested
 (``letterchunk.llm.replay.recorder``): after a change to the yes/no questions alone it records
-those questions in about a second each instead of re-asking every chunk's structured call.
-The server's prompt cache then holds another request before some questions than a live run
-would (the previous chunk's last question instead of the chunk's structured call), and
-llama.cpp's arithmetic differs slightly with what it reuses: a live run of 1977 gave 3 of its
-38 question probabilities different by up to 0.05 from the update-mode recording, with the
-same decisions and the same chunks.  A full recording follows a live run's order exactly.
+those questions (about 3 s each on 2 CPU cores) instead of re-asking every chunk's structured
+call.
+A question to the embedded model carries ``cache_prompt: false`` (``letterchunk.llm.judge``):
+the server computes each question afresh, so its recorded answer is the one a live run gets,
+whatever request came before it (with the prompt cache, 3 of 38 probabilities of 1977 had
+differed by up to 0.05 between an update-mode recording and a live run).
 """
 
 from __future__ import annotations
