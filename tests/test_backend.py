@@ -238,7 +238,7 @@ def test_a_damaged_model_file_is_rebuilt(parts, tmp_path):
 
 FAKE_SERVER = textwrap.dedent(
     """\
-    import json, os, sys, time
+    import json, os, signal, sys, time
     from http.server import BaseHTTPRequestHandler, HTTPServer
     args = sys.argv[1:]
     port = int(args[args.index("--port") + 1])
@@ -248,7 +248,6 @@ FAKE_SERVER = textwrap.dedent(
         print("error: model file is corrupt", flush=True)
         sys.exit(3)
     if mode == "busy":  # as llama-server computing a prompt: SIGTERM asks it to finish first
-        import signal
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     started = time.monotonic()
     class H(BaseHTTPRequestHandler):

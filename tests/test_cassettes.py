@@ -22,8 +22,7 @@ keeps every recorded interaction that is still requested, asks the real server o
 requests the cassette cannot answer, and drops the recorded ones no longer requested
 (``letterchunk.llm.replay.recorder``): after a change to the yes/no questions alone it records
 those questions (about 3 s each on 2 CPU cores) instead of re-asking every chunk's structured
-call.
-A question to the embedded model carries ``cache_prompt: false`` (``letterchunk.llm.judge``):
+call.  A question to the embedded model carries ``cache_prompt: false`` (``letterchunk.llm.judge``):
 the server computes each question afresh, so its recorded answer is the one a live run gets,
 whatever request came before it (with the prompt cache, 3 of 38 probabilities of 1977 had
 differed by up to 0.05 between an update-mode recording and a live run).

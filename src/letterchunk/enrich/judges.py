@@ -86,8 +86,8 @@ __all__ = [
 PARAGRAPH_THRESHOLD = 0.5
 # the highest rule threshold whose mean cited recall on the dev principles
 # (bench/gold/principles_dev.json) stays >= 0.75: with up to 25 rule questions a chunk, 0.7
-# kept 600 rule candidates of the six dev letters and cited 0.80 of their gold
-# sentences; 0.75 kept 337 for 0.65, 0.65 kept 840 for 0.87 (sweep: bench/judge_quality.py,
+# kept 600 rule candidates of the six dev letters and cited 0.80 of their gold sentences; 0.75
+# kept 337 for a recall of 0.65, 0.65 kept 840 for 0.87 (sweep: bench/judge_quality.py,
 # questions computed afresh by the server)
 PRINCIPLE_THRESHOLD = 0.7
 MAX_PARAGRAPH_QUESTIONS = 3
