@@ -86,7 +86,7 @@ from letterchunk.tokens import encoding
 ROOT = Path(__file__).resolve().parents[1]
 HOSTED_MIN, HOSTED_STEP = 1024, 128
 # cached-input price per 1M tokens (OpenAI's pricing page, standard tier); Batch gets none here
-CACHED_INPUT = {"gpt-4o-mini": 0.075, "gpt-4.1-mini": 0.10}
+CACHED_INPUT = {"gpt-4o-mini": 0.075, "gpt-4.1-mini": 0.10, "gpt-4o": 1.25}
 MODELS = list(CACHED_INPUT)
 TARGET_REQUESTS, TARGET_TOKENS, TARGET_REUSE = 2.0, 3000, 0.60
 # the settings of a hosted run: only OPENAI_API_KEY set (nothing is sent; the key is never used)
