@@ -88,7 +88,7 @@ def json_body(r1: Any, r2: Any) -> None:
     """vcrpy matcher: the two requests' bodies are equal, as vcrpy's ``body`` matcher decides
     (for JSON requests: the parsed documents are equal), with each body parsed once and a short
     message naming what differs; any other body goes to vcrpy's own matcher."""
-    import vcr.matchers
+    import vcr.matchers  # deferred: vcrpy comes with the test extra, needed only to replay
 
     if not (_is_plain_json(r1) and _is_plain_json(r2)):
         return vcr.matchers.body(r1, r2)
