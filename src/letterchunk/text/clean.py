@@ -15,7 +15,18 @@ What :func:`clean_text` changes, exactly (and nothing else):
    occurrence sits next to a page boundary (within two non-blank lines of a page-number line or
    a form feed, or among the first/last two lines of the file).  Detection is by repetition,
    never by a list of known strings, so a one-off letterhead such as ``BERKSHIRE HATHAWAY
-   INC.`` stays.
+   INC.`` stays; a line on under a third of the pages (a caption over a few tables) stays too.
+4b. Page furniture is removed: a line of at most :data:`FURNITURE_MAX_CHARS` characters that
+   recurs, its numbers aside (a page number, a printing date), on at least a third of the
+   pages (:data:`FURNITURE_SHARE`) and three at least, each occurrence on a page of its own
+   and at a page edge: within two non-blank lines of a form feed, a page-number line, a line
+   that numbers pages, or another such line (a running title above the next page's text).  A
+   line numbers pages when one of its numbers grows by 1 to 3 from page to page and it says
+   "Page" or "p. N", is a number alone, or is set in columns (``www.… studying/investing
+   Page 9``, ``Letters  Page 3 of 40``); a heading with a number ("Part 3") or a numbered
+   list does not.  The lines with words removed by 4 and 4b are counted: :func:`load_letter`
+   notes the count in ``clean_note``, which the segmenter adds to every chunk's
+   ``boundary_note``.
 5. Where a removed line (page number, running header/footer, page boundary) had blank lines
    both above and below it, the blank lines below it are removed too: the page break leaves
    the one gap that was there on the page, not two (a table's column headings and rows, or a
@@ -26,7 +37,9 @@ What :func:`clean_text` changes, exactly (and nothing else):
 Words are never rewritten: no re-wrapping, no de-hyphenation, no quote normalisation, no repair
 of encoding damage (``31›`` stays ``31›``).  Blank lines inside the text are kept as they are.
 
-Encoding policy of :func:`load_letter`: the file must be UTF-8 (a BOM is allowed).  Anything
+Encoding policy of :func:`load_letter`: the file must be UTF-8 (a BOM is allowed).  A file
+of blanks only, ASCII or Unicode (no-break and em spaces, zero-width spaces, byte-order marks),
+is refused as empty.  Anything
 else is refused with an :class:`~letterchunk.errors.InputError` that says how to convert it
 (``iconv -f cp1252 -t utf-8``); no encoding is guessed, so offsets never depend on a guess.
 
@@ -166,7 +179,7 @@ def _running_lines(lines: list[str], boundary: list[bool], stripped: list[str]) 
             near[s] = False
     # furniture is on most pages: a caption over a table on three pages of ten is the letter's
     pages = 1 + sum(b and not any(boundary[max(0, j - 3) : j]) for j, b in enumerate(boundary))
-    return {s for s, ok in near.items() if ok and counts[s] >= pages / 2}
+    return {s for s, ok in near.items() if ok and counts[s] >= pages * FURNITURE_SHARE}
 
 
 _DIGIT_RUN = re.compile(r"\d+")
@@ -175,6 +188,10 @@ _DIGIT = re.compile(r"\d")
 # number standing alone, or the columns of a footer set apart by wide gaps
 _PAGE_MARK = re.compile(r"\bpage\b|\bp\.\s?\d|^\W*\d{1,3}\W*$|\S\s{3,}\S", re.I)
 FURNITURE_MAX_CHARS = 160  # a footer of an address, a tagline and a page number fits
+# furniture is on most pages, at least this share of them (a page-number line, a form feed and
+# a document's own numbering can each mark a page, so the pages counted run high); a caption
+# over a table on three pages of ten is the letter's own
+FURNITURE_SHARE = 1 / 3
 
 
 def _page_steps(numbers: list[list[str]]) -> bool:
@@ -232,7 +249,7 @@ def _furniture(stripped: list[str], boundary: list[bool]) -> set[int]:
         grew = False
         edges = sorted(anchors | found)
         for w in recurring:
-            if w[0] in found or len(w) < max(RUNNING_MIN_REPEATS, pages / 2):
+            if w[0] in found or len(w) < max(RUNNING_MIN_REPEATS, pages * FURNITURE_SHARE):
                 continue
             if (
                 _LETTER_CHAR.search(stripped[w[0]])
