@@ -263,10 +263,12 @@ class Letter:
 
 
 def body(source: int, part: int, lines: int = 70) -> list[str]:
-    """About ``lines`` lines of prose from the middle of a shared annual letter, cut at blank
-    lines: no head, no signature, no date line of its own."""
-    years = sorted(int(p.stem) for p in LETTERS.glob("*.txt") if p.stem.isdigit())
-    text = (LETTERS / f"{years[source % len(years)]}.txt").read_text(encoding="utf-8")
+    """About ``lines`` lines of prose from the middle of a shared annual letter (the shared
+    folder's letters, whichever they are; else the corpus's), cut at blank lines: no head, no
+    signature, no date line of its own."""
+    folder = SHARED / "letters" if list((SHARED / "letters").glob("*.txt")) else LETTERS
+    years = sorted(int(p.stem) for p in folder.glob("*.txt") if p.stem.isdigit())
+    text = (folder / f"{years[source % len(years)]}.txt").read_text(encoding="utf-8")
     src = text.split("\n")
     last = len(src) * 3 // 4  # the signature, the date and any appendix lie below
     at = len(src) // 5 + (part * 37) % max(1, len(src) // 3)
