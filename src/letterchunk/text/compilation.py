@@ -371,12 +371,14 @@ def _split(raw: str) -> tuple[list[str], list[LetterSpan]]:
     with the number of running lines it held)."""
     lines = raw.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
     running = running_lines(lines)
+    raw_lines = lines
     lines = ["\f" if i in running else ln for i, ln in enumerate(lines)]
     starts = find_letter_starts(lines, running)
     ends = starts[1:] + [len(lines)]
+    # counted as the cleaner counts: the lines with words (a bare page number is no news)
+    worded = [i for i in running if _LETTER.search(raw_lines[i])]
     return lines, [
-        LetterSpan(s, e, sum(s <= i < e for i in running))
-        for s, e in zip(starts, ends, strict=True)
+        LetterSpan(s, e, sum(s <= i < e for i in worded)) for s, e in zip(starts, ends, strict=True)
     ]
 
 

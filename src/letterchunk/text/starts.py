@@ -10,6 +10,7 @@ a file's wording.  The running lines are removed before (they arrive as page bre
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
@@ -182,6 +183,9 @@ def _signed(s: str) -> tuple[str, str | None]:
     "WARREN E. BUFFETT Feb. 11, 1959", "Warren E. Buffett   11 February 1959"; a line with no
     date at its end: ``(the line, None)``."""
     words = s.split()
+    last = words[-1].rstrip(".") if words else ""
+    if not last[-1:].isdigit():
+        return " ".join(words), None  # every date form ends with its year
     for n in range(min(4, len(words) - 1), 0, -1):
         found, _ = parse_date_line(" ".join(words[-n:]))
         if found:
@@ -189,6 +193,7 @@ def _signed(s: str) -> tuple[str, str | None]:
     return " ".join(words), None
 
 
+@functools.lru_cache(maxsize=4096)
 def _signs(s: str) -> bool:
     """Whether ``s`` signs a letter: :func:`~letterchunk.text.clean.is_signature`, or a signer's
     name in any case with a date beside it in any form ("WARREN E. BUFFETT 2-11-59"), or a
@@ -227,18 +232,23 @@ def _is_letterhead(lines: Sequence[str], nonblank: list[int], k: int) -> bool:
     """Whether ``nonblank[k]`` opens a letterhead: a short name line (a person's, a firm's)
     followed, within two lines, by a street address or a town, not right below a closing
     ("Cordially," then a name is the signature)."""
+    if not _address_below(lines, nonblank, k):  # the cheap test first: it rules out most lines
+        return False
     s = lines[nonblank[k]].strip()
     if k and _CLOSING.match(lines[nonblank[k - 1]].strip()):
         return False
     if not s or len(s) > 60 or _is_address(s) or s.endswith((".", ":", ";")) and not _is_caps(s):
         return False
-    if _signed(s)[1] is not None or not (_signs(s) or _SIGNER.fullmatch(s) or _is_caps(s)):
-        return False  # a dated name signs a letter
+    # a dated name signs a letter
+    return _signed(s)[1] is None and bool(_signs(s) or _SIGNER.fullmatch(s) or _is_caps(s))
+
+
+def _address_below(lines: Sequence[str], nonblank: list[int], k: int) -> bool:
+    """Whether a street address or a town is among the two lines below ``nonblank[k]``, in one
+    block with it: no blank line between, but for a page break right above the address."""
     above = nonblank[k]
     for step, i in enumerate(nonblank[k + 1 : k + 3]):
         between = lines[above + 1 : i]
-        # a letterhead's lines follow one another, no blank line between; a page break may
-        # fall between a name and the address right below it
         if between and not (step == 0 and "\f" in between and _is_address(lines[i])):
             return False
         if _is_address(lines[i]):
