@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from letterchunk.cli import main
 from letterchunk.errors import InputError
 from letterchunk.text.clean import (
     _ANY_DATE_BODY,
@@ -192,6 +193,8 @@ def test_load_letter(tmp_path):
     [
         ("1990.txt", b"", "empty"),
         ("1990.txt", b"   \n\n  ", "empty"),
+        # Unicode blanks (no-break space, em space, zero-width space, byte-order marks) too
+        ("1990.txt", "\ufeff\u00a0\u2003\n\u200b\ufeff \u2060\n".encode(), "empty"),
         ("1990.txt", b"PK\x03\x04\x00\x00binary", "binary"),
         ("1990.txt", "caf\u00e9 r\u00e9sum\u00e9".encode("cp1252"), "not UTF-8"),
         ("notes.txt", b"A letter without any year at all.", "no letter year"),
@@ -232,3 +235,19 @@ def test_date_scans_find_what_their_plain_forms_find(text):
 
     assert spans(_NUMERIC_IN_LINE) == spans(_PLAIN_NUMERIC_DATE)
     assert spans(_ANY_DATE_BODY) == spans(_PLAIN_ANY_DATE)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"  \n\t\n", "\ufeff\u00a0\u2003\n\u200b\ufeff\n".encode()],
+    ids=["ascii-blank", "unicode-blank"],
+)
+def test_a_blank_letter_is_refused_with_exit_2(tmp_path, capsys, data):
+    """ASCII blanks and Unicode blanks alike: exit 2, the file named, nothing written."""
+    path = tmp_path / "1990.txt"
+    path.write_bytes(data)
+    out = tmp_path / "out"
+    assert main(["segment", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and "the file is empty" in err
+    assert not list(out.glob("*.jsonl"))

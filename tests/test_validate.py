@@ -201,6 +201,7 @@ CHUNK_CASES = [
     ("source.file_name", SEG, every(source_file="../1987_cleaned.txt")),
     ("source.file_convention", SEG, every(source_file="berkshire-1987.txt")),
     ("content.empty", SEG, content(0, lambda c: "   ")),
+    ("content.empty", SEG, content(0, lambda c: "\u200b\ufeff")),  # Unicode blanks alike
     ("count.chars", SEG, md(0, char_count=1)),
     ("count.tokens", SEG, md(1, token_count=5)),
     ("span.order", SEG, md(0, source_span={"start_char": 10, "end_char_exclusive": 5})),

@@ -12,6 +12,7 @@ from letterchunk.contract.predicates import (
     has_prose,
     has_text,
     parse_id,
+    shows_text,
 )
 from letterchunk.contract.rules import (
     PROMPT_RESERVE_TOKENS,
@@ -137,7 +138,7 @@ def _counts_and_span(chunk: Chunk, ctx: CheckContext, ntokens: int, add: Add) ->
     """Rules content.empty, count.*, span.* (the span against the cleaned text when known)."""
     md = chunk.metadata
     content = chunk.content
-    if not has_text(content):
+    if not has_text(content) or not shows_text(content):  # blanks, ASCII or Unicode, alike
         add("content.empty", "content is empty; a chunk must hold text of the letter", "content")
     if md.char_count != len(content):
         add(

@@ -17,6 +17,7 @@ from letterchunk.contract.rules import EVIDENCE_MIN_WORDS, RELATED_YEAR_RANGE
 
 __all__ = [
     "has_text",
+    "shows_text",
     "normalise_ws",
     "fold",
     "concept_key",
@@ -49,6 +50,13 @@ def has_text(text: str) -> bool:
     (``str.isspace`` and ``str.strip`` agree on what whitespace is).  The validator asks it of
     every chunk's content, which can be a whole letter."""
     return bool(text) and not text.isspace()
+
+
+def shows_text(text: str) -> bool:
+    """Whether ``text`` holds a visible character: not only white space and invisible format
+    characters (zero-width space, byte-order mark, word joiner).  Stops at the first visible
+    character, the first or second of any real content."""
+    return any(not c.isspace() and unicodedata.category(c) != "Cf" for c in text)
 
 
 def normalise_ws(text: str) -> str:

@@ -136,7 +136,12 @@ _TABLE: tuple[Rule, ...] = (
     Rule("year.primary_mismatch", W, "mechanical", "temporal_references.primary_year differs from letter_year", fixer="primary_year"),
     Rule("source.file_name", E, "mechanical", "source_file is not a bare file name (no folders, no ..)"),
     Rule("source.file_convention", W, "mechanical", "source_file is not YYYY_cleaned.txt"),
-    Rule("content.empty", E, "corpus", "content is empty or whitespace only"),
+    Rule(
+        "content.empty",
+        E,
+        "corpus",
+        "content is empty, or blanks only (white space, zero-width spaces, byte-order marks)",
+    ),
     Rule("count.chars", E, "mechanical", "char_count differs from len(content)", fixer="counts"),
     Rule("count.tokens", E, "mechanical", "token_count differs from the o200k_base token count of content", fixer="counts"),
     Rule("span.order", E, "mechanical", "source_span is not 0 <= start_char < end_char_exclusive", fixer="span"),

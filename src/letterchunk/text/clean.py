@@ -15,7 +15,18 @@ What :func:`clean_text` changes, exactly (and nothing else):
    occurrence sits next to a page boundary (within two non-blank lines of a page-number line or
    a form feed, or among the first/last two lines of the file).  Detection is by repetition,
    never by a list of known strings, so a one-off letterhead such as ``BERKSHIRE HATHAWAY
-   INC.`` stays.
+   INC.`` stays; a line on under a third of the pages (a caption over a few tables) stays too.
+4b. Page furniture is removed: a line of at most :data:`FURNITURE_MAX_CHARS` characters that
+   recurs, its numbers aside (a page number, a printing date), on at least a third of the
+   pages (:data:`FURNITURE_SHARE`) and three at least, each occurrence on a page of its own
+   and at a page edge: within two non-blank lines of a form feed, a page-number line, a line
+   that numbers pages, or another such line (a running title above the next page's text).  A
+   line numbers pages when one of its numbers grows by 1 to 3 from page to page and it says
+   "Page" or "p. N", is a number alone, or is set in columns (``www.… studying/investing
+   Page 9``, ``Letters  Page 3 of 40``); a heading with a number ("Part 3") or a numbered
+   list does not.  The lines with words removed by 4 and 4b are counted: :func:`load_letter`
+   notes the count in ``clean_note``, which the segmenter adds to every chunk's
+   ``boundary_note``.
 5. Where a removed line (page number, running header/footer, page boundary) had blank lines
    both above and below it, the blank lines below it are removed too: the page break leaves
    the one gap that was there on the page, not two (a table's column headings and rows, or a
@@ -26,7 +37,9 @@ What :func:`clean_text` changes, exactly (and nothing else):
 Words are never rewritten: no re-wrapping, no de-hyphenation, no quote normalisation, no repair
 of encoding damage (``31›`` stays ``31›``).  Blank lines inside the text are kept as they are.
 
-Encoding policy of :func:`load_letter`: the file must be UTF-8 (a BOM is allowed).  Anything
+Encoding policy of :func:`load_letter`: the file must be UTF-8 (a BOM is allowed).  A file
+of blanks only, ASCII or Unicode (no-break and em spaces, zero-width spaces, byte-order marks),
+is refused as empty.  Anything
 else is refused with an :class:`~letterchunk.errors.InputError` that says how to convert it
 (``iconv -f cp1252 -t utf-8``); no encoding is guessed, so offsets never depend on a guess.
 
@@ -44,9 +57,11 @@ first day with a ``date_note`` saying so; when no date exists the date is ``"000
 
 from __future__ import annotations
 
+import bisect
 import datetime as _dt
 import logging
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +74,8 @@ __all__ = [
     "load_letter",
     "read_letter_file",
     "clean_text",
+    "clean_counted",
+    "furniture_note",
     "extract_year",
     "extract_date",
     "parse_date_line",
@@ -82,6 +99,9 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 _CONTROL_CHARS = tuple(chr(c) for c in (*range(0x00, 0x09), 0x0B, *range(0x0E, 0x20), 0x7F))
 _PAGE_NUMBER = re.compile(r"^(\s*)(?:[-–—]\s*)?(?:page\s+)?(\d{1,3})(?:\s*[-–—])?\s*$", re.I)
 _FORMFEED_MARK = "\x0c"
+_LETTER_CHAR = re.compile(r"[A-Za-z]")
+_PAGE_LEAST_LINES = 12  # a page holds this many lines as a rule
+_LIST_GAP = 3  # page numbers are never this close
 # a form feed or a [[PAGE_BREAK]] marker, with at most one line break on each side
 _PAGE_BREAK = re.compile(r"\n?[ \t]*(?:\f|\[\[PAGE_BREAK\]\])(?:[ \t]*\n)?", re.I)
 
@@ -99,6 +119,8 @@ class CleanedLetter:
     # first section (it continues the year's earlier letters, so chunk ids stay unique)
     stem: str | None = None
     first_section: int = 1
+    # what the cleaner removed that a reader of the chunks should know of (page furniture)
+    clean_note: str | None = None
 
     @property
     def key(self) -> LetterKey:
@@ -155,11 +177,127 @@ def _running_lines(lines: list[str], boundary: list[bool], stripped: list[str]) 
         raw = range(max(0, i - 3), min(len(lines), i + 4))
         if not (any(boundary[j] for j in window) or any(boundary[j] for j in raw)):
             near[s] = False
-    return {s for s, ok in near.items() if ok}
+    # furniture is on most pages: a caption over a table on three pages of ten is the letter's
+    pages = 1 + sum(b and not any(boundary[max(0, j - 3) : j]) for j, b in enumerate(boundary))
+    return {s for s, ok in near.items() if ok and counts[s] >= pages * FURNITURE_SHARE}
+
+
+_DIGIT_RUN = re.compile(r"\d+")
+_DIGIT = re.compile(r"\d")
+# what marks a line as a page's number, not a heading's ("Part 3"): the word page, "p. 3", a
+# number standing alone, or the columns of a footer set apart by wide gaps
+_PAGE_MARK = re.compile(r"\bpage\b|\bp\.\s?\d|^\W*\d{1,3}\W*$|\S\s{3,}\S", re.I)
+FURNITURE_MAX_CHARS = 160  # a footer of an address, a tagline and a page number fits
+# furniture is on most pages, at least this share of them (a page-number line, a form feed and
+# a document's own numbering can each mark a page, so the pages counted run high); a caption
+# over a table on three pages of ten is the letter's own
+FURNITURE_SHARE = 1 / 3
+
+
+def _page_steps(numbers: list[list[str]]) -> bool:
+    """Whether one place of ``numbers`` (counted from the end of each line: ``Page 8``, ``Page 8
+    of 40``) grows by 1 to 3 from one occurrence to the next in most steps, under 1900 (a
+    year is not a page)."""
+    width = min(len(n) for n in numbers)
+    for place in range(1, width + 1):
+        nums = [int(n[-place]) for n in numbers]
+        if max(nums) >= 1900:
+            continue
+        steps = [b - a for a, b in zip(nums, nums[1:], strict=False)]
+        if sum(1 <= d <= 3 for d in steps) >= 0.8 * len(steps):
+            return True
+    return False
+
+
+def _furniture(stripped: list[str], boundary: list[bool]) -> set[int]:
+    """Indexes of page furniture (module doc, 4b): short lines that recur, their numbers aside,
+    on three or more pages, each occurrence at a page edge."""
+    # lines with a number, by their text with each number as "#" and spaces closed up
+    numbered: dict[str, list[int]] = {}
+    for i, s in enumerate(stripped):
+        if len(s) <= FURNITURE_MAX_CHARS and not boundary[i] and _DIGIT.search(s):
+            numbered.setdefault(" ".join(_DIGIT_RUN.sub("#", s).split()), []).append(i)
+    # page edges to start from: form feeds, page-number lines, and lines that number pages
+    anchors = {i for i, b in enumerate(boundary) if b}
+    for w in numbered.values():
+        if (
+            _spread(w)
+            and all(_PAGE_MARK.search(stripped[i]) for i in w)
+            and _page_steps([_DIGIT_RUN.findall(stripped[i]) for i in w])
+        ):
+            anchors.update(w)
+    if not anchors:
+        return set()  # no page edge to stand at: nothing is furniture
+    recurring = [w for w in numbered.values() if len(w) >= RUNNING_MIN_REPEATS]
+    plain = Counter(s for s in stripped if s and len(s) <= FURNITURE_MAX_CHARS)
+    texts = {s for s, n in plain.items() if n >= RUNNING_MIN_REPEATS and _LETTER_CHAR.search(s)}
+    if texts:
+        by_text: dict[str, list[int]] = {}
+        for i, s in enumerate(stripped):
+            if s in texts and not _DIGIT.search(s):
+                by_text.setdefault(s, []).append(i)
+        recurring += list(by_text.values())
+    nonblank = [i for i, s in enumerate(stripped) if s or boundary[i]]
+    pos = {i: k for k, i in enumerate(nonblank)}
+    pages = max(
+        1 + sum(b and not any(boundary[max(0, j - 3) : j]) for j, b in enumerate(boundary)),
+        max((len(w) for w in recurring if w[0] in anchors), default=0),
+    )
+    found = {i for w in recurring for i in w if i in anchors}
+    grew = True
+    while grew:  # a line next to furniture is at the page edge too
+        grew = False
+        edges = sorted(anchors | found)
+        for w in recurring:
+            if w[0] in found or len(w) < max(RUNNING_MIN_REPEATS, pages * FURNITURE_SHARE):
+                continue
+            if (
+                _LETTER_CHAR.search(stripped[w[0]])
+                and all(_at_edge(pos[i], nonblank, anchors | found) for i in w)
+                and _on_pages(w, edges)
+            ):
+                found.update(w)
+                grew = True
+    return found - {i for i, b in enumerate(boundary) if b}
+
+
+def _spread(where: list[int]) -> bool:
+    """Whether lines at ``where`` are spread as page numbers are: three or more, a page apart
+    as a rule (a page at a letter's end may be short), never on neighbouring lines as the rows
+    of a numbered list are."""
+    gaps = sorted(b - a for a, b in zip(where, where[1:], strict=False))
+    return (
+        len(where) >= RUNNING_MIN_REPEATS
+        and gaps[0] >= _LIST_GAP
+        and gaps[len(gaps) // 2] >= _PAGE_LEAST_LINES
+    )
+
+
+def _on_pages(where: list[int], edges: list[int]) -> bool:
+    """Whether each occurrence at ``where`` is on a page of its own: a page edge (``edges``,
+    sorted) lies between any two of them."""
+    return all(
+        bisect.bisect_right(edges, a) < bisect.bisect_left(edges, b)
+        for a, b in zip(where, where[1:], strict=False)
+    )
+
+
+def _at_edge(k: int, nonblank: list[int], edges: set[int]) -> bool:
+    """Whether ``nonblank[k]`` is next to a page edge: within two non-blank lines of one, or
+    among the first/last two lines of the text."""
+    if k < 2 or k >= len(nonblank) - 2:
+        return True
+    return any(j in edges for j in nonblank[k - 2 : k + 3])
 
 
 def clean_text(raw: str) -> str:
     """Clean one letter's raw text (see the module docstring for the exact list of changes)."""
+    return clean_counted(raw)[0]
+
+
+def clean_counted(raw: str) -> tuple[str, int]:
+    """:func:`clean_text`, and how many running header/footer lines (page furniture) it
+    removed."""
     text = raw.lstrip("\ufeff")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\f" in text or "[[" in text:
@@ -178,11 +316,15 @@ def clean_text(raw: str) -> str:
     ]
     boundary = [p or ln == _FORMFEED_MARK for p, ln in zip(page, lines, strict=True)]
     running = _running_lines(lines, boundary, stripped)
+    furniture = _furniture(stripped, boundary) if len(lines) > 2 * _PAGE_LEAST_LINES else set()
     kept: list[str] = []
     last_blank = False  # whether kept[-1] is blank
     after_gap = False  # a page artifact was just removed with blank lines above it
-    for ln, s, is_page in zip(lines, stripped, page, strict=True):
-        if is_page or ln == _FORMFEED_MARK or (running and s in running):
+    removed = 0
+    for i, (ln, s, is_page) in enumerate(zip(lines, stripped, page, strict=True)):
+        if is_page or ln == _FORMFEED_MARK or (running and s in running) or i in furniture:
+            # counted: the lines with words (a bare page number is no news to a reader)
+            removed += not is_page and _LETTER_CHAR.search(s) is not None
             after_gap = after_gap or (bool(kept) and last_blank)
             continue
         if after_gap and not s:
@@ -194,7 +336,7 @@ def clean_text(raw: str) -> str:
         kept.pop(0)
     while kept and not kept[-1].strip():
         kept.pop()
-    return "\n".join(kept) + "\n" if kept else ""
+    return ("\n".join(kept) + "\n" if kept else ""), removed
 
 
 # --------------------------------------------------------------------------------------------
@@ -309,6 +451,14 @@ def parse_date_line(line: str) -> tuple[str | None, tuple[int, int] | None]:
     if m:
         return None, (int(m.group("year")), _MONTHS[m.group("month").lower()])
     return None, None
+
+
+def furniture_note(count: int) -> str | None:
+    """The boundary note of a letter whose running headers/footers the cleaner removed."""
+    if not count:
+        return None
+    lines = "line" if count == 1 else "lines"
+    return f"{count} page furniture {lines} (running headers/footers) removed by the cleaner."
 
 
 def month_date(year: int, month: int, shown: str) -> tuple[str, str]:
@@ -535,7 +685,7 @@ def read_letter_file(p: Path) -> str:
     except OSError as exc:
         raise InputError(p, f"cannot read the file ({exc.strerror}); check the path") from exc
     if not data.strip():
-        raise InputError(p, "the file is empty; pass a letter text file with content")
+        raise InputError(p, _EMPTY)
     if b"\x00" in data:
         raise InputError(
             p, "the file looks binary (it contains NUL bytes); pass a plain-text letter (.txt)"
@@ -548,7 +698,24 @@ def read_letter_file(p: Path) -> str:
             f"the file is not UTF-8 (invalid byte at offset {exc.start}); convert it first, "
             f"e.g. `iconv -f cp1252 -t utf-8 {p.name} > fixed.txt`",
         ) from exc
+    if _is_blank(raw):
+        raise InputError(p, _EMPTY)
     return raw
+
+
+# an ASCII-blank file and a file of Unicode blanks (no-break or em spaces, zero-width spaces,
+# byte-order marks) are the same to a reader: empty
+_EMPTY = (
+    "the file is empty (nothing but blank characters: spaces, no-break spaces, zero-width "
+    "spaces or byte-order marks); pass a letter text file with content"
+)
+
+
+def _is_blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: white space (any Unicode space) and invisible format
+    characters (zero-width space, byte-order mark, word joiner) only."""
+    # stops at the first visible character: the first of a real letter
+    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in text.strip())
 
 
 def load_letter(path: str | Path) -> CleanedLetter:
@@ -559,7 +726,7 @@ def load_letter(path: str | Path) -> CleanedLetter:
     recognisable year.
     """
     p = Path(path)
-    text = clean_text(read_letter_file(p))
+    text, furniture = clean_counted(read_letter_file(p))
     if not text.strip():
         raise InputError(p, "the file holds no text after cleaning; pass a letter text file")
     _check_name_year(p)
@@ -572,4 +739,11 @@ def load_letter(path: str | Path) -> CleanedLetter:
             "rename the file to YYYY.txt, e.g. 1986.txt",
         )
     _notice_year(p, year, date)
-    return CleanedLetter(year=year, date=date, date_note=note, source_path=str(p), text=text)
+    return CleanedLetter(
+        year=year,
+        date=date,
+        date_note=note,
+        source_path=str(p),
+        text=text,
+        clean_note=furniture_note(furniture),
+    )

@@ -7,8 +7,9 @@ Document profiles (``--profile``):
   Berkshire letters);
 * ``partnership`` — the file is a compilation of letters;
 * ``auto`` (the default) — a compilation when at least two letters are found (see 2.) and
-  at least two of them are dated (at the top or at the signature: an appendix or an essay
-  inside one letter is not), else one letter exactly as ``letter`` reads it.
+  at least two of them are dated (at the top or at the signature) or headed by a title naming
+  their year ("1957 Letter"): an appendix or an essay inside one letter is neither; else one
+  letter exactly as ``letter`` reads it.  The file's name plays no part.
 
 Every rule below is a general property of letters and pages, found by repetition and shape,
 never by a file's wording (``tests/compilations.py`` generates compilations of other
@@ -20,20 +21,30 @@ formats to hold the rules to that).  What :func:`load_document` does to a compil
    ``Page 8 of 40``, ``- 8 -``), a number under 1900 (a year is not a page); *periodic lines*
    — a short line that repeats, whatever its wording, never closer than a page's least lines
    nor further apart than two pages' most, from the first page to the last, and that is not
-   a letterhead (followed by a date line or a salutation in most places); and *running
+   a letterhead (followed by a date line or a salutation, or a name over an address, in most
+   places) nor a title naming a different year each time ("1958 Letter"); and *running
    headers/footers* — a line whose text repeats on at least half as many pages as there are
    page lines, and that sits next to one in at least 80% of its occurrences.  A closing,
-   signature, salutation or date line is never a running line, however often it repeats.
+   signature (dated or not: "2-11-59", "2-20-60" step as page numbers do), salutation or
+   date line is never a running line, however often it repeats.
    Each removed line becomes a page break for the cleaner, so the gap rules of
    :func:`~letterchunk.text.clean.clean_text` apply.
 2. **Letter starts**.  The marks of a letter's head: a *salutation* ("To the Partners:",
-   "TO MY PARTNERS FOR 1963:", "Dear …,"), a *title* naming a letter or a year ("1960
-   Letter", "1997 Chairman's Letter"), a *date line* in any common form, a *letterhead* (short
-   centred or capital lines) followed by a date line or a salutation.  A letter's *signature*
-   is a closing or a signer's name or title (:func:`~letterchunk.text.clean.is_signature`);
-   its *tail* the lines that go with it: initials ("WEB:bf"), a postscript, page breaks, and
-   one date line within three lines of it (not after a postscript or a page break, not before
-   a salutation, not another day than the letter's date at its top: a letter has one date).
+   "TO MY PARTNERS FOR 1963:", "Dear …,"), a *title* naming a letter, a report or a year
+   ("1960 Letter", "1997 Chairman's Letter", "SECOND ANNUAL LETTER TO LIMITED PARTNERS"), a
+   *date line* in any common form, a *letterhead*: short centred or capital lines followed by
+   a date line or a salutation, or a name line ("WARREN E. BUFFETT", "Buffett Associates,
+   Ltd.") right above a street address or a town ("5202 Underwood Ave.", "OMAHA 31,
+   NEBRASKA").  A letter's *signature* is a closing or a signer's name or title
+   (:func:`~letterchunk.text.clean.is_signature`), a signer's name in capitals or not with a
+   date beside it in any form ("WARREN E. BUFFETT 2-11-59", "Warren Buffett Feb. 11, 1959"),
+   or a name alone right above a date line or the next letter's head; a name among a
+   letter's head lines, or over an address, is its letterhead, never a signature.  Its *tail*
+   is the lines that go with it: initials ("WEB:bf"), a postscript, page breaks, and one date
+   line within three lines of it (not when the signature line carries its date, not after a
+   postscript or a page break, not set far to the right of the signature, not before a
+   salutation unless right below the signature and in line with it, not another day than
+   the letter's date at its top: a letter has one date).
    A new letter starts where, after the previous letter's signature and tail,
 
    * a title, date line or letterhead comes first (head lines only before it): right after
@@ -56,19 +67,21 @@ formats to hold the rules to that).  What :func:`load_document` does to a compil
    note in the chunks' ``boundary_note`` and a warning naming the letter's first line.
    **Year**: the year the letter reports on — an annual letter dated January to March
    reports on the year before; any other letter on its date's year; an undated one on the
-   year of the letter before it.
+   year its head's title names ("1957 Letter"; the note says so), else on the year of the
+   letter before it.  A signature date is one within three lines of a signature line (a date
+   over a table's column near the end is not the letter's).  The running lines removed from
+   a letter, and the furniture its cleaning removes, are counted in its chunks'
+   ``boundary_note``.
 5. **Names**: ``YYYY-L{k}`` (see :mod:`letterchunk.layout`); :func:`segment_letters` numbers
    each letter's sections after those of the year's earlier letters.
 """
 
 from __future__ import annotations
 
-import bisect
 import logging
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -83,15 +96,31 @@ from letterchunk.text.clean import (
     RUNNING_MIN_REPEATS,
     UNKNOWN_DATE,
     CleanedLetter,
+    clean_counted,
     clean_text,
     extract_date,
-    is_signature,
+    furniture_note,
     load_letter,
     month_date,
     parse_date_line,
     read_letter_file,
 )
 from letterchunk.text.segment import segment_letter
+from letterchunk.text.starts import (
+    _HEAD_MOST,
+    _TAIL_DATE_GAP,
+    _TITLE_LETTER,
+    _TITLE_YEAR,
+    HEAD_LINES,
+    _is_address,
+    _is_letterhead,
+    _is_salutation,
+    _is_signer_line,
+    _is_title,
+    _signed,
+    _signs,
+    find_letter_starts,
+)
 from letterchunk.tokens import span_counter
 
 __all__ = [
@@ -110,35 +139,14 @@ log = logging.getLogger(__name__)
 
 Profile = Literal["auto", "letter", "partnership"]
 PROFILES: tuple[Profile, ...] = ("auto", "letter", "partnership")
-HEAD_LINES = 12  # the date line of a letter is among its first non-blank lines
 _TAIL_LINES = 40  # its signature among its last
 _ANNUAL_LAST_MONTH = 3  # a letter dated January-March reports on the year before
 
 _DIGITS = re.compile(r"\d+")
 _BARE_PAGE = re.compile(r"[-–—(\[]? ?# ?[-–—)\]]?")
 _LETTER = re.compile(r"[A-Za-z]")
-_SALUTATION = re.compile(
-    r"^(?:to (?:my|the|all|our) [\w .,'&-]{2,60}|dear [\w .,'&-]{2,50}|(?:ladies and )?gentlemen)"
-    r"\s*[:,]?$",
-    re.IGNORECASE,
-)
-# whom a letter is addressed to, when its salutation has no colon ("To the Partners")
-_ADDRESSEE = re.compile(
-    r"\b(?:partners?|shareholders?|stockholders?|members|investors|owners|friends)\b", re.I
-)
-_TITLE_LETTER = re.compile(r"\bletters?\b", re.I)
-_TITLE_YEAR = re.compile(r"(?<![\d,.$])(?:19|20)\d\d(?![\d,%])")
-_POSTSCRIPT = re.compile(r"^(?:P\.\s?S\.|P/S\b|PS\b|P\.S\b)", re.I)
-_INITIALS = re.compile(r"[A-Za-z]{1,4}(?:[:/ ]?[A-Za-z]{1,4})?|Enc(?:l|losures?)?\.?|\d{1,3}")
-# a numeric date in a signature: "1-30-61", "1/30/1961" (month first), at the end of a line
-_NUMERIC_DATE = re.compile(r"(?<![\d/-])\d{1,2}[-/]\d{1,2}[-/](?:\d{4}|\d{2})\s*$")
 _RUNNING_MAX_CHARS = 120  # a running header/footer is one short line
 _PAGE_LEAST, _PAGE_MOST = 12, 80  # the lines of a page, at least and at most
-_HEAD_MOST = 6  # lines of a letterhead and title above a date line or a salutation
-_WEAK_GAP = 3
-_TAIL_DATE_GAP = (
-    3  # a signature's date is within three lines of it  # ... and its title or date line
-)
 
 
 @dataclass(frozen=True)
@@ -147,6 +155,7 @@ class LetterSpan:
 
     start: int
     end: int
+    running: int = 0  # running lines (page furniture) removed from it
 
 
 # --------------------------------------------------------------------------------------------
@@ -185,7 +194,7 @@ def _is_page_form(lines: Sequence[str], where: list[int]) -> bool:
 def _letter_words(line: str) -> bool:
     """A closing, salutation, signature or date: words of a letter, whatever their repetition."""
     s = line.strip()
-    return bool(is_signature(s) or _is_salutation(s) or any(parse_date_line(s)))
+    return bool(_signs(s) or _is_salutation(s) or any(parse_date_line(s)))
 
 
 def _is_periodic(where: list[int], total: int) -> bool:
@@ -202,15 +211,30 @@ def _is_periodic(where: list[int], total: int) -> bool:
     )
 
 
+def _names_years(lines: Sequence[str], where: list[int]) -> bool:
+    """Whether the occurrences are a short title naming a different year each time ("1958
+    Letter", "Letter for 1959"): each letter's heading, not a running line."""
+    years = {tuple(_TITLE_YEAR.findall(lines[i])) for i in where}
+    return len(years) > 1 and all(
+        len(lines[i].split()) <= 4 and _TITLE_YEAR.search(lines[i]) for i in where
+    )
+
+
 def _heads_letters(
     lines: Sequence[str], nonblank: list[int], pos: dict[int, int], where: list[int]
 ) -> bool:
-    """Whether most occurrences are followed, within four lines, by a date line or a salutation:
-    a letterhead, not a running line."""
+    """Whether most occurrences are followed, within four lines, by a date line or a salutation,
+    or are a letterhead's lines (a name over an address, an address): a letterhead, not a
+    running line."""
     heads = 0
     for i in where:
-        after = [lines[j] for j in nonblank[pos[i] + 1 : pos[i] + 5]]
-        heads += any(_is_salutation(a.strip()) or any(parse_date_line(a)) for a in after)
+        k = pos[i]
+        after = [lines[j] for j in nonblank[k + 1 : k + 5]]
+        heads += (
+            any(_is_salutation(a.strip()) or any(parse_date_line(a)) for a in after)
+            or _is_address(lines[i])
+            or _is_letterhead(lines, nonblank, k)
+        )
     return heads >= 0.5 * len(where)
 
 
@@ -227,14 +251,16 @@ def running_lines(lines: Sequence[str]) -> set[int]:
             if _BARE_PAGE.fullmatch(form) and _is_page_form(lines, where):
                 anchors.update(where)
             continue
+        if _letter_words(lines[where[0]]):
+            continue  # a signature dated each year ("NAME 2-11-59", "NAME 2-20-60") is no page
         if (
             "#" in form
             and _is_page_form(lines, where)
             or (
                 len(form) <= _RUNNING_MAX_CHARS
                 and _is_periodic(where, len(lines))
-                and not _letter_words(lines[where[0]])
                 and not _heads_letters(lines, nonblank, pos, where)
+                and not _names_years(lines, where)
             )
         ):
             anchors.update(where)
@@ -257,289 +283,6 @@ def running_lines(lines: Sequence[str]) -> set[int]:
 
 
 # --------------------------------------------------------------------------------------------
-# letter starts
-
-
-def _indent(line: str) -> int:
-    return len(line.expandtabs()) - len(line.expandtabs().lstrip())
-
-
-def _is_date_line(line: str) -> bool:
-    return any(parse_date_line(line))
-
-
-def _is_salutation(s: str) -> bool:
-    """ "To the Partners:", "TO MY PARTNERS FOR 1963:", "To the Shareholders of X Inc.:",
-    "Dear Partner,", "Gentlemen:" — the line that opens a letter."""
-    if not s[:1].isupper() or _SALUTATION.match(s) is None:
-        return False
-    return s.endswith((":", ",")) or (len(s.split()) <= 6 and _ADDRESSEE.search(s) is not None)
-
-
-def _is_title(s: str) -> bool:
-    """A short title line naming a year or a letter ("1960 Letter", "Letter to the Partners",
-    "Chairman's Letter 1997"): no sentence, no table row."""
-    words = s.split()
-    return (
-        0 < len(words) <= 8
-        and len(s) <= 60
-        and not s.endswith((".", ",", ";"))
-        and s[0].isupper() | s[0].isdigit()
-        and (
-            _TITLE_LETTER.search(s) is not None
-            or (_TITLE_YEAR.search(s) is not None and len(words) <= 3)
-        )
-        and sum(w[0].isdigit() for w in words) <= 1
-        and not _is_date_line(s)
-    )
-
-
-def _is_caps(line: str) -> bool:
-    letters = [c for c in line if c.isalpha()]
-    return len(letters) >= 3 and sum(c.isupper() for c in letters) >= 0.8 * len(letters)
-
-
-def _is_head_line(line: str) -> bool:
-    """A line of a letter's head: a letterhead line (short, centred or in capitals), a title,
-    a date line or a salutation."""
-    s = line.strip()
-    return bool(s) and (
-        _is_date_line(s)
-        or _is_salutation(s)
-        or _is_title(s)
-        or (
-            len(s) <= 70
-            and "   " not in s  # a table row's columns
-            and _LETTER.search(s) is not None
-            and (_indent(line) >= 10 or _is_caps(s))
-        )
-    )
-
-
-def _tail_end(lines: Sequence[str], nonblank: list[int], k: int, head: str | None) -> int:
-    """Index in ``nonblank`` of the first line after the signature at ``nonblank[k]`` and the
-    lines that go with it: more signature lines, the signer's initials ("WEB:bf"), a page
-    number, a postscript ("P.S. ..." to the end of its paragraph), and its date — one date
-    line within three lines of a signature line, on its page, with no salutation next (a date
-    line after a page break, a postscript or a salutation opens the next letter), unless the
-    letter is dated at its top (``head``) to another day: a letter has one date."""
-    signed = k
-    k += 1
-    dated = False
-    while k < len(nonblank):
-        s = lines[nonblank[k]].strip()
-        if _POSTSCRIPT.match(s):
-            k = _paragraph_end(lines, nonblank, k)
-            signed = -_TAIL_DATE_GAP  # no signature date after a postscript
-            continue
-        if s == "\f":
-            signed = -_TAIL_DATE_GAP
-            k += 1
-            continue
-        if is_signature(s) or _is_signer_line(s):
-            signed = k
-            k += 1
-            continue
-        if _INITIALS.fullmatch(s):
-            k += 1
-            continue
-        if (
-            _is_date_line(s)
-            and not dated
-            and k - signed <= _TAIL_DATE_GAP
-            and not _opens_letter(lines, nonblank, k)
-            and head in (None, parse_date_line(s)[0])
-        ):
-            k += 1
-            dated = True
-            continue
-        break
-    return k
-
-
-def _paragraph_end(lines: Sequence[str], nonblank: list[int], k: int) -> int:
-    """Index in ``nonblank`` of the first line after the paragraph at ``nonblank[k]``."""
-    k += 1
-    while k < len(nonblank) and nonblank[k] == nonblank[k - 1] + 1 and lines[nonblank[k]] != "\f":
-        k += 1
-    return k
-
-
-def _is_signer_line(s: str) -> bool:
-    """A name below a closing, without initials ("Warren Buffett"), a date beside it or not."""
-    return bool(_NAME_LINE.match(_NUMERIC_DATE.sub("", s).strip().rstrip(".")))
-
-
-def _opens_letter(lines: Sequence[str], nonblank: list[int], k: int) -> bool:
-    """Whether the date line at ``nonblank[k]`` opens a letter: a salutation is the next line (a
-    signature's date is followed by the next letter's letterhead, or by nothing)."""
-    after = [lines[i].strip() for i in nonblank[k + 1 : k + 4] if lines[i] != "\f"]
-    return bool(after) and _is_salutation(after[0])
-
-
-def _marker(lines: Sequence[str], nonblank: list[int], k: int) -> str | None:
-    """What kind of letter start ``nonblank[k]`` is: "strong" (a salutation, a date line followed
-    by a salutation, a letterhead followed by a date line or a salutation), "weak" (a title
-    naming a year or a letter, a date line, a letterhead), or None."""
-    s = lines[nonblank[k]].strip()
-    if s == "\f":
-        return None
-    if _is_salutation(s):
-        return "strong"
-    ahead = [lines[i].strip() for i in nonblank[k + 1 : k + 6] if lines[i] != "\f"]
-    if _is_date_line(s):
-        return "strong" if any(_is_salutation(a) for a in ahead[:3]) else "weak"
-    if _is_title(s):
-        return "weak"
-    if _is_head_line(lines[nonblank[k]]) and any(
-        (_is_date_line(a) and not _column_header(ahead, j)) or _is_salutation(a)
-        for j, a in enumerate(ahead[:4])
-    ):
-        heads = [a for a in ahead[:4] if _is_head_line(a) or not a]
-        return "strong" if len(heads) >= 1 else "weak"
-    return None
-
-
-def _column_header(ahead: Sequence[str], j: int) -> bool:
-    """Whether the date line ``ahead[j]`` heads a table's column ("12/31/12" over the figures)
-    rather than a letter: a line of the next three has a column gap, as a table's rows do and a
-    letter's salutation and first lines do not."""
-    return any("   " in a for a in ahead[j + 1 : j + 4])
-
-
-def find_letter_starts(lines: Sequence[str], running: AbstractSet[int] = frozenset()) -> list[int]:
-    """First lines of the letters in ``lines`` (module doc, 2.); always starts with 0.
-
-    ``running``: the indexes of the running lines (page breaks, never part of a letter start)."""
-    nonblank = [i for i, ln in enumerate(lines) if ln.strip()]
-    starts = [0]
-    tail: int | None = None  # where the last signature's lines end (index in nonblank)
-    dated: str | None = None  # the current letter's date line, once found in its head
-    head: str | None = None  # ... when it gives the day
-    # the file's first lines are front matter (a performance table, a cover page) until a letter
-    # head, a date or a signature shows: the first letter head found there (its letterhead,
-    # salutation and date lines, within HEAD_LINES) opens the first letter rather than a second
-    # one, so front matter never becomes an undated letter of its own
-    front_head: int | None = None  # k of that head's first line
-    k = 0
-    while k < len(nonblank):
-        i = nonblank[k]
-        s = lines[i].strip()
-        if i > starts[-1] and is_signature(s) and i not in running:
-            tail = _tail_end(lines, nonblank, k, head)
-            for j in nonblank[k:tail]:  # the signature's date dates a letter with none at the top
-                dated = dated or _sortable(lines[j])
-            k = tail
-            continue
-        kind = _marker(lines, nonblank, k) if i > starts[-1] and i not in running else None
-        start = None
-        in_front = len(starts) == 1 and tail is None
-        if front_head is None:
-            in_front = in_front and dated is None
-        else:
-            in_front = in_front and k - front_head < HEAD_LINES
-        if kind and in_front:
-            front_head = k if front_head is None else front_head
-        elif kind and tail is not None:
-            start = _start_after_signature(lines, nonblank, running, tail, k, kind, dated)
-        elif kind == "strong" and (
-            _page_top(lines, running, i) or _later(lines, nonblank[k : k + 5], dated)
-        ):  # an unsigned letter ends where a new page, or a later letter's head, begins
-            start = _head_start(lines, nonblank, k)
-        if start is not None and start > starts[-1]:
-            starts.append(start)
-            tail, dated, head = None, None, None
-        if (
-            dated is None
-            and i >= starts[-1]
-            and k - _nonblank_at(nonblank, starts[-1]) < HEAD_LINES
-        ):
-            dated, head = _sortable(s), parse_date_line(s)[0]
-        k += 1
-    return starts
-
-
-def _later(lines: Sequence[str], head: list[int], dated: str | None) -> bool:
-    """Whether the first date line of ``head`` is later than ``dated`` (by at most two years)."""
-    found = next((d for d in (_sortable(lines[i]) for i in head) if d), None)
-    return bool(found and dated and dated < found <= _two_years(dated))
-
-
-def _sortable(line: str) -> str | None:
-    """The date of a date line as ``YYYY-MM-DD`` (a month-only date: its first day), else None."""
-    full, month = parse_date_line(line)
-    return full or (f"{month[0]:04d}-{month[1]:02d}-01" if month else None)
-
-
-def _nonblank_at(nonblank: list[int], line: int) -> int:
-    """Index in ``nonblank`` of the first non-blank line at or after ``line``."""
-    return bisect.bisect_left(nonblank, line)
-
-
-def _start_after_signature(
-    lines: Sequence[str],
-    nonblank: list[int],
-    running: AbstractSet[int],
-    tail: int,
-    k: int,
-    kind: str,
-    dated: str | None,
-) -> int | None:
-    """Where the letter whose start marker is ``nonblank[k]`` begins, the previous letter's
-    signature lines ending at ``nonblank[tail]``; None when the marker does not start one.
-
-    * a title, date line or letterhead right after the signature (head lines only between):
-      the next letter starts right after the signature;
-    * a salutation (or a date or letterhead before one): where its head starts (what lies
-      between the signature and the head, such as an appendix, stays with the letter signed);
-    * a date line alone further on starts a letter when it is later than the current
-      letter's date (a date in a statement or a table is earlier): where its head starts."""
-    between = nonblank[tail:k]
-    if kind == "weak":
-        if len(between) <= _WEAK_GAP and all(
-            lines[j] == "\f" or _is_head_line(lines[j]) for j in between
-        ):
-            return _first_text(lines, nonblank, tail)
-        found = parse_date_line(lines[nonblank[k]])[0]
-        if found and dated and dated < found <= _two_years(dated):
-            return max(_head_start(lines, nonblank, k), _first_text(lines, nonblank, tail))
-        return None
-    return max(_head_start(lines, nonblank, k), _first_text(lines, nonblank, tail))
-
-
-def _two_years(date: str) -> str:
-    return f"{int(date[:4]) + 2:04d}{date[4:]}"
-
-
-def _first_text(lines: Sequence[str], nonblank: list[int], k: int) -> int:
-    """The first line from ``nonblank[k]`` on that is not a page break."""
-    return next(j for j in nonblank[k:] if lines[j] != "\f")
-
-
-def _head_start(lines: Sequence[str], nonblank: list[int], k: int) -> int:
-    """The first line of the head that holds ``nonblank[k]``: back over head lines to the page
-    break above them."""
-    top = max(0, k - _HEAD_MOST)
-    while k > top and lines[nonblank[k - 1]] != "\f" and _is_head_line(lines[nonblank[k - 1]]):
-        k -= 1
-    return nonblank[k]
-
-
-def _page_top(lines: Sequence[str], running: AbstractSet[int], at: int) -> bool:
-    """Whether line ``at`` opens a page: above it, past head lines and blank lines, a running
-    line or the top of the file."""
-    i = at - 1
-    while (
-        i >= 0
-        and i not in running
-        and lines[i] != "\f"
-        and (not lines[i].strip() or _is_head_line(lines[i]))
-    ):
-        i -= 1
-    return i < 0 or i in running or lines[i] == "\f"
-
-
-# --------------------------------------------------------------------------------------------
 # dates and years
 
 
@@ -553,16 +296,19 @@ def _head_date(lines: list[str]) -> tuple[str | None, tuple[int, int] | None, st
 
 
 def _signature_date(lines: list[str]) -> str | None:
-    """The last date of the signature: a date line, or a date after a name ("… 1-30-61")."""
-    for s in reversed(lines[-_TAIL_LINES:]):
+    """The last date of the signature: a date line within three lines of a signature line
+    (when the letter has one: a date over a table's column is not its date), or a date after a
+    name ("… 1-30-61")."""
+    tail = lines[-_TAIL_LINES:]
+    signed = [j for j, s in enumerate(tail) if _signs(s.strip()) or _is_signer_line(s.strip())]
+    for j in range(len(tail) - 1, -1, -1):
+        s = tail[j]
         full, _ = parse_date_line(s)
-        if full:
+        if full and (not signed or any(abs(j - g) <= _TAIL_DATE_GAP for g in signed)):
             return full
-        m = _NUMERIC_DATE.search(s)
-        if m and (s[: m.start()].strip() == "" or _NAME_LINE.match(s[: m.start()].rstrip())):
-            found, _ = parse_date_line(m.group(0))
-            if found:
-                return found
+        name, found = _signed(s)
+        if found and (_NAME_LINE.match(name) or _signs(s)):
+            return found
     return None
 
 
@@ -588,6 +334,16 @@ def _date(text: str) -> tuple[str, str | None, tuple[int, int] | None]:
     )
 
 
+def _heading_year(text: str) -> tuple[int, str] | None:
+    """``(year, line)`` of a title naming a year among the letter's head lines ("1957 Letter",
+    "Letter for 1958", "1959 Report"), else None."""
+    for s in [ln.strip() for ln in text.split("\n") if ln.strip()][:_HEAD_MOST]:
+        years = _TITLE_YEAR.findall(s)
+        if len(years) == 1 and _is_title(s) and _TITLE_LETTER.search(s):
+            return int(years[0]), s
+    return None
+
+
 def _known(date: str) -> str | None:
     return None if date == UNKNOWN_DATE else date
 
@@ -611,13 +367,19 @@ def _reported_year(
 
 
 def _split(raw: str) -> tuple[list[str], list[LetterSpan]]:
-    """The file's lines, running lines turned into page breaks, and its letters' spans."""
+    """The file's lines, running lines turned into page breaks, and its letters' spans (each
+    with the number of running lines it held)."""
     lines = raw.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
     running = running_lines(lines)
+    raw_lines = lines
     lines = ["\f" if i in running else ln for i, ln in enumerate(lines)]
     starts = find_letter_starts(lines, running)
     ends = starts[1:] + [len(lines)]
-    return lines, [LetterSpan(s, e) for s, e in zip(starts, ends, strict=True)]
+    # counted as the cleaner counts: the lines with words (a bare page number is no news)
+    worded = [i for i in running if _LETTER.search(raw_lines[i])]
+    return lines, [
+        LetterSpan(s, e, sum(s <= i < e for i in worded)) for s, e in zip(starts, ends, strict=True)
+    ]
 
 
 def _dated_letters(lines: list[str], spans: list[LetterSpan]) -> int:
@@ -626,7 +388,9 @@ def _dated_letters(lines: list[str], spans: list[LetterSpan]) -> int:
     dated = 0
     for span in spans:
         text = clean_text("\n".join(lines[span.start : span.end]))
-        dated += bool(text.strip()) and _date(text)[0] != UNKNOWN_DATE
+        dated += bool(text.strip()) and (
+            _date(text)[0] != UNKNOWN_DATE or _heading_year(text) is not None
+        )
     return dated
 
 
@@ -641,11 +405,16 @@ def _letters(path: Path, lines: list[str], spans: list[LetterSpan]) -> list[Clea
     before: int | None = None
     name_year = _YEAR_IN_NAME.search(path.stem)
     for n, span in enumerate(spans, start=1):
-        text = clean_text("\n".join(lines[span.start : span.end]))
+        text, furniture = clean_counted("\n".join(lines[span.start : span.end]))
         if not text.strip():
             continue
         date, note, month = _date(text)
-        year = _reported_year(date, month, text, before)
+        titled = _heading_year(text)
+        if date == UNKNOWN_DATE and month is None and titled is not None:
+            year: int | None = titled[0]
+            note = f"{note} letter_year {titled[0]} is from its heading '{titled[1]}'."
+        else:
+            year = _reported_year(date, month, text, before)
         if year is None and name_year:
             year = int(name_year.group(1))
         if year is None:
@@ -666,7 +435,10 @@ def _letters(path: Path, lines: list[str], spans: list[LetterSpan]) -> list[Clea
             )
         per_year[year] += 1
         stem = compilation_stem(year, per_year[year])
-        out.append(CleanedLetter(year, date, note, str(path), text, stem=stem))
+        clean_note = furniture_note(furniture + span.running)
+        out.append(
+            CleanedLetter(year, date, note, str(path), text, stem=stem, clean_note=clean_note)
+        )
         before = year
     return out
 

@@ -344,8 +344,9 @@ def _fix_short_parts(parts: list[list[_Unit]], counter: _SpanCounter) -> list[li
 
 def _meta(letter: CleanedLetter, **kw: Any) -> Metadata:
     note = kw.pop("boundary_note", None)
-    if letter.date_note:  # an unknown date, or one given to the month only
-        note = f"{note} {letter.date_note}".strip() if note else letter.date_note
+    for extra in (letter.date_note, letter.clean_note):  # an unknown date, furniture removed
+        if extra:
+            note = f"{note} {extra}".strip() if note else extra
     content = kw.pop("content")
     return Metadata(
         letter_year=letter.year,
