@@ -63,6 +63,35 @@ def _compiled(cue: str) -> re.Pattern[str]:
     return _cue_pattern(cue)
 
 
+# the non-ASCII characters ``re.IGNORECASE`` matches to an ASCII letter (found by trying every
+# code point; tests/test_edges_scaling.py checks the table), mapped to that letter
+_ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u212a": "k", "\u017f": "s"})
+
+
+def _folded(text: str) -> str:
+    """``text`` in which an ASCII cue word can be looked for with ``in``: every character
+    ``re.IGNORECASE`` matches to an ASCII letter is that letter in lower case."""
+    return text.translate(_ASCII_FOLDS).lower()
+
+
+@lru_cache(maxsize=4096)
+def _first_word(cue: str) -> str | None:
+    """The cue's first word in lower case, which every match of the cue begins with; None for
+    a cue that is not ASCII (or is blank), which is always searched for in full."""
+    parts = cue.split()
+    return parts[0].lower() if parts and cue.isascii() else None
+
+
+def _cue_count(cue: str, text: str, folded: str) -> int:
+    """Matches of ``cue`` in ``text``.  A cue whose first word is nowhere in the folded text
+    cannot match and is not searched for: one C-speed substring test instead of a regex pass
+    over the chunk, for each of the vocabulary's several hundred cues."""
+    first = _first_word(cue)
+    if first is not None and first not in folded:
+        return 0
+    return len(_compiled(cue).findall(text))
+
+
 def _meaning_stems(meaning: str) -> frozenset[str]:
     words = (w.strip("'\u2019-") for w in _WORD.findall(meaning.lower()))
     return frozenset(w[:_STEM] for w in words if len(w) >= _MIN_MEANING_WORD and w not in _STOP)
@@ -84,13 +113,14 @@ def concept_scores(text: str, ctx: PromptContext) -> dict[str, float]:
     sharing = _cue_sharing((c, (c, *cues.get(c, ()))) for c in ctx.vocabulary)
     words = max(1, len(text.split()))
     stems = _text_stems(text)
+    folded = _folded(text)
     scores: dict[str, float] = {}
     for concept in ctx.vocabulary:
         evidence = 0.0
         hits = 0.0
         own = tuple(dict.fromkeys((concept, *cues.get(concept, ()))))
         for cue in own:
-            count = len(_compiled(cue).findall(text))
+            count = _cue_count(cue, text, folded)
             if not count:
                 continue
             weight = (NAME_WEIGHT if cue == concept else len(cue.split())) / sharing[cue.lower()]
