@@ -30,7 +30,6 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from letterchunk.contract.validate import validate_letter
@@ -64,18 +63,19 @@ def time_stages(path: Path, repeats: int) -> dict[str, float]:
     best = dict.fromkeys(STAGES, float("inf"))
     for _ in range(repeats):
         clear_memos()
-        state: dict[str, object] = {}
-        steps: dict[str, Callable[[], object]] = {
-            "clean": lambda: state.setdefault("letter", load_document(path, "letter")[0]),
-            "sentences": lambda: sentence_spans(state["letter"].text),  # type: ignore[attr-defined]
-            "segment": lambda: state.setdefault("chunks", segment_letter(state["letter"])),  # type: ignore[arg-type]
-            "validate": lambda: validate_letter(state["chunks"]),  # type: ignore[arg-type]
-            "prompts": lambda: prompts(state["letter"], state["chunks"]),  # type: ignore[arg-type]
-        }
-        for name, step in steps.items():
-            start = time.perf_counter()
-            step()
-            best[name] = min(best[name], time.perf_counter() - start)
+        took: dict[str, float] = {}
+        start = time.perf_counter()
+        letter = load_document(path, "letter")[0]
+        took["clean"], start = time.perf_counter() - start, time.perf_counter()
+        sentence_spans(letter.text)
+        took["sentences"], start = time.perf_counter() - start, time.perf_counter()
+        chunks = segment_letter(letter)
+        took["segment"], start = time.perf_counter() - start, time.perf_counter()
+        validate_letter(chunks)
+        took["validate"], start = time.perf_counter() - start, time.perf_counter()
+        prompts(letter, chunks)
+        took["prompts"] = time.perf_counter() - start
+        best = {name: min(best[name], took[name]) for name in STAGES}
     return best
 
 

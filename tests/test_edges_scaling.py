@@ -127,7 +127,9 @@ SPELLINGS = st.sampled_from(CUE_WORDS).flatmap(
         ]
     )
 )
-cue_texts = st.lists(st.tuples(SPELLINGS, st.sampled_from([" ", "\n", "  ", ", ", "."])), max_size=30)
+cue_texts = st.lists(
+    st.tuples(SPELLINGS, st.sampled_from([" ", "\n", "  ", ", ", "."])), max_size=30
+)
 
 
 @SETTINGS
