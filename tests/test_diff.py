@@ -392,7 +392,7 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     err = proc.stderr.read().decode()
     code = proc.wait(timeout=60)
     assert "Traceback" not in err and "Exception ignored" not in err and "BrokenPipe" not in err
-    assert code in (0, 1)
+    assert code in (0, 1, 141)  # 141: a write met the closed pipe (the rest did not fit its buffer)
 
 
 def _with_identity(folder: Path) -> Path:
