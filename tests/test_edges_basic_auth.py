@@ -111,6 +111,7 @@ def test_a_server_echoing_the_basic_header_leaks_nothing(monkeypatch, tmp_path, 
     texts = {p.name: p.read_text(encoding="utf-8") for p in out.iterdir() if p.is_file()}
     texts.update(stdout=std.out, stderr=std.err, log=caplog.text)
     assert code == 2 and "HTTP 401" in std.err and "Basic ***" in std.err
+    assert "check OPENAI_API_KEY and the user:password in the base URL" in std.err
     assert "Basic ***" in texts["run.json"]
     leaks = {(where, s) for where, text in texts.items() for s in SECRETS if s in text}
     assert not leaks
