@@ -12,6 +12,7 @@ with the tests that cover each, is docs/bad-input.md; this is the tour a reader 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.server
 import json
@@ -30,20 +31,34 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LETTER = ROOT / "corpus" / "letters" / "1977.txt"
 KEY = "tour-secret-key-0000"  # not shaped like an OpenAI key: masked by value, not by pattern
+PASSWORD = "tour-url-password-1"  # in OPENAI_BASE_URL's user:password@, sent as Basic auth
+SECRETS = (KEY, PASSWORD, base64.b64encode(f"tour:{PASSWORD}".encode()).decode())
 
 
 def letterchunk(*args: str, env: dict[str, str] | None = None, cwd: Path) -> tuple[int, str]:
-    """(exit code, stderr) of one CLI process."""
-    full = {**os.environ, "PYTHONPATH": str(ROOT / "src"), **(env or {})}
-    proc = subprocess.run(
-        [sys.executable, "-m", "letterchunk", *args],
-        cwd=cwd,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    return proc.returncode, proc.stderr
+    """(exit code, stderr) of one CLI process; ``env["STDOUT"]``: a file its stdout is written
+    to (``/dev/full``), or ``closed`` for a pipe whose reader has gone."""
+    env = dict(env or {})
+    target = env.pop("STDOUT", None)
+    full = {**os.environ, "PYTHONPATH": str(ROOT / "src"), **env}
+    command = [sys.executable, "-m", "letterchunk", *args]
+    if target == "closed":
+        proc = subprocess.Popen(command, cwd=cwd, env=full, stdout=subprocess.PIPE, stderr=-1)
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        return proc.wait(timeout=600), err
+    with open(target or os.devnull, "w") as out:
+        done = subprocess.run(
+            command,
+            cwd=cwd,
+            env=full,
+            stdout=out if target else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=600,
+        )
+    return done.returncode, done.stderr
 
 
 def digest(folder: Path) -> dict[str, str]:
@@ -55,14 +70,15 @@ def digest(folder: Path) -> dict[str, str]:
 
 
 @contextmanager
-def fake_server(body: Callable[[], tuple[str, bytes]]) -> Iterator[str]:
-    """An OpenAI-compatible base URL whose every POST gets ``body()`` (content type, bytes)."""
+def fake_server(body: Callable[[str], tuple[str, bytes]]) -> Iterator[str]:
+    """An OpenAI-compatible base URL whose every POST gets ``body(authorization)`` (content
+    type, bytes); a body that is an error object is sent with HTTP 401."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            ctype, data = body()
-            self.send_response(200)
+            ctype, data = body(self.headers.get("Authorization", ""))
+            self.send_response(401 if data.startswith(b'{"error"') else 200)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -82,7 +98,7 @@ def fake_server(body: Callable[[], tuple[str, bytes]]) -> Iterator[str]:
         server.shutdown()
 
 
-def nonsense() -> tuple[str, bytes]:
+def nonsense(_: str) -> tuple[str, bytes]:
     answer = {
         "id": "x",
         "object": "chat.completion",
@@ -100,8 +116,14 @@ def nonsense() -> tuple[str, bytes]:
     return "application/json", json.dumps(answer).encode()
 
 
-def html() -> tuple[str, bytes]:
+def html(_: str) -> tuple[str, bytes]:
     return "text/html", b"<html><body>maintenance</body></html>"
+
+
+def echo(authorization: str) -> tuple[str, bytes]:
+    """401 quoting the Authorization header received, as some servers do."""
+    message = f"Incorrect API key provided: {authorization}"
+    return "application/json", json.dumps({"error": {"message": message}}).encode()
 
 
 def cases(tmp: Path) -> Iterator[tuple[str, list[str], dict[str, str] | None, Path]]:
@@ -153,6 +175,44 @@ def cases(tmp: Path) -> Iterator[tuple[str, list[str], dict[str, str] | None, Pa
         "export to /dev/full",
         ["export", str(seg), "--to", "jsonl-flat", "--out", "/dev/full"],
         None,
+        seg,
+    )
+    yield (
+        "export to /dev/full on stdout",
+        ["export", str(seg), "--to", "langchain"],
+        {"STDOUT": "/dev/full"},
+        seg,
+    )
+    yield (
+        "validate into a closed pipe",
+        ["validate", str(seg), "--stage", "enriched"],
+        {"STDOUT": "closed"},
+        seg,
+    )
+    ran = tmp / "ran"
+    shutil.copytree(seg, ran)  # the same chunks, with a run.json naming its prompt files
+    (ran / "run.json").write_text(json.dumps({"identity": {"prompt_files": {"enrich_user": "0"}}}))
+    yield "diff, run.json on one side only", ["diff", str(seg), str(ran)], None, seg
+    dup = tmp / "dup"
+    shutil.copytree(seg, dup)
+    lines = (dup / "1977.jsonl").read_text().splitlines(keepends=True)
+    (dup / "1977.jsonl").write_text("".join([*lines, lines[2]]))
+    yield "diff, a chunk line duplicated", ["diff", str(seg), str(dup)], None, dup
+    frozen = tmp / "frozen"
+    shutil.copytree(seg, frozen)
+    made = _read_only(frozen / "1977.jsonl")
+    yield (
+        "run over a read-only output file",
+        ["run", str(LETTER), "--out", str(frozen), "--cache", "off"],
+        {"OPENAI_BASE_URL": "nonsense", "OPENAI_API_KEY": KEY, "LETTERCHUNK_MODEL": "m"},
+        frozen,
+    )
+    if made:
+        subprocess.run(["chattr", "-i", str(frozen / "1977.jsonl")], check=True)
+    yield (
+        "server echoing Basic auth of the URL's password",
+        ["run", str(LETTER), "--out", str(tmp / "o4"), "--retries", "1", "--cache", "off"],
+        {"OPENAI_BASE_URL": "echo", "OPENAI_API_KEY": KEY, "LETTERCHUNK_MODEL": "m"},
         seg,
     )
     yield (
@@ -209,22 +269,32 @@ def cases(tmp: Path) -> Iterator[tuple[str, list[str], dict[str, str] | None, Pa
     )
 
 
+def _read_only(path: Path) -> bool:
+    """Make ``path`` read-only (immutable as root, whom modes do not stop); True when chattr
+    was used and must be undone."""
+    if os.geteuid() != 0:
+        path.chmod(0o444)
+        return False
+    return subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode == 0
+
+
 def main() -> int:
     rows = []
     with (
         tempfile.TemporaryDirectory() as t,
         fake_server(nonsense) as bad_url,
         fake_server(html) as html_url,
+        fake_server(echo) as echo_url,
     ):
         tmp = Path(t)
         for name, args, env, keep in cases(tmp):
-            if env and env.get("OPENAI_BASE_URL") in ("nonsense", "html"):
-                env = {
-                    **env,
-                    "OPENAI_BASE_URL": bad_url
-                    if env["OPENAI_BASE_URL"] == "nonsense"
-                    else html_url,
-                }
+            urls = {
+                "nonsense": bad_url,
+                "html": html_url,
+                "echo": echo_url.replace("http://", f"http://tour:{PASSWORD}@"),
+            }
+            if env and env.get("OPENAI_BASE_URL") in urls:
+                env = {**env, "OPENAI_BASE_URL": urls[env["OPENAI_BASE_URL"]]}
             before = digest(keep)
             code, err = letterchunk(*args, env=env, cwd=tmp)
             lines = [ln for ln in err.splitlines() if ln.strip()]
@@ -235,7 +305,7 @@ def main() -> int:
                 ),
             )
             kept = all(digest(keep).get(k) == v for k, v in before.items())
-            leaked = KEY in err
+            leaked = any(secret in err for secret in SECRETS)
             rows.append(
                 (
                     name,

@@ -434,4 +434,6 @@ def test_a_reader_that_stops_early_gets_no_traceback(letter_dir, case):
     err = proc.stderr.read().decode()
     code = proc.wait(timeout=60)
     assert "Traceback" not in err and "Exception ignored" not in err and "BrokenPipe" not in err
-    assert code in (0, 1)
+    # 141: the write met the closed pipe; 0 or 1 (the command's verdict): it all fitted in the
+    # pipe's buffer before the reader closed
+    assert code in (0, 1, 141)

@@ -9,7 +9,8 @@
    leaves the same.
 3. Every numeric option, for any string argparse may get: exit 0 inside its range, else exit 2
    naming the option; never a traceback.
-4. A reader that stops early (``| head -1``, ``| true``): search ends quietly, exit 0.
+4. A reader that stops early (``| head -1``, ``| true``): search ends quietly, exit 141 (128 +
+   SIGPIPE) once a write meets the closed pipe.
 5. A filter on metadata only enrichment writes, over segmented letters: a warning that the index
    holds no such metadata.  An index whose vectors are incomplete (an interrupted run): a
    warning, until indexing again embeds the rest.
@@ -553,7 +554,9 @@ def test_a_reader_that_stops_early_ends_search_quietly(big_index, reader, take, 
         proc.stdout.read(take)
     proc.stdout.close()
     err = proc.stderr.read().decode()
-    assert proc.wait(120) == 0, err
+    code = proc.wait(120)
+    # 141 (128 + SIGPIPE) once a write met the closed pipe; 0 when the rest fitted in its buffer
+    assert code == 141 if take == 0 else code in (0, 141), err
     assert "Traceback" not in err and "Exception ignored" not in err and "Broken" not in err
 
 

@@ -5,6 +5,8 @@
     LetterchunkError                 root; every message says what to do next
     ├── InputError                   a file we were given is unusable (empty, binary, not UTF-8,
     │                                no year, not JSONL); carries ``path``
+    │   └── NotReplaceable           an output file the run would replace is read-only (or a
+    │                                folder); raised before any request, run.json kept
     ├── ConfigError                  options / env vars / missing optional dependency
 │   └── FolderLocked             another letterchunk process is writing the same folder;
 │                                carries ``folder`` and the holder's ``pid``
@@ -25,6 +27,7 @@ from pathlib import Path
 __all__ = [
     "LetterchunkError",
     "InputError",
+    "NotReplaceable",
     "ConfigError",
     "FolderLocked",
     "BackendError",
@@ -49,6 +52,11 @@ class InputError(LetterchunkError):
         self.path = str(path)
         self.reason = message  # the message without the path, for a caller that words its own
         super().__init__(f"{self.path}: {message}")
+
+
+class NotReplaceable(InputError):
+    """An existing output file the job would replace cannot be: refused before any request,
+    so the job leaves every earlier file as it was, ``run.json`` included."""
 
 
 class ConfigError(LetterchunkError):

@@ -11,19 +11,23 @@ Exit codes (also in ``letterchunk --help`` and README):
   3  halted: a chunk stayed invalid after the last repair attempt (--on-failure halt)
   4  stopped by a budget cap (--max-tokens-total / --max-cost); rerun with a higher cap to resume
   130 interrupted (Ctrl-C); finished files stay valid on disk
+  141 standard output's reader went away (``| head -1``): the command stops quietly, as a
+      shell's own tools do (128 + SIGPIPE)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
 import logging
 import select
 import sys
 import textwrap
-from typing import Any
+from typing import Any, TextIO
 
-from letterchunk.errors import BudgetExceeded, LetterchunkError, RepairExhausted
+from letterchunk.errors import BudgetExceeded, InputError, LetterchunkError, RepairExhausted
 from letterchunk.io import silence
 from letterchunk.redact import redact
 from letterchunk.version import installed_version
@@ -34,6 +38,7 @@ __all__ = [
     "EXIT_HALTED",
     "EXIT_INVALID",
     "EXIT_OK",
+    "EXIT_PIPE",
     "EXIT_USAGE",
     "HelpFormatter",
     "build_parser",
@@ -41,6 +46,7 @@ __all__ = [
 ]
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_HALTED, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
 
 # One module per command, in the order `letterchunk --help` lists them.
 COMMANDS = ["segment", "validate", "run", "batch", "enrich", "repair", "report", "budget"]
@@ -76,6 +82,7 @@ EPILOG = """exit codes:
   4   stopped by a budget cap (--max-tokens-total / --max-cost); rerun with a higher cap
   75  batch collect: a batch is still running; collect again later
   130 interrupted; files already written stay valid
+  141 the reader of standard output went away (| head); nothing printed
 """
 
 
@@ -198,15 +205,78 @@ def _stdout_closed() -> bool:
         return False
 
 
+class _Stdout:
+    """Standard output for the length of one command, so every command's output (``print``,
+    ``write_stream``) meets one rule:
+
+    * its reader going away (``| head -1``) is remembered and the command ends with
+      :data:`EXIT_PIPE` and no message, whatever it would have returned;
+    * any other OS error (a full disk behind ``> /dev/full``, a quota, an I/O error) becomes an
+      :class:`InputError` naming standard output, exit 2, as ``--out /dev/full`` does.
+
+    Either way the descriptor is pointed at ``/dev/null`` so the interpreter's last flush of
+    what is still buffered fails no more ("Exception ignored ...")."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.reader_gone = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+    def _guard(self, call: Any, *args: Any) -> Any:
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            self.reader_gone = True
+            raise
+        except OSError as exc:
+            silence(self.stream)
+            fix = (
+                "free some space or redirect it to another file"
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+                else "redirect it to another file"
+            )
+            raise InputError(
+                "standard output",
+                f"cannot write it ({exc.strerror or exc}); what was written there is "
+                f"incomplete; {fix}",
+            ) from None
+
+    def write(self, text: str) -> int:
+        return int(self._guard(self.stream.write, text))
+
+    def flush(self) -> None:
+        self._guard(self.stream.flush)
+
+
 def main(argv: list[str] | None = None) -> int:
+    stdout = _Stdout(sys.stdout)
+    sys.stdout = stdout  # a stand-in that keeps the stream's API
     try:
-        return _main(argv)
+        try:
+            code = _main(argv)
+        finally:
+            # what is still buffered is written now, where a failure is named, not at exit
+            with contextlib.suppress(BrokenPipeError):
+                stdout.flush()
+    except InputError as exc:  # standard output could not be written
+        err(str(exc))
+        code = EXIT_USAGE
     except BrokenPipeError:
-        if not _stdout_closed():
+        if not (stdout.reader_gone or _stdout_closed()):
             raise  # not the reader of our output: a real fault, not to be hidden
+        stdout.reader_gone = True
+    except SystemExit:  # argparse's --help, --version or usage error
+        if not stdout.reader_gone:
+            raise
+    finally:
+        sys.stdout = stdout.stream
+    if stdout.reader_gone:
         # the reader took what it wanted (`| head`): like any Unix filter, stop quietly
         silence(sys.stdout)
-        return EXIT_OK
+        return EXIT_PIPE
+    return code
 
 
 def _main(argv: list[str] | None) -> int:

@@ -63,6 +63,49 @@ def _compiled(cue: str) -> re.Pattern[str]:
     return _cue_pattern(cue)
 
 
+# the non-ASCII characters ``re.IGNORECASE`` matches to an ASCII letter (found by trying every
+# code point; tests/test_edges_scaling.py checks the table), mapped to that letter
+_ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u212a": "k", "\u017f": "s"})
+
+
+def _folded(text: str) -> str:
+    """``text`` in which an ASCII cue word can be looked for with ``in``: every character
+    ``re.IGNORECASE`` matches to an ASCII letter is that letter in lower case."""
+    return text.translate(_ASCII_FOLDS).lower()
+
+
+@lru_cache(maxsize=4096)
+def _first_word(cue: str) -> str | None:
+    """The cue's first word in lower case, which every match of the cue begins with; None for
+    a cue that is not ASCII (or is blank), which is always searched for in full."""
+    parts = cue.split()
+    return parts[0].lower() if parts and cue.isascii() else None
+
+
+def _cue_count(cue: str, text: str, folded: str) -> int:
+    """Non-overlapping matches of ``cue`` in ``text``, as ``findall`` counts them.
+
+    A cue's regex starts with a look-behind, so the regex engine tries it at every character;
+    over several hundred cues and every chunk that was most of the time spent before a run's
+    first request.  Every match begins where the folded text holds the cue's first word, so
+    only those places are tried (``str.find`` runs at C speed), left to right, each search
+    going on from the end of the last match as ``findall`` does.  ``folded`` must have one
+    character per character of ``text``; otherwise the regex scans the text itself."""
+    first = _first_word(cue)
+    pattern = _compiled(cue)
+    if first is None or len(folded) != len(text):
+        return len(pattern.findall(text))
+    count = pos = 0
+    while (at := folded.find(first, pos)) >= 0:
+        match = pattern.match(text, at)  # the look-behind still sees the text before ``at``
+        if match is None:
+            pos = at + 1
+        else:
+            count += 1
+            pos = max(match.end(), at + 1)
+    return count
+
+
 def _meaning_stems(meaning: str) -> frozenset[str]:
     words = (w.strip("'\u2019-") for w in _WORD.findall(meaning.lower()))
     return frozenset(w[:_STEM] for w in words if len(w) >= _MIN_MEANING_WORD and w not in _STOP)
@@ -84,13 +127,14 @@ def concept_scores(text: str, ctx: PromptContext) -> dict[str, float]:
     sharing = _cue_sharing((c, (c, *cues.get(c, ()))) for c in ctx.vocabulary)
     words = max(1, len(text.split()))
     stems = _text_stems(text)
+    folded = _folded(text)
     scores: dict[str, float] = {}
     for concept in ctx.vocabulary:
         evidence = 0.0
         hits = 0.0
         own = tuple(dict.fromkeys((concept, *cues.get(concept, ()))))
         for cue in own:
-            count = len(_compiled(cue).findall(text))
+            count = _cue_count(cue, text, folded)
             if not count:
                 continue
             weight = (NAME_WEIGHT if cue == concept else len(cue.split())) / sharing[cue.lower()]

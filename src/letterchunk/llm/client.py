@@ -61,7 +61,7 @@ from letterchunk.llm.transport import (
     not_a_completion,
     short,
 )
-from letterchunk.redact import redact, register_secret, secret_values
+from letterchunk.redact import redact, register_secret, register_url, secret_values
 from letterchunk.tokens import count_tokens
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -253,6 +253,7 @@ class LLMClient:
         # a key given in code rather than in the environment is masked in messages too
         if settings.api_key not in secret_values():
             register_secret(settings.api_key)
+        register_url(settings.base_url)  # a base URL's password, as given or from the env
         # the embedded server: a slow answer is waited for while the server is busy with it
         self._watch = ServerWatch(settings) if settings.embedded else None
 

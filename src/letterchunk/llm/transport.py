@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 from letterchunk.errors import BackendError
 from letterchunk.llm.config import LLMSettings
@@ -118,7 +119,12 @@ def classify(exc: BaseException, settings: LLMSettings) -> Transient | BackendEr
         if code >= 500 or code in (408, 409):
             return Transient(f"HTTP {code} from the server", retry_after_seconds(exc.response), exc)
         hint = {
-            401: "check OPENAI_API_KEY",
+            401: "check OPENAI_API_KEY"
+            + (
+                " and the user:password in the base URL (sent as HTTP Basic auth)"
+                if "@" in urlsplit(settings.base_url).netloc
+                else ""
+            ),
             403: "check the key's permissions for this model",
             404: f"check OPENAI_BASE_URL ({where}) and the model id {settings.model!r} "
             "(LETTERCHUNK_MODEL)",

@@ -15,6 +15,10 @@ by letter (a chunk file's stem), chunk by chunk:
   flip; a ``text`` field (contextual_summary, table summaries) its two texts and how similar
   they are (difflib's ratio over words, 0..1).
 * letters present in one run only, and letters whose cleaned text differs, are listed.
+* a chunk id used by more than one chunk of a letter (a copied line, two chunks under one id:
+  a file no letterchunk command writes) is listed in ``duplicate_ids`` with how many chunks
+  carry it in each run; only its first chunk is matched as above, so the runs are identical
+  only when both hold the same copies of it.
 
 The result is a :class:`RunDiff`: :meth:`RunDiff.to_dict` is the ``--json`` output (keys below,
 stable; ``"format"`` changes if they do) and :func:`render_text` the human one, with a summary
@@ -23,7 +27,8 @@ not part of the comparison: two runs are ``identical`` when their letters, clean
 chunks are, whatever made them.
 
 JSON keys: ``format``, ``identical``, ``runs`` {``a``, ``b``: identity}, ``letters``
-{``only_in_a``, ``only_in_b``, ``cleaned_changed``, ``compared``}, ``counts`` {``chunks_a``,
+{``only_in_a``, ``only_in_b``, ``cleaned_changed``, ``compared``}, ``duplicate_ids``
+[{``letter``, ``chunk_id``, ``in_a``, ``in_b``, ``same``}], ``counts`` {``chunks_a``,
 ``chunks_b``, ``unchanged``, ``changed``, ``rebounded``, ``moved``, ``added``, ``removed``},
 ``fields`` [{``field``, ``kind``, ``chunks``, ``added``, ``removed``, ``transitions``
 [{``before``, ``after``, ``count``}], ``mean_similarity``}], ``chunks`` [{``letter``,
@@ -53,16 +58,18 @@ from letterchunk.report.runs import (
 __all__ = [
     "ChunkDiff",
     "ChunkStatus",
+    "DuplicateId",
     "FieldChange",
     "FieldSummary",
     "RunDiff",
     "compare_fields",
     "diff_runs",
+    "identity_rows",
     "render_text",
     "similarity",
 ]
 
-FORMAT = 1
+FORMAT = 2  # 2: duplicate_ids
 ChunkStatus = Literal["changed", "rebounded", "moved", "added", "removed"]
 STATUSES: tuple[ChunkStatus, ...] = ("changed", "rebounded", "moved", "added", "removed")
 _WORD = re.compile(r"\w+|[^\w\s]")
@@ -163,6 +170,27 @@ class ChunkDiff:
 
 
 @dataclass(frozen=True)
+class DuplicateId:
+    """A chunk id that more than one chunk of a letter carries, in A or B: ``in_a``/``in_b``
+    chunks carry it there; ``same`` when both runs hold the very same chunks under it."""
+
+    letter: str
+    chunk_id: str
+    in_a: int
+    in_b: int
+    same: bool
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "letter": self.letter,
+            "chunk_id": self.chunk_id,
+            "in_a": self.in_a,
+            "in_b": self.in_b,
+            "same": self.same,
+        }
+
+
+@dataclass(frozen=True)
 class FieldSummary:
     """One field over every compared chunk: in how many it changed, how many set members came
     and went, which value flips happened how often, and the mean similarity of rewritten
@@ -202,10 +230,17 @@ class RunDiff:
     unchanged: int
     chunks_a: int
     chunks_b: int
+    duplicates: tuple[DuplicateId, ...] = ()
 
     @property
     def identical(self) -> bool:
-        return not (self.only_in_a or self.only_in_b or self.cleaned_changed or self.chunks)
+        return not (
+            self.only_in_a
+            or self.only_in_b
+            or self.cleaned_changed
+            or self.chunks
+            or any(not d.same for d in self.duplicates)
+        )
 
     def counts(self) -> dict[str, int]:
         by_status = Counter(c.status for c in self.chunks)
@@ -257,6 +292,7 @@ class RunDiff:
                 "only_in_b": list(self.only_in_b),
                 "cleaned_changed": list(self.cleaned_changed),
             },
+            "duplicate_ids": [d.to_dict() for d in self.duplicates],
             "counts": dict(self.counts()),
             "fields": [f.to_dict() for f in self.fields()],
             "chunks": [c.to_dict() for c in self.chunks],
@@ -294,9 +330,14 @@ def _overlapping(chunk: Chunk, others: list[Chunk]) -> tuple[str, ...]:
 def _letter_diff(
     letter: str, a: tuple[Chunk, ...], b: tuple[Chunk, ...]
 ) -> tuple[list[ChunkDiff], int]:
-    """The chunk diffs of one letter and its number of unchanged chunks."""
-    in_a = {c.chunk_id: c for c in a}
-    in_b = {c.chunk_id: c for c in b}
+    """The chunk diffs of one letter and its number of unchanged chunks (a duplicated id: its
+    first chunk)."""
+    in_a: dict[str, Chunk] = {}
+    in_b: dict[str, Chunk] = {}
+    for chunk in a:
+        in_a.setdefault(chunk.chunk_id, chunk)
+    for chunk in b:
+        in_b.setdefault(chunk.chunk_id, chunk)
     out: list[ChunkDiff] = []
     unchanged = 0
     for cid, new in in_b.items():
@@ -339,6 +380,20 @@ def _letter_diff(
     return out, unchanged
 
 
+def _duplicates(letter: str, a: tuple[Chunk, ...], b: tuple[Chunk, ...]) -> list[DuplicateId]:
+    """The ids more than one chunk of the letter carries in A or in B."""
+    count_a = Counter(c.chunk_id for c in a)
+    count_b = Counter(c.chunk_id for c in b)
+    out = []
+    for cid in dict.fromkeys([*count_a, *count_b]):
+        if count_a[cid] > 1 or count_b[cid] > 1:
+            copies_a = [c for c in a if c.chunk_id == cid]
+            copies_b = [c for c in b if c.chunk_id == cid]
+            same = copies_a == copies_b
+            out.append(DuplicateId(letter, cid, count_a[cid], count_b[cid], same))
+    return out
+
+
 def _reading_order(d: ChunkDiff) -> tuple:
     span = d.span_b or d.span_a or (0, 0)
     return (d.letter, span[0], -span[1], d.chunk_id)
@@ -348,11 +403,13 @@ def diff_runs(a: RunFolder, b: RunFolder) -> RunDiff:
     """Compare run ``a`` (before) with run ``b`` (after)."""
     compared = tuple(sorted(set(a.letters) & set(b.letters)))
     chunks: list[ChunkDiff] = []
+    duplicates: list[DuplicateId] = []
     unchanged = 0
     for letter in compared:
         found, same = _letter_diff(letter, a.letters[letter], b.letters[letter])
         chunks += found
         unchanged += same
+        duplicates += _duplicates(letter, a.letters[letter], b.letters[letter])
     chunks.sort(key=_reading_order)
     return RunDiff(
         a=a.identity,
@@ -365,6 +422,7 @@ def diff_runs(a: RunFolder, b: RunFolder) -> RunDiff:
         unchanged=unchanged,
         chunks_a=sum(len(a.letters[k]) for k in compared),
         chunks_b=sum(len(b.letters[k]) for k in compared),
+        duplicates=tuple(duplicates),
     )
 
 
@@ -388,9 +446,17 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
+def identity_rows(a: RunIdentity, b: RunIdentity) -> list[tuple[str, JSONValue, JSONValue]]:
+    """Both runs' identity rows side by side, paired by name: a row one run has and the other
+    lacks (a prompt file or vocabulary it did not record; every row of a folder without
+    ``run.json``) is None, unknown, on the other side."""
+    rows_a, rows_b = dict(a.rows()), dict(b.rows())
+    return [(name, rows_a.get(name), rows_b.get(name)) for name in {**rows_a, **rows_b}]
+
+
 def _identity_lines(d: RunDiff) -> list[str]:
     rows = []
-    for (name, va), (_, vb) in zip(d.a.rows(), d.b.rows(), strict=True):
+    for name, va, vb in identity_rows(d.a, d.b):
         mark = "" if va == vb or name == "folder" else "*"
         short = [
             "unknown"
@@ -462,6 +528,16 @@ def _chunk_lines(c: ChunkDiff) -> list[str]:
     return lines
 
 
+def _duplicate_lines(d: RunDiff) -> list[str]:
+    return [
+        f"{x.chunk_id}  duplicate id: {x.in_a} chunk(s) carry it in A, {x.in_b} in B"
+        + ("" if x.same else ", not the same chunks")
+        + "; only the first is compared; a chunk file holds one chunk per id: run "
+        "letterchunk validate on it"
+        for x in d.duplicates
+    ]
+
+
 def render_text(d: RunDiff) -> str:
     """The human report: both runs side by side (``*`` marks what differs), the letters, the
     chunk counts, one row per changed field, then every chunk that changed."""
@@ -478,6 +554,8 @@ def render_text(d: RunDiff) -> str:
         + ", ".join(f"{n[s]} {s}" for s in STATUSES),
         "",
     ]
+    if d.duplicates:
+        lines += [*_duplicate_lines(d), ""]
     lines += _field_lines(d)
     for chunk in d.chunks:
         lines += ["", *_chunk_lines(chunk)]

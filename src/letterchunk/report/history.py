@@ -28,7 +28,7 @@ from pathlib import Path
 from letterchunk.contract.jsontypes import JSONObject, JSONValue
 from letterchunk.io import write_output
 from letterchunk.layout import HTML_NAME
-from letterchunk.report.diff import ChunkDiff, FieldChange, RunDiff, diff_runs
+from letterchunk.report.diff import ChunkDiff, FieldChange, RunDiff, diff_runs, identity_rows
 from letterchunk.report.html import build_html, word_diff
 from letterchunk.report.runs import RunFolder, chunk_fields, field_text, read_run, run_order
 
@@ -106,8 +106,9 @@ def build_history(
             if isinstance(chunk, dict):  # the report's chunk cards, as build_html makes them
                 chunk["asof"] = asof_data(runs, str(chunk["file"]), str(chunk["chunk_id"]))
 
+    diffs = diff_page(runs)  # made before either page is written: a failure writes neither
     page = build_html(folder, target, extend=extend)
-    write_output(diff_path, diff_page(runs))
+    write_output(diff_path, diffs)
     return page, diff_path
 
 
@@ -134,7 +135,7 @@ ins{background:#dfd;color:#060;text-decoration:none}del{background:#fdd;color:#9
 
 def _identity_table(d: RunDiff) -> list[str]:
     out = ["<table class='identity'><tr><th>run</th><th>A (before)</th><th>B (after)</th></tr>"]
-    for (name, va), (_, vb) in zip(d.a.rows(), d.b.rows(), strict=True):
+    for name, va, vb in identity_rows(d.a, d.b):
         cls = " class='differs'" if va != vb and name != "folder" else ""
         cells = "".join(f"<td>{'unknown' if v is None else _t(v)}</td>" for v in (va, vb))
         out.append(f"<tr{cls} data-row='{_t(name)}'><td>{_t(name)}</td>{cells}</tr>")
@@ -214,6 +215,12 @@ def _pair_html(d: RunDiff) -> list[str]:
         f"<h2>{_t(d.a.folder)} → {_t(d.b.folder)}</h2>",
         *_identity_table(d),
         f"<p>{'; '.join(letters)}</p>",
+        *(
+            f"<p class='duplicate' data-chunk='{_t(x.chunk_id)}'>{_t(x.chunk_id)}: duplicate id, "
+            f"{x.in_a} chunk(s) carry it in A, {x.in_b} in B"
+            f"{'' if x.same else ', not the same chunks'}; only the first is compared</p>"
+            for x in d.duplicates
+        ),
         f"<p class='counts' {attrs}>chunks: {n['chunks_a']} in A, {n['chunks_b']} in B: "
         f"{counts}</p>",
         *_fields_table(d),

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from letterchunk.errors import BackendError, ConfigError
 from letterchunk.install import pip_install
 from letterchunk.io import atomic_write_with
+from letterchunk.redact import register_secret, register_url
 from letterchunk.retrieval.threads import pin_blas_threads
 from letterchunk.settings import Settings
 from letterchunk.tokens import encoding
@@ -442,6 +443,8 @@ class EndpointEmbedder:
         self.np = load_numpy()
         self.name = f"{model}@endpoint"
         self.window = window
+        register_secret(api_key)  # a key or URL password given as an option is masked too
+        register_url(base_url)
         self.client = OpenAI(base_url=base_url, api_key=api_key, max_retries=2)
         self.base_url = base_url
 

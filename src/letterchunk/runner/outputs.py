@@ -10,19 +10,22 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from letterchunk.contract.files import load_chunks
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.contract.validate import read_evidence
 from letterchunk.contract.violations import EvidenceRecord
-from letterchunk.errors import InputError
+from letterchunk.errors import InputError, NotReplaceable
 from letterchunk.io import atomic_write_lines, atomic_write_text, read_utf8
-from letterchunk.layout import LETTER_CHUNKS, LetterFiles, LetterKey
+from letterchunk.layout import LETTER_CHUNKS, RUN_FILE, LetterFiles, LetterKey
 
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "check_replaceable",
     "dump_evidence",
     "is_enriched",
     "read_chunk_file",
@@ -30,6 +33,37 @@ __all__ = [
     "segmented_letters",
     "write_letter_files",
 ]
+
+
+def check_replaceable(
+    folder: Path, keys: Iterable[LetterKey], *, cleaned: bool = True, report: bool = True
+) -> None:
+    """Raise :class:`NotReplaceable` naming the first file a run on ``folder`` would write (each
+    letter's chunks and evidence, its repair report (``report``) and cleaned text (``cleaned``:
+    ``run`` writes it, ``enrich`` only reads it), and ``run.json``) that is there
+    but cannot be replaced: read-only (its mode, ``chattr +i``, a read-only mount) or a folder
+    in its place.  Called before the first request, so nothing is paid for answers that could
+    not be kept (the folder itself is proved writable before this)."""
+    paths = [folder / RUN_FILE]
+    for key in keys:
+        files = LetterFiles.of(folder, key)
+        paths += [files.chunks, files.evidence]
+        paths += [files.report] if report else []
+        paths += [files.cleaned] if cleaned else []
+    for path in paths:
+        if path.is_dir():
+            raise NotReplaceable(
+                path,
+                "is a folder where this run writes a file, so nothing was sent; move it away "
+                "or pass another --out folder",
+            )
+        if os.path.lexists(path) and not os.access(path, os.W_OK):
+            raise NotReplaceable(
+                path,
+                "is read-only and this run would replace it, so nothing was sent; make it "
+                f"writable (chmod u+w {path}, or chattr -i if it is immutable) or pass another "
+                "--out folder",
+            )
 
 
 def is_enriched(chunk: Chunk) -> bool:

@@ -72,7 +72,7 @@ from letterchunk.layout import LetterFiles, LetterKey
 from letterchunk.llm.client import Completion, CompletionClient, LLMSettings, Usage, grammar_backed
 from letterchunk.repair.reask import OnFailure, repair_enriched
 from letterchunk.report.records import AttemptRecord, RepairReport, new_run_id
-from letterchunk.runner.outputs import segmented_letters, write_letter_files
+from letterchunk.runner.outputs import check_replaceable, segmented_letters, write_letter_files
 from letterchunk.runner.prepare import LetterJob, letter_job, prepare_letters
 from letterchunk.text.compilation import Profile
 
@@ -718,6 +718,8 @@ def run_paths(
     if hooks.letters_segmented:
         hooks.letters_segmented(len(prepared), sum(len(c) for _, _, c in prepared))
     out = Path(out_dir)
+    keys = [letter.key for _, letter, _ in prepared]
+    check_replaceable(out, keys, report=options.report)  # before any request
     return [
         _run_one(letter.key, letter.text, chunks, out, client, options, hooks, True)
         for _, letter, chunks in prepared
@@ -740,6 +742,8 @@ def enrich_dir(
     hooks = hooks or Hooks()
     folder = Path(out_dir)
     jobs = segmented_letters(folder)
+    keys = [year for year, *_ in jobs]
+    check_replaceable(folder, keys, cleaned=False, report=options.report)  # before any request
     if hooks.letters_listed:
         hooks.letters_listed([(year, len(chunks)) for year, _, chunks, _ in jobs])
     if hooks.letters_segmented:

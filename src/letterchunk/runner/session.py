@@ -2,8 +2,9 @@
 
 :func:`run_session` is everything around a job that writes an output folder, in this order:
 
-1. the output folder is created and proved writable (:func:`check_folder`), before anything is
-   paid for;
+1. the output folder is created and proved writable (:func:`check_folder`), and ``run.json``
+   replaceable (:func:`~letterchunk.runner.outputs.check_replaceable`; each letter's files are
+   checked once the letters are known), before anything is paid for;
 2. the folder's lock is taken (:func:`~letterchunk.runner.lock.folder_lock`: one process per
    output folder), before any server starts or request is sent;
 3. the client is opened (:func:`~letterchunk.llm.connect.open_client`) with the run's
@@ -34,7 +35,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from letterchunk.errors import BudgetExceeded, ConfigError, RepairExhausted
+from letterchunk.errors import BudgetExceeded, ConfigError, NotReplaceable, RepairExhausted
 from letterchunk.layout import LetterKey
 from letterchunk.llm import connect
 from letterchunk.llm.client import CompletionClient, LLMClient, LLMSettings
@@ -43,6 +44,7 @@ from letterchunk.llm.limiter import RateLimiter
 from letterchunk.runner.identity import run_identity
 from letterchunk.runner.ledger import BatchSpend, Ledger, ModelPrice, load_prices, price_for
 from letterchunk.runner.lock import folder_lock
+from letterchunk.runner.outputs import check_replaceable
 from letterchunk.runner.pipeline import ChunkOutcome, Hooks, LetterOutcome, RunOptions
 from letterchunk.settings import Settings
 
@@ -250,6 +252,8 @@ def run_session(
     guarded = out is not None and (create or out.is_dir())
     if out is not None and guarded:
         check_folder(out, create=create)
+        if ledger:
+            check_replaceable(out, [])  # run.json, written however the run ends
     built: list[RateLimiter] = []
     with contextlib.ExitStack() as stack:
         if out is not None and guarded and lock:
@@ -337,7 +341,8 @@ def _ledger(
         raise
     finally:
         ledger.finish(status, reason)
-        _write(ledger, out, extra, batch)
+        if not isinstance(failure, NotReplaceable):  # refused before any request: keep the
+            _write(ledger, out, extra, batch)  # earlier run.json (it may be the refused file)
         if summary is not None:
             summary(ledger, failure)
 

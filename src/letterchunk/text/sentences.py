@@ -28,11 +28,21 @@ _WS = re.compile(r"\s+")
 
 
 def _abbreviation_before(text: str, dot: int) -> bool:
-    """True when the '.' at ``dot`` closes an abbreviation or an initial."""
-    head = text[:dot]
-    if not head.strip():
+    """True when the '.' at ``dot`` closes an abbreviation or an initial.
+
+    The word is the last whitespace-free run before ``dot`` (blanks right before the period
+    skipped), found by walking back from ``dot``: the walk reads only that word and those blanks,
+    never the text before them, so splitting a paragraph costs time in proportion to its length
+    (copying or scanning everything before each period made a long paragraph quadratic)."""
+    end = dot
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    if end == 0:
         return False
-    word = head.rsplit(None, 1)[-1].lstrip(_OPENERS)
+    start = end - 1
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    word = text[start:end].lstrip(_OPENERS)
     return word.lower() in ABBREVIATIONS or bool(_INITIALS.fullmatch(word))
 
 
