@@ -35,6 +35,7 @@ REQUIRED = {
     "budget": [],
     "analyze": ["out/"],
     "diff": ["old/", "out/"],
+    "review": ["out/"],
     "export": ["out/", "--to", "langchain"],
     "index": ["out/", "--db", "letters.sqlite"],
     "link": ["--db", "letters.sqlite"],

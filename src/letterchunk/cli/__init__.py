@@ -44,7 +44,7 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_HALTED, EXIT_BUDGET, EXIT_INTERRUPTED = 
 
 # One module per command, in the order `letterchunk --help` lists them.
 COMMANDS = ["segment", "validate", "run", "batch", "enrich", "repair", "report", "budget"]
-COMMANDS += ["analyze", "diff"]
+COMMANDS += ["analyze", "diff", "review"]
 COMMANDS += ["export", "index", "link", "search"]  # retrieval: letterchunk.retrieval
 # each command's one-line help, as `letterchunk --help` lists it: kept here, so the list is
 # printed without importing a command's module (the module's parser uses the same line)
@@ -61,6 +61,7 @@ COMMAND_HELP = {
         "statistics of an output folder: chunks per letter/tier/type, tokens, top entities, ..."
     ),
     "diff": "what changed between two runs: chunks and fields added, removed, rewritten",
+    "review": "serve a local review page: accept, reject or edit the model's decisions",
     "export": "write chunks as LangChain documents, LlamaIndex nodes or flat JSONL",
     "index": "build a SQLite hybrid index (BM25 + vectors) of an output folder",
     "link": "link each chunk of an index to chunks of other letters on the same idea "
