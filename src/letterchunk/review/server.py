@@ -396,7 +396,7 @@ class ReviewServer:
                 chunk_id=chunk.chunk_id,
                 letter=chunk.letter,
                 text_sha256=chunk.sha256,
-                reviewer=_reviewer(reviewer) if reviewer else self.reviewer,
+                reviewer=_reviewer(reviewer) if reviewer is not None else self.reviewer,
                 run=dict(self.queue.run),
                 **fields,
             )
