@@ -41,7 +41,7 @@ ALLOWED = {
     "text": {"text", "contract"},
     "contract": {"contract", "text"},
     "llm": {"llm", "text", "contract"},
-    "enrich": {"enrich", "llm", "text", "contract"},
+    "enrich": {"enrich", "review", "llm", "text", "contract"},
     "review": {"review", "contract", "text"},
     "report": {"report", "review", "contract", "text"},
     "repair": {"repair", "review", "enrich", "llm", "report", "text", "contract"},

@@ -9,10 +9,10 @@ suffix); an interrupted run leaves complete lines for the chunks it finished.
 
 One line of the file, as :meth:`AttemptRecord.to_dict` writes it (keys in this order)::
 
-    {"chunk_id", "letter_year", "attempt", "kind": "enrich"|"reask"|"file"|"check",
+    {"chunk_id", "letter_year", "attempt", "kind": "enrich"|"reask"|"file"|"check"|"review",
      "asked_fields", "violations": [{"code", "field", "message", "severity", "rule_kind",
                                      "fixed"?}],
-     "changes": [{"field", "before", "after", "by": "code"|"llm"}],
+     "changes": [{"field", "before", "after", "by": "code"|"llm"|"review"}],
      "usage": {"prompt_tokens", "completion_tokens"}, "latency_s", "source", "error",
      "outcome": "valid"|"repaired"|"retry"|"failed"|"needs-llm", "span", "content"?, "run_id"}
 
@@ -58,7 +58,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-AttemptKind = Literal["enrich", "reask", "file", "check"]
+# "review": the analysts' decisions applied to a chunk after the model's answer (attempt 0,
+# source "review", each change "by": "review" with its reviewer, time and review_id)
+AttemptKind = Literal["enrich", "reask", "file", "check", "review"]
 AttemptOutcome = Literal["valid", "repaired", "retry", "failed", "needs-llm"]
 
 
