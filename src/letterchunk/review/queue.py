@@ -15,8 +15,8 @@ and ``reviews.jsonl``, and lists one :class:`Item` for
   :func:`warning_items`, which is slow (the validator reads every file), so the page server
   computes them after it starts.
 
-The thresholds are those in force for the folder: ``run.json``'s, else the constants of
-:mod:`letterchunk.enrich.judges`.  Items with a probability come first, most uncertain first:
+The thresholds are those in force for the folder: ``run.json``'s, else the built-in ones
+(:mod:`letterchunk.review.thresholds`).  Items with a probability come first, most uncertain first:
 by the distance ``|p - threshold|``, not by the distance from 0.5.  The repaired, halted and
 warned chunks follow, then the concepts (neither has a probability).
 
@@ -27,10 +27,9 @@ review records: the latest decision on its anchor that no undo cancelled.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -43,11 +42,12 @@ from letterchunk.layout import (
     CHUNKS_SUFFIX,
     EVIDENCE_SUFFIX,
     REPORT_SUFFIX,
-    RUN_FILE,
     chunk_stem,
     is_chunk_file,
 )
+from letterchunk.review.folder import read_run, run_identity_of
 from letterchunk.review.records import AnchorKey, ReviewRecord, text_sha256
+from letterchunk.review.thresholds import BUILT_IN, thresholds_of_run
 
 __all__ = [
     "Chunk",
@@ -73,19 +73,14 @@ _STATUS = {"accept": "accepted", "reject": "rejected", "edit": "edited", "skip":
 # chunk outcomes of a repair report that ask for a look: the chunk was changed, or is not
 # enriched at all (the run went on past it or stopped at it)
 _FLAGS = {"repaired": "repaired", "failed": "halted", "needs-llm": "halted"}
-# the judges' built-in thresholds (letterchunk.enrich.judges: PARAGRAPH_THRESHOLD,
-# PRINCIPLE_THRESHOLD), for a folder whose run.json records none; this package sits below
-# enrich, so it cannot import them (tests/test_review_queue.py checks that they agree)
-PARAGRAPH_THRESHOLD = 0.5
-PRINCIPLE_THRESHOLD = 0.7
 
 
 @dataclass(frozen=True)
 class Thresholds:
     """The judges' thresholds in force for a folder."""
 
-    confession: float = PARAGRAPH_THRESHOLD
-    rule: float = PRINCIPLE_THRESHOLD
+    confession: float = BUILT_IN.confession_paragraph
+    rule: float = BUILT_IN.rule_sentence
 
 
 @dataclass(frozen=True)
@@ -160,30 +155,11 @@ def quote_span(content: str, quote: str | None) -> tuple[int | None, int | None]
 
 
 def read_thresholds(folder: Path) -> tuple[Thresholds, dict[str, str]]:
-    """The thresholds and the run identity (model, prompts hash) of ``folder/run.json``."""
-    path = folder / RUN_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except (OSError, ValueError) as exc:
-        log.warning("%s unreadable (%s): the judges' default thresholds apply", path, exc)
-        data = {}
-    data = data if isinstance(data, dict) else {}
-    identity = _object(data.get("identity"))
-    found = _object(identity.get("thresholds", data.get("thresholds")))
-
-    def pick(names: Sequence[str], default: float) -> float:
-        for name in names:
-            value = found.get(name)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                return float(value)
-        return default
-
-    thresholds = Thresholds(
-        confession=pick(("confession_paragraph", "confession"), PARAGRAPH_THRESHOLD),
-        rule=pick(("rule_sentence", "rule"), PRINCIPLE_THRESHOLD),
-    )
-    run = {k: str(identity[k]) for k in ("model", "prompts_sha256") if identity.get(k)}
-    return thresholds, run
+    """The thresholds in force and the run identity (model, prompts hash) of ``run.json``."""
+    run = read_run(folder)
+    found = thresholds_of_run(run)
+    thresholds = Thresholds(confession=found.confession_paragraph, rule=found.rule_sentence)
+    return thresholds, {k: v for k, v in run_identity_of(run).items() if v}
 
 
 def _object(value: object) -> dict[str, Any]:

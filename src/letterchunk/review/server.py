@@ -13,6 +13,10 @@ One :class:`ReviewServer` serves one enriched output folder with the standard li
 * ``POST /api/decide`` accept / reject / skip an item, ``POST /api/edit`` a summary, concepts
   (only from the vocabulary) or a principle statement, ``POST /api/undo`` a record: each one
   line appended to ``reviews.jsonl`` (locked, crash-safe: ``review.records.append_review``).
+  An edit is checked first (``review.apply.validate_review``: the chunk with the edit applied
+  must still validate): one that would break the chunk is refused (422) with the validator's
+  message.  An accept or reject is stored at once; the next run applies it, or lists it as
+  refused when the validator rejects the chunk it makes.
 
 What is refused, and why: the server listens on loopback only.  Every request must carry a
 Host header naming ``127.0.0.1:PORT`` or ``localhost:PORT`` (a page of another site that
@@ -44,6 +48,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from letterchunk.contract.jsontypes import JSONValue
+from letterchunk.review.apply import validate_review
 from letterchunk.review.queue import Item, Queue, build_queue, statuses, warning_items
 from letterchunk.review.records import (
     ReviewRecord,
@@ -102,7 +107,7 @@ class ReviewServer:
         port: int = 0,
         reviewer: str = "analyst",
         token: str | None = None,
-        validate: Validator | None = None,
+        validate: Validator | None = validate_review,
     ) -> None:
         self.folder = Path(folder)
         self.queue: Queue = build_queue(self.folder)
