@@ -267,12 +267,7 @@ class ReviewServer:
             raise Refused(HTTPStatus.BAD_REQUEST, "decision must be accept, reject or skip")
         with self._lock:
             item = self._item(body.get("item"))
-            value: JSONValue = None
-            if decision != "skip":
-                value = decision == "accept"
-                if item.kind in ("confession", "rule") and isinstance(item.model_value, bool):
-                    # the analyst's answer to the judge's question: yes when accepting a yes
-                    value = item.model_value if decision == "accept" else not item.model_value
+            value = _decided_value(item, decision)
             record = self._record(
                 chunk_index=item.chunk,
                 field=item.kind,
@@ -420,6 +415,21 @@ def _reviewer(name: object) -> str:
     if not name:
         raise Refused(HTTPStatus.BAD_REQUEST, "reviewer must not be empty")
     return name
+
+
+def _decided_value(item: Item, decision: str) -> JSONValue:
+    """The analyst's value of an accept or reject (None for a skip).  A yes/no question: the
+    analyst's answer (accepting a yes is yes, rejecting it no).  Concepts: accepted, the
+    model's list; rejected, None (no replacement: an edit gives one).  A flagged chunk:
+    whether it is right as it stands."""
+    if decision == "skip":
+        return None
+    accept = decision == "accept"
+    if item.kind in ("confession", "rule") and isinstance(item.model_value, bool):
+        return item.model_value if accept else not item.model_value
+    if item.kind == "concepts":
+        return item.model_value if accept else None
+    return accept
 
 
 def _edited(record: ReviewRecord | None, original: JSONValue) -> JSONValue:
