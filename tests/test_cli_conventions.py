@@ -40,6 +40,7 @@ REQUIRED = {
     "index": ["out/", "--db", "letters.sqlite"],
     "link": ["--db", "letters.sqlite"],
     "search": ["float", "--db", "letters.sqlite"],
+    "calibrate": ["out/"],
 }
 
 

@@ -46,6 +46,7 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_HALTED, EXIT_BUDGET, EXIT_INTERRUPTED = 
 COMMANDS = ["segment", "validate", "run", "batch", "enrich", "repair", "report", "budget"]
 COMMANDS += ["analyze", "diff", "review"]
 COMMANDS += ["export", "index", "link", "search"]  # retrieval: letterchunk.retrieval
+COMMANDS += ["calibrate"]  # the analysts' loop: letterchunk.review
 # each command's one-line help, as `letterchunk --help` lists it: kept here, so the list is
 # printed without importing a command's module (the module's parser uses the same line)
 COMMAND_HELP = {
@@ -67,6 +68,7 @@ COMMAND_HELP = {
     "link": "link each chunk of an index to chunks of other letters on the same idea "
     "(--write DIR: their years into the chunks' related_years)",
     "search": "hybrid search of an index, with metadata filters and tier expansion",
+    "calibrate": "choose the judges' thresholds for a model from the analysts' reviews",
 }
 
 EPILOG = """exit codes:

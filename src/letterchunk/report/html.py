@@ -39,6 +39,7 @@ from letterchunk.layout import (
     REPORT_SUFFIX,
     chunk_stem,
     cleaned_name,
+    is_chunk_file,
     is_compilation_source,
 )
 from letterchunk.report.records import (
@@ -122,7 +123,7 @@ def _stems(folder: Path) -> list[str]:
     for p in folder.glob("*.jsonl"):
         if p.name.endswith(REPORT_SUFFIX):
             stems.add(p.name[: -len(REPORT_SUFFIX)])
-        elif not p.name.endswith(EVIDENCE_SUFFIX):
+        elif is_chunk_file(p):
             stems.add(chunk_stem(p))
     return sorted(stems)
 

@@ -33,6 +33,7 @@ from typing import Any, Literal, get_args
 from letterchunk.contract.jsontypes import JSONValue
 from letterchunk.errors import LetterchunkError
 from letterchunk.io import jsonl_lines, read_utf8
+from letterchunk.layout import REVIEWS_FILE
 
 __all__ = [
     "DECISIONS",
@@ -53,7 +54,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-REVIEWS_FILE = "reviews.jsonl"
 
 #: what a decision is about.  ``confession``: a confession paragraph question (``target`` its
 #: quoted sentence); ``rule``: a candidate rule sentence (``target`` the sentence);

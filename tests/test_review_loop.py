@@ -1,0 +1,310 @@
+"""The analysts' loop on a real run: 1977 replayed once from its cassette (filling an answer
+cache), reviews written, then rerun from the cache: the corrections are in the chunk file, the
+evidence and the repair report mark them ``by: review``, the file validates; a re-segmentation
+re-anchors reviews by their quote or lists them stale; thresholds written by calibrate are used
+by the next run and recorded in run.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from letterchunk.cli import main
+from letterchunk.contract.schema import Chunk
+from letterchunk.llm.backend import MODEL_ID
+from letterchunk.llm.replay import REPLAY_ENV, recorder
+from letterchunk.review.apply import apply_reviews, folder_reviews, validate_review
+from letterchunk.review.folder import read_letter, read_run, run_identity_of
+from letterchunk.review.records import (
+    REVIEWS_FILE,
+    append_review,
+    new_record,
+    read_reviews,
+    text_sha256,
+)
+from letterchunk.text.sentences import sentences
+
+ROOT = Path(__file__).resolve().parents[1]
+LETTER = ROOT / "corpus" / "letters" / "1977.txt"
+
+pytestmark = pytest.mark.replay
+
+
+def _run_args(out: Path, cache: Path, mode: str) -> list[str]:
+    return [
+        "run",
+        str(LETTER),
+        "--out",
+        str(out),
+        "--model",
+        MODEL_ID,
+        "--mode",
+        "JSON_SCHEMA",
+        "--retries",
+        "0",
+        "--cache-dir",
+        str(cache),
+        "--cache",
+        mode,
+        "--on-failure",
+        "skip",
+        "--quiet",
+    ]
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory):
+    """``(folder, cache)``: 1977 run once from its cassette, its answers in the cache."""
+    base = tmp_path_factory.mktemp("loop")
+    out, cache = base / "out", base / "cache"
+    saved = {k: os.environ.get(k) for k in REPLAY_ENV}
+    os.environ.update(REPLAY_ENV)
+    try:
+        with recorder("none").use_cassette(
+            str(ROOT / "cassettes" / "1977.yaml"), allow_playback_repeats=False
+        ):
+            assert main(_run_args(out, cache, "use")) == 0
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return out, cache
+
+
+@pytest.fixture
+def folder(replayed, tmp_path, monkeypatch):
+    """A copy of the replayed folder, and a rerun of it from the answer cache (no request)."""
+    out = tmp_path / "out"
+    shutil.copytree(replayed[0], out)
+    for k, v in REPLAY_ENV.items():
+        monkeypatch.setenv(k, v)
+
+    def rerun() -> int:
+        return main(_run_args(out, replayed[1], "offline"))
+
+    return out, rerun
+
+
+def _chunks(out: Path) -> dict[str, Chunk]:
+    lines = (out / "1977.jsonl").read_text(encoding="utf-8").splitlines()
+    return {c.chunk_id: c for c in (Chunk.model_validate_json(x) for x in lines)}
+
+
+def _evidence(out: Path) -> dict[str, dict]:
+    lines = (out / "1977.evidence.jsonl").read_text(encoding="utf-8").splitlines()
+    return {r["chunk_id"]: r for r in map(json.loads, lines)}
+
+
+def _first_sentence(out: Path, chunk_id: str) -> str:
+    return sentences(_chunks(out)[chunk_id].content)[0]
+
+
+def review(out: Path, chunk_id: str, field: str, value, *, target=None, **more):
+    chunk = _chunks(out)[chunk_id]
+    record = new_record(
+        chunk_id=chunk_id,
+        letter="1977",
+        text_sha256=text_sha256(chunk.content),
+        quote=more.pop("quote", target),
+        field=field,
+        target=target,
+        model_value=more.pop("model_value", None),
+        model_p=more.pop("model_p", None),
+        threshold=more.pop("threshold", None),
+        decision=more.pop("decision", "edit" if not isinstance(value, bool) else "accept"),
+        value=value,
+        reviewer=more.pop("reviewer", "ann"),
+        run=run_identity_of(read_run(out)),
+        **more,
+    )
+    assert validate_review(out, record) is None
+    append_review(out, record)
+    return record
+
+
+def test_a_rerun_from_the_cache_carries_the_corrections_and_validates(folder, capsys):
+    out, rerun = folder
+    ev = _evidence(out)
+    s2 = ev["1977-S2-T1-001"]["judgements"]["confession_paragraphs"][0]["sentence"]
+    s4 = ev["1977-S4-T1-001"]["judgements"]["confession_paragraphs"][0]["sentence"]
+    dropped = ev["1977-S1-T1-001"]["principle_evidence"][0]
+    added = next(
+        r["sentence"]
+        for r in ev["1977-S6-T1-001"]["judgements"]["rule_p_yes"]
+        if r["sentence"] not in ev["1977-S6-T1-001"]["principle_evidence"]
+        and r["sentence"].startswith("Both Wesco")
+    )
+    review(out, "1977-S2-T1-001", "confession", False, target=s2, decision="reject")
+    review(out, "1977-S4-T1-001", "confession", True, target=s4)
+    review(out, "1977-S1-T1-001", "rule", False, target=dropped, decision="reject")
+    review(out, "1977-S6-T1-001", "rule", True, target=added)
+    review(out, "1977-S1-T1-001", "concepts", ["float economics"])
+    summary = "<b>An analyst:</b> " + _first_sentence(out, "1977-S5-T1-001")
+    review(out, "1977-S5-T1-001", "summary", summary)
+    assert rerun() == 0
+    chunks, ev = _chunks(out), _evidence(out)
+    assert chunks["1977-S2-T1-001"].metadata.content_type == "narrative"
+    assert chunks["1977-S4-T1-001"].metadata.content_type == "mistake_confession"
+    assert ev["1977-S4-T1-001"]["content_type_evidence"] == [s4]
+    assert dropped not in ev["1977-S1-T1-001"]["principle_evidence"]
+    assert ev["1977-S6-T1-001"]["principle_evidence"][0] == added
+    assert chunks["1977-S1-T1-001"].metadata.buffett_concepts == ["float economics"]
+    assert chunks["1977-S5-T1-001"].metadata.contextual_summary == summary
+    marks = [m for r in ev.values() for m in r.get("reviews", [])]
+    assert len(marks) == 6 and {m["by"] for m in marks} == {"review"}
+    report = [json.loads(x) for x in (out / "1977.report.jsonl").read_text().splitlines()]
+    by_review = [c for r in report if r["kind"] == "review" for c in r["changes"]]
+    assert {c["by"] for c in by_review} == {"review"} and len(by_review) == 6
+    assert {c["reviewer"] for c in by_review} == {"ann"}
+    assert main(["validate", str(out), "--stage", "enriched", "--errors-only"]) == 0
+    capsys.readouterr()
+
+
+def test_a_correction_that_breaks_the_schema_is_refused_when_saved(folder):
+    out, _ = folder
+    chunk = _chunks(out)["1977-S1-T1-001"]
+    wrong = new_record(
+        chunk_id=chunk.chunk_id,
+        letter="1977",
+        text_sha256=text_sha256(chunk.content),
+        field="concepts",
+        decision="edit",
+        value=["not a concept of the vocabulary"],
+        reviewer="ann",
+    )
+    message = validate_review(out, wrong)
+    assert message is not None and "concept" in message
+    unknown = new_record(
+        chunk_id="1977-S99-T1-001",
+        letter="1977",
+        text_sha256="0" * 64,
+        field="summary",
+        decision="edit",
+        value="x",
+        reviewer="ann",
+    )
+    assert "not in this folder" in (validate_review(out, unknown) or "")
+
+
+def test_a_review_of_a_chunk_not_in_the_folder_is_listed_not_applied(folder, capsys):
+    out, rerun = folder
+    before = (out / "1977.jsonl").read_bytes()
+    ghost = new_record(
+        chunk_id="1977-S99-T1-001",
+        letter="1977",
+        text_sha256="0" * 64,
+        quote="A sentence no letter holds.",
+        field="rule",
+        target="A sentence no letter holds.",
+        decision="accept",
+        value=True,
+        reviewer="bob",
+    )
+    other_letter = new_record(
+        chunk_id="1980-S1-T1-001",
+        letter="1980",
+        text_sha256="0" * 64,
+        field="summary",
+        decision="edit",
+        value="x",
+        reviewer="bob",
+    )
+    append_review(out, ghost)
+    append_review(out, other_letter)
+    assert rerun() == 0
+    assert (out / "1977.jsonl").read_bytes() == before
+    found = folder_reviews(out)
+    reasons = {s.record.id: s.reason for s in found.unapplied}
+    assert "not in this folder" in reasons[ghost.id] and "no chunk" in reasons[ghost.id]
+    assert "letter 1980 is not in this folder" in reasons[other_letter.id]
+    capsys.readouterr()
+
+
+def test_a_corrupt_reviews_line_stops_the_run_naming_it_and_nothing_is_lost(folder, capsys):
+    out, rerun = folder
+    review(out, "1977-S5-T1-001", "summary", _first_sentence(out, "1977-S5-T1-001"))
+    path = out / REVIEWS_FILE
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write('{"broken": \n')
+    review_bytes, chunk_bytes = path.read_bytes(), (out / "1977.jsonl").read_bytes()
+    assert rerun() == 2
+    err = capsys.readouterr().err
+    assert f"{REVIEWS_FILE}:2:" in err and "fix or delete that line" in err
+    assert path.read_bytes() == review_bytes and (out / "1977.jsonl").read_bytes() == chunk_bytes
+
+
+def test_calibrated_thresholds_are_used_by_the_next_run_and_recorded(folder, tmp_path, capsys):
+    out, rerun = folder
+    identity = run_identity_of(read_run(out))
+    settings = tmp_path / "config" / "letterchunk" / "thresholds.json"
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path / "config")  # restored by conftest's fixture
+    settings.parent.mkdir(parents=True)
+    settings.write_text(
+        json.dumps({"thresholds": [{**identity, "confession_paragraph": 0.95}]}), encoding="utf-8"
+    )
+    assert rerun() == 0
+    recorded = read_run(out)["thresholds"]
+    assert recorded["confession_paragraph"] == 0.95 and recorded["rule_sentence"] == 0.7
+    assert recorded["source"]["confession_paragraph"] == str(settings)
+    chunks = _chunks(out)  # no paragraph of 1977 reaches 0.95: no confession is left
+    assert all(c.metadata.content_type != "mistake_confession" for c in chunks.values())
+    capsys.readouterr()
+
+
+# -- re-anchoring -----------------------------------------------------------------------------
+
+
+def test_reviews_are_reanchored_by_their_quote_when_ids_shift(replayed):
+    out, _ = replayed
+    letter = read_letter(out, "1977")
+    ev = letter.evidence
+    quote = ev["1977-S4-T1-001"]["principle_evidence"][0]
+    chunk = next(c for c in letter.chunks if c.chunk_id == "1977-S4-T1-001")
+    r = new_record(
+        chunk_id="1977-S4-T1-001",
+        letter="1977",
+        text_sha256=text_sha256(chunk.content),
+        quote=quote,
+        field="rule",
+        target=quote,
+        decision="reject",
+        value=False,
+        reviewer="ann",
+    )
+    # the same letter with one more section before: every later id moves by one
+    shifted = [
+        c.model_copy(update={"chunk_id": c.chunk_id.replace("-S4-", "-S5-")})
+        if "-S4-" in c.chunk_id
+        else c
+        for c in letter.chunks
+    ]
+    edited = [
+        c.model_copy(update={"content": c.content + " An added sentence."})
+        if "-S5-T1" in c.chunk_id
+        else c
+        for c in shifted
+    ]
+    done = apply_reviews("1977", edited, ev_by_new_id(ev, "-S4-", "-S5-"), [r])
+    assert [(a.placed.chunk_id, a.placed.how) for a in done.applied] == [
+        ("1977-S5-T1-001", "re-anchored")
+    ]
+    assert not done.unapplied
+
+
+def ev_by_new_id(ev: dict, old: str, new: str) -> dict:
+    return {k.replace(old, new): {**v, "chunk_id": k.replace(old, new)} for k, v in ev.items()}
+
+
+def test_reviews_read_back_from_the_folder_after_a_rerun(folder):
+    out, rerun = folder
+    summary = _first_sentence(out, "1977-S5-T1-001")
+    review(out, "1977-S5-T1-001", "summary", summary)
+    assert rerun() == 0
+    assert [r.field for r in read_reviews(out)] == ["summary"]
+    assert _chunks(out)["1977-S5-T1-001"].metadata.contextual_summary == summary
