@@ -211,7 +211,7 @@ def test_review_loop_from_keys_to_the_rerun(browser, enriched, tmp_path):
     assert NEW_SUMMARY in browser.find_element(By.TAG_NAME, "body").text
 
 
-def test_two_tabs_keep_both_decisions(browser, enriched, tmp_path):
+def test_two_tabs_keep_both_decisions_and_undo_takes_one_back(browser, enriched, tmp_path):
     out, _ = copy_of(enriched, tmp_path)
     with ReviewServer(out, reviewer="ana") as server:
         open_page(browser, server.url)
@@ -223,6 +223,10 @@ def test_two_tabs_keep_both_decisions(browser, enriched, tmp_path):
         decide(browser, "y")
         browser.switch_to.window(first_tab)
         decide(browser, "n")
+        press(browser, "u")  # undo: the item is open again and current
+        wait(browser, lambda d: reviewed(d) == 0 and current(d) == 0)
+        assert "undone" in text_of(browser, "msg")
+        decide(browser, "n")
         browser.refresh()
         open_page(browser, server.url)
         assert reviewed(browser) == 2
@@ -233,7 +237,9 @@ def test_two_tabs_keep_both_decisions(browser, enriched, tmp_path):
                 browser.switch_to.window(handle)
                 browser.close()
         browser.switch_to.window(first_tab)
-    assert sorted(r.decision for r in read_reviews(out)) == ["accept", "reject"]
+    records = read_reviews(out)
+    assert [r.decision for r in records] == ["accept", "reject", "undo", "reject"]
+    assert records[2].undoes == records[1].id
 
 
 def test_letter_text_and_reviewer_names_are_shown_as_text(browser, enriched, tmp_path):

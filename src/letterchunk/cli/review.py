@@ -12,6 +12,7 @@ from pathlib import Path
 from letterchunk.cli import COMMAND_HELP, EXIT_OK, HelpFormatter, err
 from letterchunk.errors import ConfigError, InputError
 from letterchunk.io import write_stream
+from letterchunk.layout import is_chunk_file
 from letterchunk.review.server import ReviewServer
 
 EXAMPLES = """\
@@ -81,7 +82,7 @@ def _folder(path: str) -> Path:
     folder = Path(path)
     if not folder.is_dir():
         raise InputError(folder, "not a folder; pass the --out folder of `letterchunk run`")
-    if not any(folder.glob("*.jsonl")):
+    if not any(is_chunk_file(p) for p in folder.glob("*.jsonl")):
         raise InputError(
             folder,
             f"holds no chunk files (*.jsonl); run `letterchunk run LETTER --out {folder}` first",

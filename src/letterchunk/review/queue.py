@@ -147,9 +147,13 @@ class Queue:
 
 def quote_span(content: str, quote: str | None) -> tuple[int | None, int | None]:
     """Where ``quote`` sits in ``content``, whitespace-insensitively; (None, None) if absent."""
-    words = (quote or "").split()
+    text = (quote or "").strip()
+    words = text.split()
     if not words:
         return None, None
+    at = content.find(text)  # the common case, without compiling a pattern per quote
+    if at >= 0:
+        return at, at + len(text)
     found = re.search(r"\s+".join(re.escape(w) for w in words), content)
     return (found.start(), found.end()) if found else (None, None)
 
@@ -167,11 +171,7 @@ def _object(value: object) -> dict[str, Any]:
 
 
 def _chunk_files(folder: Path) -> list[Path]:
-    return sorted(
-        p
-        for p in folder.glob(f"*{CHUNKS_SUFFIX}")
-        if is_chunk_file(p) and not p.name.endswith((EVIDENCE_SUFFIX, REPORT_SUFFIX))
-    )
+    return sorted(p for p in folder.glob(f"*{CHUNKS_SUFFIX}") if is_chunk_file(p))
 
 
 def _p(value: JSONValue) -> float | None:
