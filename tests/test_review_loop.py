@@ -15,10 +15,12 @@ import pytest
 
 from letterchunk.cli import main
 from letterchunk.contract.schema import Chunk
+from letterchunk.errors import InputError
 from letterchunk.llm.backend import MODEL_ID
 from letterchunk.llm.replay import REPLAY_ENV, recorder
 from letterchunk.review.apply import apply_reviews, folder_reviews, validate_review
 from letterchunk.review.folder import read_letter, read_run, run_identity_of
+from letterchunk.review.labelstudio import export_label_studio, import_label_studio
 from letterchunk.review.records import (
     REVIEWS_FILE,
     append_review,
@@ -308,3 +310,46 @@ def test_reviews_read_back_from_the_folder_after_a_rerun(folder):
     assert rerun() == 0
     assert [r.field for r in read_reviews(out)] == ["summary"]
     assert _chunks(out)["1977-S5-T1-001"].metadata.contextual_summary == summary
+
+
+# -- Label Studio ----------------------------------------------------------------------------
+
+
+def test_label_studio_tasks_carry_predictions_and_annotations_come_back_as_reviews(folder):
+    out, _ = folder
+    tasks_file = out.parent / "tasks.json"
+    n = export_label_studio(out, tasks_file)
+    tasks = json.loads(tasks_file.read_text(encoding="utf-8"))
+    assert n == len(tasks) > 10
+    first = tasks[0]
+    [prediction] = first["predictions"]
+    [choice] = prediction["result"]
+    p, t = first["data"]["model_p"], first["data"]["threshold"]
+    assert choice["value"]["choices"] == ["Yes" if p >= t else "No"]
+    assert prediction["score"] == round(p if p >= t else 1 - p, 4)
+    assert {first["data"]["field"]} <= {"confession", "rule"}
+
+    def annotated(task, label, **more):
+        result = [{"from_name": "decision", "to_name": "text", "type": "choices",
+                   "value": {"choices": [label]}}]  # fmt: skip
+        return {**task, "id": more.pop("tid"), "annotations": [{"id": 7, "result": result, **more}]}
+
+    export = [
+        annotated(tasks[0], "No", tid=1, completed_by={"email": "<script>a@b</script>"}),
+        annotated(tasks[1], "Yes", tid=2, created_at="2026-11-29T01:00:00Z"),
+        annotated(tasks[2], "Yes", tid=3, was_cancelled=True),
+        {**tasks[3], "id": 4},  # not annotated
+    ]
+    source = out.parent / "export.json"
+    source.write_text(json.dumps(export), encoding="utf-8")
+    assert import_label_studio(out, source, None) == 2
+    assert import_label_studio(out, source, None) == 0  # the same export twice adds nothing
+    got = read_reviews(out)
+    assert [(r.value, r.decision) for r in got] == [(False, "reject"), (True, "accept")]
+    assert got[0].reviewer == "<script>a@b</script>" and got[1].reviewer == "label-studio"
+    assert got[0].model_p == tasks[0]["data"]["model_p"] and got[1].time == "2026-11-29T01:00:00Z"
+    source.write_text(json.dumps([{"data": {"field": "colour"}, "annotations": [
+        {"result": [{"from_name": "decision", "value": {"choices": ["Yes"]}}]}]}]))  # fmt: skip
+    with pytest.raises(InputError, match=r"export\.json: task 1: field 'colour'"):
+        import_label_studio(out, source, "ann")
+    assert len(read_reviews(out)) == 2
