@@ -12,13 +12,19 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from letterchunk.cli import main
+from letterchunk.contract.predicates import normalise_ws
 from letterchunk.contract.schema import Chunk
+from letterchunk.errors import InputError
 from letterchunk.llm.backend import MODEL_ID
 from letterchunk.llm.replay import REPLAY_ENV, recorder
+from letterchunk.review.anchor import anchor_reviews
 from letterchunk.review.apply import apply_reviews, folder_reviews, validate_review
 from letterchunk.review.folder import read_letter, read_run, run_identity_of
+from letterchunk.review.labelstudio import export_label_studio, import_label_studio
 from letterchunk.review.records import (
     REVIEWS_FILE,
     append_review,
@@ -26,6 +32,8 @@ from letterchunk.review.records import (
     read_reviews,
     text_sha256,
 )
+from letterchunk.text.clean import load_letter
+from letterchunk.text.segment import segment_letter
 from letterchunk.text.sentences import sentences
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -308,3 +316,163 @@ def test_reviews_read_back_from_the_folder_after_a_rerun(folder):
     assert rerun() == 0
     assert [r.field for r in read_reviews(out)] == ["summary"]
     assert _chunks(out)["1977-S5-T1-001"].metadata.contextual_summary == summary
+
+
+# -- Label Studio ----------------------------------------------------------------------------
+
+
+def test_label_studio_tasks_carry_predictions_and_annotations_come_back_as_reviews(folder):
+    out, _ = folder
+    tasks_file = out.parent / "tasks.json"
+    n = export_label_studio(out, tasks_file)
+    tasks = json.loads(tasks_file.read_text(encoding="utf-8"))
+    assert n == len(tasks) > 10
+    first = tasks[0]
+    [prediction] = first["predictions"]
+    [choice] = prediction["result"]
+    p, t = first["data"]["model_p"], first["data"]["threshold"]
+    assert choice["value"]["choices"] == ["Yes" if p >= t else "No"]
+    assert prediction["score"] == round(p if p >= t else 1 - p, 4)
+    assert {first["data"]["field"]} <= {"confession", "rule"}
+
+    def annotated(task, label, **more):
+        result = [{"from_name": "decision", "to_name": "text", "type": "choices",
+                   "value": {"choices": [label]}}]  # fmt: skip
+        return {**task, "id": more.pop("tid"), "annotations": [{"id": 7, "result": result, **more}]}
+
+    export = [
+        annotated(tasks[0], "No", tid=1, completed_by={"email": "<script>a@b</script>"}),
+        annotated(tasks[1], "Yes", tid=2, created_at="2026-11-29T01:00:00Z"),
+        annotated(tasks[2], "Yes", tid=3, was_cancelled=True),
+        {**tasks[3], "id": 4},  # not annotated
+    ]
+    source = out.parent / "export.json"
+    source.write_text(json.dumps(export), encoding="utf-8")
+    assert import_label_studio(out, source, None) == 2
+    assert import_label_studio(out, source, None) == 0  # the same export twice adds nothing
+    got = read_reviews(out)
+    assert [(r.value, r.decision) for r in got] == [(False, "reject"), (True, "accept")]
+    assert got[0].reviewer == "<script>a@b</script>" and got[1].reviewer == "label-studio"
+    assert got[0].model_p == tasks[0]["data"]["model_p"] and got[1].time == "2026-11-29T01:00:00Z"
+    source.write_text(json.dumps([{"data": {"field": "colour"}, "annotations": [
+        {"result": [{"from_name": "decision", "value": {"choices": ["Yes"]}}]}]}]))  # fmt: skip
+    with pytest.raises(InputError, match=r"export\.json: task 1: field 'colour'"):
+        import_label_studio(out, source, "ann")
+    assert len(read_reviews(out)) == 2
+
+
+# -- report, validate, analyze, diff ---------------------------------------------------------
+
+
+def _page_data(page: Path) -> dict:
+    text = page.read_text(encoding="utf-8")
+    start = text.index('<script id="report-data" type="application/json">') + len(
+        '<script id="report-data" type="application/json">'
+    )
+    return json.loads(text[start : text.index("</script>", start)])
+
+
+def test_report_validate_analyze_and_diff_show_the_reviews(folder, capsys):
+    out, rerun = folder
+    before = out.parent / "before"
+    shutil.copytree(out, before)
+    ev = _evidence(out)
+    s4 = ev["1977-S4-T1-001"]["judgements"]["confession_paragraphs"][0]["sentence"]
+    hostile = "<script>alert('x')</script> & Ann"
+    review(out, "1977-S4-T1-001", "confession", True, target=s4, reviewer=hostile,
+           model_value=False, model_p=0.3892)  # fmt: skip
+    ghost = new_record(chunk_id="1977-S99-T1-001", letter="1977", text_sha256="0" * 64,
+                       field="summary", decision="edit", value="x", reviewer="bob")  # fmt: skip
+    append_review(out, ghost)
+    assert rerun() == 0
+    capsys.readouterr()
+
+    assert main(["report", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "stale review 1977 1977-S99-T1-001 summary (bob" in err
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "<script>alert" not in page  # the reviewer's name is data, never markup
+    data = _page_data(out / "report.html")
+    assert data["reviews"]["applied"] == 1 and data["reviews"]["in_force"] == 2
+    assert [u["kind"] for u in data["reviews"]["unapplied"]] == ["stale"]
+    card = next(c for c in data["chunks"] if c["chunk_id"] == "1977-S4-T1-001")
+    assert card["reviewed"][0]["reviewer"] == hostile and card["content_type"] == (
+        "mistake_confession"
+    )
+    assert card["judged"]["confession"][0] == {"sentence": s4, "p": 0.3892, "threshold": 0.5}
+    assert any(r["kept"] for r in card["judged"]["rules"])
+
+    assert main(["validate", str(out), "--stage", "enriched", "--errors-only"]) == 0
+    text = capsys.readouterr().out
+    assert "stale review 1977 1977-S99-T1-001 summary: chunk 1977-S99-T1-001 is not" in text
+    assert "2 decision(s) in force, 1 applied, 1 not applied" in text
+
+    assert main(["analyze", str(out), "--json"]) == 0
+    counts = json.loads(capsys.readouterr().out)["reviews"]
+    assert counts == {
+        "confession": {"reviewed": 1, "accepted": 0, "rejected": 1},
+        "summary": {"reviewed": 1, "accepted": 0, "rejected": 1},
+    }
+
+    assert main(["diff", str(before), str(out), "--json"]) == 1
+    split = json.loads(capsys.readouterr().out)["changed_by"]
+    assert {"letter": "1977", "chunk_id": "1977-S4-T1-001", "field": "content_type"} in split[
+        "by_review"
+    ]
+    assert main(["diff", str(before), str(out)]) == 1
+    assert "changed by review: " in capsys.readouterr().out
+
+
+# -- re-anchoring over generated edits of the letter -----------------------------------------
+
+
+@st.composite
+def _edits(draw):
+    """An edit of the letter's text: a new section or paragraph inserted, or a paragraph
+    deleted, at a paragraph break."""
+    kind = draw(st.sampled_from(["section", "paragraph", "delete"]))
+    where = draw(st.integers(0, 10_000))
+    words = draw(st.lists(st.sampled_from(["float", "moat", "Omaha", "textile", "gain"]),
+                          min_size=8, max_size=40))  # fmt: skip
+    return kind, where, " ".join(words)
+
+
+def _apply_edit(text: str, edit) -> str:
+    kind, where, words = edit
+    breaks = [i for i in range(len(text)) if text.startswith("\n\n", i)]
+    at = breaks[where % len(breaks)]
+    if kind == "section":
+        return text[:at] + "\n\nA NEW HEADING\n\n" + words.capitalize() + "." + text[at:]
+    if kind == "paragraph":
+        return text[:at] + "\n\n" + words.capitalize() + "." + text[at:]
+    end = text.find("\n\n", at + 2)
+    return text[:at] + (text[end:] if end > 0 else "")
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(edit=_edits())
+def test_reviews_after_a_resegmentation_land_on_their_quote_or_are_stale(
+    replayed, tmp_path_factory, edit
+):
+    out, _ = replayed
+    letter = read_letter(out, "1977")
+    reviews = []
+    for c in letter.chunks:  # one rule decision per chunk, on its first judged sentence
+        judged = letter.evidence.get(c.chunk_id, {}).get("judgements", {}).get("rule_p_yes", [])
+        if judged:
+            s = judged[0]["sentence"]
+            reviews.append(new_record(chunk_id=c.chunk_id, letter="1977",
+                text_sha256=text_sha256(c.content), quote=s, field="rule", target=s,
+                decision="reject", value=False, reviewer="ann"))  # fmt: skip
+    path = tmp_path_factory.mktemp("edit") / "1977.txt"
+    path.write_text(_apply_edit(LETTER.read_text(encoding="utf-8"), edit), encoding="utf-8")
+    chunks = segment_letter(load_letter(path))
+    placed, stale = anchor_reviews(reviews, "1977", chunks)
+    by_id = {c.chunk_id: c for c in chunks}
+    assert len(placed) + len(stale) == len(reviews)  # never dropped silently
+    for p in placed:  # never applied to different text
+        assert normalise_ws(p.record.quote) in normalise_ws(by_id[p.chunk_id].content)
+    for s in stale:
+        hits = [c for c in chunks if "-T1-" in c.chunk_id
+                and normalise_ws(s.record.quote) in normalise_ws(c.content)]  # fmt: skip
+        assert len(hits) != 1, s.reason  # a unique quote is always found again

@@ -186,18 +186,27 @@ def _scores(points: Sequence[Point], t: float, beta: float) -> Scores:
     return _at(yes, no, t, beta)
 
 
-def _candidates(points: Sequence[Point]) -> list[float]:
-    ps = sorted({p for p, _ in points})
-    mids = [(a + b) / 2 for a, b in zip(ps, ps[1:], strict=False)]
-    return [max(0.0, ps[0] - 1e-6), *mids, min(1.0, ps[-1] + 1e-6)] if ps else []
-
-
 def choose_threshold(points: Sequence[Point], target: Target, current: float) -> float:
     """The threshold with the best score (see the module docstring); ties: nearest
-    ``current``."""
-    beta = _BETA[target]
-    yes, no = _split(points)
-    return max(_candidates(points), key=lambda t: (_at(yes, no, t, beta).f, -abs(t - current)))
+    ``current``.  One sweep down the sorted probabilities, counting as it goes."""
+    beta2 = _BETA[target] ** 2
+    ordered = sorted(points, key=lambda x: -x[0])
+    total_yes = sum(1 for _, y in ordered if y)
+    tp = fp = 0
+    best_t = min(1.0, ordered[0][0] + 1e-6) if ordered else current
+    best = (0.0, -abs(best_t - current))  # nothing predicted yes: F is 0
+    i = 0
+    while i < len(ordered):
+        p = ordered[i][0]
+        while i < len(ordered) and ordered[i][0] == p:  # a group of equal probabilities
+            tp, fp = tp + ordered[i][1], fp + (not ordered[i][1])
+            i += 1
+        t = (p + ordered[i][0]) / 2 if i < len(ordered) else max(0.0, p - 1e-6)
+        fn = total_yes - tp
+        f = (1 + beta2) * tp / ((1 + beta2) * tp + beta2 * fn + fp) if tp else 0.0
+        if (f, -abs(t - current)) > best:
+            best, best_t = (f, -abs(t - current)), t
+    return best_t
 
 
 def _percentiles(values: list[float]) -> Interval:
