@@ -19,6 +19,7 @@ from letterchunk.review.queue import build_queue, quote_span
 from letterchunk.review.records import REVIEWS_FILE, read_reviews
 from letterchunk.review.server import ReviewServer
 
+LETTERS = Path(__file__).resolve().parents[1] / "corpus" / "letters"
 EVIL = "</script><img src=x onerror=\"document.title='pwned'\"><b>bold</b>"
 RULE_A = "Never   invest in a business\n     you cannot understand."  # spread over lines
 RULE_B = "Price is what you pay; value is what you get."
@@ -390,3 +391,28 @@ def test_reading_writes_nothing_into_the_folder(served):
     items_by(served)
     call(served, "GET", "/api/warnings")
     assert sorted(p.name for p in served.folder.iterdir()) == before
+
+
+def test_the_label_studio_flags_convert_and_exit_without_serving(tmp_path, monkeypatch, capsys):
+    # Label Studio's conversion reads canonical chunks: the 1977 letter segmented (no model),
+    # with the judgements of two sentences of its first chunk
+    folder = tmp_path / "out"
+    assert main(["segment", str(LETTERS / "1977.txt"), "--out", str(folder), "-q"]) == 0
+    first = json.loads((folder / "1977.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    sentences = [s.strip() + "." for s in first["content"].split(".")[1:3]]
+    judged = [{"sentence": " ".join(s.split()), "p_yes": 0.6} for s in sentences]
+    evidence = {"chunk_id": first["chunk_id"], "judgements": {"rule_p_yes": judged}}
+    (folder / "1977.evidence.jsonl").write_text(json.dumps(evidence) + "\n", encoding="utf-8")
+    monkeypatch.setattr(ReviewServer, "serve_forever", lambda self: pytest.fail("served"))
+    tasks = tmp_path / "tasks.json"
+    assert main(["review", str(folder), "--export-label-studio", str(tasks)]) == 0
+    assert len(json.loads(tasks.read_text(encoding="utf-8"))) == 2
+    assert "wrote 2 Label Studio tasks" in capsys.readouterr().err
+    # the same tasks without annotations: nothing to import, nothing written
+    assert main(["review", str(folder), "--import-label-studio", str(tasks)]) == 0
+    assert "appended 0 decisions" in capsys.readouterr().err
+    assert not (folder / REVIEWS_FILE).exists()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}", encoding="utf-8")
+    assert main(["review", str(folder), "--import-label-studio", str(bad)]) == 2
+    assert "bad.json" in capsys.readouterr().err

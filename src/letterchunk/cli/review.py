@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import importlib
 import sys
 import webbrowser
 from pathlib import Path
@@ -12,7 +11,8 @@ from pathlib import Path
 from letterchunk.cli import COMMAND_HELP, EXIT_OK, HelpFormatter, err
 from letterchunk.errors import ConfigError, InputError
 from letterchunk.io import write_stream
-from letterchunk.layout import is_chunk_file
+from letterchunk.layout import REVIEWS_FILE, is_chunk_file
+from letterchunk.review.labelstudio import export_label_studio, import_label_studio
 from letterchunk.review.server import ReviewServer
 
 EXAMPLES = """\
@@ -102,19 +102,13 @@ def _reviewer(name: str | None) -> str:
 
 
 def _label_studio(args: argparse.Namespace, folder: Path) -> int:
-    try:
-        convert = importlib.import_module("letterchunk.review.labelstudio")
-    except ImportError as exc:
-        raise ConfigError(
-            "this letterchunk cannot convert Label Studio files (no letterchunk.review."
-            f"labelstudio: {exc}); reinstall letterchunk"
-        ) from exc
     if args.export_label_studio:
-        count = convert.export_label_studio(folder, Path(args.export_label_studio))
+        count = export_label_studio(folder, Path(args.export_label_studio))
         err(f"wrote {count} Label Studio tasks to {args.export_label_studio}")
     if args.import_label_studio:
-        count = convert.import_label_studio(folder, Path(args.import_label_studio), args.reviewer)
-        err(f"appended {count} decisions from {args.import_label_studio} to DIR/reviews.jsonl")
+        count = import_label_studio(folder, Path(args.import_label_studio), args.reviewer)
+        source, target = args.import_label_studio, folder / REVIEWS_FILE
+        err(f"appended {count} decisions from {source} to {target}")
     return EXIT_OK
 
 
@@ -132,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             "--port or leave it out for a free one"
         ) from exc
     write_stream(sys.stdout, f"{server.url}\n")
-    err(f"reviewing {folder}: decisions go to {folder / 'reviews.jsonl'}; Ctrl-C stops")
+    err(f"reviewing {folder}: decisions go to {folder / REVIEWS_FILE}; Ctrl-C stops")
     if not args.no_browser:
         webbrowser.open(server.url)
     try:
