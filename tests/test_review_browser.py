@@ -22,7 +22,7 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from letterchunk.cli import main
 from letterchunk.contract.validate import validate_path
@@ -39,6 +39,9 @@ LETTER = ROOT / "corpus" / "letters" / "1977.txt"
 CASSETTE = ROOT / "cassettes" / "1977.yaml"
 EVIL = "</script><img src=x onerror=\"document.title='pwned'\"><b>bold</b>"
 NEW_SUMMARY = "Berkshire's 1977 insurance investments grew, and the analyst checked this summary."
+# harness switches, read before the autouse fixture clears LETTERCHUNK_* from each test's env
+SCREENSHOT = os.environ.get("LETTERCHUNK_REVIEW_SCREENSHOT")
+CHROMEDRIVER = os.environ.get("LETTERCHUNK_CHROMEDRIVER")
 FLAGS = (
     "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
     "--disable-background-networking --disable-component-update --disable-sync "
@@ -46,8 +49,8 @@ FLAGS = (
 ).split()
 
 
-def _binary(env: str, names: tuple[str, ...], package: str) -> str:
-    for name in (os.environ.get(env), *names):
+def _binary(given: str | None, env: str, names: tuple[str, ...], package: str) -> str:
+    for name in (given, *names):
         found = shutil.which(name) if name else None
         if found:
             return found
@@ -58,8 +61,15 @@ def _binary(env: str, names: tuple[str, ...], package: str) -> str:
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    chromium = _binary("LETTERCHUNK_CHROMIUM", ("chromium", "chromium-browser"), "chromium")
-    driver_path = _binary("LETTERCHUNK_CHROMEDRIVER", ("chromedriver",), "chromium-driver")
+    chromium = _binary(
+        os.environ.get("LETTERCHUNK_CHROMIUM"),
+        "LETTERCHUNK_CHROMIUM",
+        ("chromium", "chromium-browser"),
+        "chromium",
+    )
+    driver_path = _binary(
+        CHROMEDRIVER, "LETTERCHUNK_CHROMEDRIVER", ("chromedriver",), "chromium-driver"
+    )
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     for flag in FLAGS:
@@ -167,8 +177,8 @@ def test_review_loop_from_keys_to_the_rerun(browser, enriched, tmp_path):
         wait(browser, lambda d: text_of(d, "msg") == "saved summary")
         shot = tmp_path / "review-page.png"
         browser.save_screenshot(str(shot))
-        if os.environ.get("LETTERCHUNK_REVIEW_SCREENSHOT"):
-            shutil.copyfile(shot, os.environ["LETTERCHUNK_REVIEW_SCREENSHOT"])
+        if SCREENSHOT:
+            shutil.copyfile(shot, SCREENSHOT)
 
         browser.refresh()
         open_page(browser, server.url)
@@ -274,3 +284,27 @@ def test_the_page_refuses_to_load_without_the_token(browser, enriched, tmp_path)
         browser.get(server.url.split("?")[0])
         assert "token" in browser.find_element(By.TAG_NAME, "body").text
     assert not (out / REVIEWS_FILE).exists()
+
+
+def test_filters_narrow_the_list_and_the_counter_counts_all(browser, enriched, tmp_path):
+    out, _ = copy_of(enriched, tmp_path)
+    with ReviewServer(out, reviewer="ana") as server:
+        open_page(browser, server.url)
+        kinds = {item.kind for item in server.queue.items}
+        assert {"rule", "confession", "concepts"} <= kinds
+        Select(browser.find_element(By.ID, "f-kind")).select_by_value("confession")
+        wanted = sum(1 for item in server.queue.items if item.kind == "confession")
+        wait(browser, lambda d: text_of(d, "shown") == f"{wanted} shown")
+        rows = browser.find_elements(By.CSS_SELECTOR, "#list .row")
+        assert rows and all("] confession " in row.text for row in rows)
+        assert "confession" in text_of(browser, "c-head")
+        press(browser, "y")
+        wait(browser, lambda d: reviewed(d) == 1)
+        Select(browser.find_element(By.ID, "f-kind")).select_by_value("")
+        Select(browser.find_element(By.ID, "f-status")).select_by_value("accepted")
+        wait(browser, lambda d: text_of(d, "shown") == "1 shown")
+        assert text_of(browser, "counter").startswith("1 reviewed / ")
+        # the list draws only the rows in view, not one node per decision
+        Select(browser.find_element(By.ID, "f-status")).select_by_value("")
+        wait(browser, lambda d: text_of(d, "shown") == f"{len(server.queue.items)} shown")
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#list .row")) < 60
