@@ -21,6 +21,7 @@ from letterchunk.contract.schema import Chunk
 from letterchunk.errors import InputError
 from letterchunk.llm.backend import MODEL_ID
 from letterchunk.llm.replay import REPLAY_ENV, recorder
+from letterchunk.repair.job import repair_file
 from letterchunk.review.anchor import anchor_reviews
 from letterchunk.review.apply import apply_reviews, folder_reviews, validate_review
 from letterchunk.review.folder import read_letter, read_run, run_identity_of
@@ -491,3 +492,15 @@ def test_a_broken_thresholds_file_stops_the_run_before_any_work(
     assert rerun() == 2
     assert "rule_sentence 7 of model 'm' is not a threshold" in capsys.readouterr().err
     assert (out / "1977.jsonl").read_bytes() == before
+
+
+def test_repair_applies_the_reviews_beside_the_file(folder):
+    out, _ = folder
+    summary = _first_sentence(out, "1977-S6-T1-001")
+    review(out, "1977-S6-T1-001", "summary", summary)
+    assert repair_file(out / "1977.jsonl").valid  # mechanical only: no client
+    assert _chunks(out)["1977-S6-T1-001"].metadata.contextual_summary == summary
+    [mark] = _evidence(out)["1977-S6-T1-001"]["reviews"]
+    assert mark["by"] == "review" and mark["field"] == "summary"
+    report = [json.loads(x) for x in (out / "1977.report.jsonl").read_text().splitlines()]
+    assert [r["kind"] for r in report if r["chunk_id"] == "1977-S6-T1-001"][-1] == "review"
