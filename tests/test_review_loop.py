@@ -21,6 +21,7 @@ from letterchunk.contract.schema import Chunk
 from letterchunk.errors import InputError
 from letterchunk.llm.backend import MODEL_ID
 from letterchunk.llm.replay import REPLAY_ENV, recorder
+from letterchunk.repair.job import repair_file
 from letterchunk.review.anchor import anchor_reviews
 from letterchunk.review.apply import apply_reviews, folder_reviews, validate_review
 from letterchunk.review.folder import read_letter, read_run, run_identity_of
@@ -247,11 +248,13 @@ def test_a_corrupt_reviews_line_stops_the_run_naming_it_and_nothing_is_lost(fold
     assert path.read_bytes() == review_bytes and (out / "1977.jsonl").read_bytes() == chunk_bytes
 
 
-def test_calibrated_thresholds_are_used_by_the_next_run_and_recorded(folder, tmp_path, capsys):
+def test_calibrated_thresholds_are_used_by_the_next_run_and_recorded(
+    folder, tmp_path, capsys, monkeypatch
+):
     out, rerun = folder
     identity = run_identity_of(read_run(out))
     settings = tmp_path / "config" / "letterchunk" / "thresholds.json"
-    os.environ["XDG_CONFIG_HOME"] = str(tmp_path / "config")  # restored by conftest's fixture
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     settings.parent.mkdir(parents=True)
     settings.write_text(
         json.dumps({"thresholds": [{**identity, "confession_paragraph": 0.95}]}), encoding="utf-8"
@@ -476,3 +479,28 @@ def test_reviews_after_a_resegmentation_land_on_their_quote_or_are_stale(
         hits = [c for c in chunks if "-T1-" in c.chunk_id
                 and normalise_ws(s.record.quote) in normalise_ws(c.content)]  # fmt: skip
         assert len(hits) != 1, s.reason  # a unique quote is always found again
+
+
+def test_a_broken_thresholds_file_stops_the_run_before_any_work(
+    folder, tmp_path, capsys, monkeypatch
+):
+    out, rerun = folder
+    bad = tmp_path / "thresholds.json"
+    bad.write_text('{"thresholds": [{"model": "m", "rule_sentence": 7}]}', encoding="utf-8")
+    monkeypatch.setenv("LETTERCHUNK_THRESHOLDS", str(bad))
+    before = (out / "1977.jsonl").read_bytes()
+    assert rerun() == 2
+    assert "rule_sentence 7 of model 'm' is not a threshold" in capsys.readouterr().err
+    assert (out / "1977.jsonl").read_bytes() == before
+
+
+def test_repair_applies_the_reviews_beside_the_file(folder):
+    out, _ = folder
+    summary = _first_sentence(out, "1977-S6-T1-001")
+    review(out, "1977-S6-T1-001", "summary", summary)
+    assert repair_file(out / "1977.jsonl").valid  # mechanical only: no client
+    assert _chunks(out)["1977-S6-T1-001"].metadata.contextual_summary == summary
+    [mark] = _evidence(out)["1977-S6-T1-001"]["reviews"]
+    assert mark["by"] == "review" and mark["field"] == "summary"
+    report = [json.loads(x) for x in (out / "1977.report.jsonl").read_text().splitlines()]
+    assert [r["kind"] for r in report if r["chunk_id"] == "1977-S6-T1-001"][-1] == "review"

@@ -40,6 +40,7 @@ from letterchunk.contract.schema import Chunk
 from letterchunk.io import append_lines, read_json_objects
 from letterchunk.layout import REPORT_SUFFIX
 from letterchunk.redact import redact_obj
+from letterchunk.review.apply import LetterReviews
 
 __all__ = [
     "AttemptKind",
@@ -52,6 +53,7 @@ __all__ = [
     "count_value",
     "load_records",
     "new_run_id",
+    "review_records",
     "runs_by_chunk",
     "write_letter_report",
 ]
@@ -269,6 +271,30 @@ def _relabel(record: AttemptRecord, source: str | None) -> AttemptRecord:
 
 
 _Done = TypeVar("_Done", bound=FinishedChunk)  # the pipeline's own outcome type, passed on
+
+
+def review_records(done: LetterReviews | None, year: int | str) -> list[AttemptRecord]:
+    """One ``review`` record per chunk the analysts' decisions changed: its changes, each
+    ``by: "review"`` with who decided it and when."""
+    by_chunk: dict[str, list[JSONObject]] = {}
+    for a in done.applied if done is not None else ():
+        r = a.placed.record
+        extra = {"reviewer": r.reviewer, "time": r.time, "review_id": r.id}
+        by_chunk.setdefault(a.placed.chunk_id, []).extend({**c, **extra} for c in a.changes)
+    return [
+        AttemptRecord(
+            chunk_id=chunk_id,
+            letter_year=int(str(year)[:4]),
+            attempt=0,
+            kind="review",
+            outcome="valid",
+            changes=tuple(changes),
+            source="review",
+        )
+        for chunk_id, changes in by_chunk.items()
+        if changes
+    ]
+
 
 # --------------------------------------------------------------------------- writing
 

@@ -7,13 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from letterchunk.contract.jsontypes import JSONObject
 from letterchunk.contract.schema import UNTITLED, Chunk
 from letterchunk.contract.validate import LetterContext
 from letterchunk.contract.vocabulary import concepts_for
-from letterchunk.layout import LetterKey, stem_year
-from letterchunk.report.records import AttemptRecord
-from letterchunk.review.apply import LetterReviews
+from letterchunk.layout import LetterKey
+from letterchunk.report.records import review_records
 from letterchunk.review.records import ReviewRecord, effective_reviews, read_reviews
 from letterchunk.text.segment import section_titles
 
@@ -30,26 +28,3 @@ def reviews_in_force(out_dir: str | Path) -> list[ReviewRecord]:
     """The analysts' decisions in force in ``out_dir/reviews.jsonl`` ([] without one), read
     before any request: a corrupt line stops the run before a token is spent, nothing lost."""
     return list(effective_reviews(read_reviews(Path(out_dir))).values())
-
-
-def review_records(done: LetterReviews | None, year: LetterKey) -> list[AttemptRecord]:
-    """One ``review`` record per chunk the analysts' decisions changed: its changes, each
-    ``by: "review"`` with who decided it and when."""
-    by_chunk: dict[str, list[JSONObject]] = {}
-    for a in done.applied if done is not None else ():
-        r = a.placed.record
-        extra = {"reviewer": r.reviewer, "time": r.time, "review_id": r.id}
-        by_chunk.setdefault(a.placed.chunk_id, []).extend({**c, **extra} for c in a.changes)
-    return [
-        AttemptRecord(
-            chunk_id=chunk_id,
-            letter_year=stem_year(year),
-            attempt=0,
-            kind="review",
-            outcome="valid",
-            changes=tuple(changes),
-            source="review",
-        )
-        for chunk_id, changes in by_chunk.items()
-        if changes
-    ]

@@ -40,7 +40,7 @@ from letterchunk.llm import connect
 from letterchunk.llm.client import CompletionClient, LLMClient, LLMSettings
 from letterchunk.llm.connect import CacheMode
 from letterchunk.llm.limiter import RateLimiter
-from letterchunk.review.thresholds import thresholds_for
+from letterchunk.review.thresholds import read_settings_file, thresholds_for
 from letterchunk.runner.identity import run_identity
 from letterchunk.runner.ledger import BatchSpend, Ledger, ModelPrice, load_prices, price_for
 from letterchunk.runner.lock import folder_lock
@@ -253,6 +253,8 @@ def run_session(
     out = Path(folder) if folder is not None else None
     context = connect.context_tokens(limits.context_tokens)
     prices = limits.price_table()  # a bad price file fails before the folder is touched
+    if ledger:
+        read_settings_file()  # so does a bad thresholds file, before any server starts
     guarded = out is not None and (create or out.is_dir())
     if out is not None and guarded:
         check_folder(out, create=create)
@@ -324,7 +326,7 @@ def _ledger(
 ) -> Iterator[tuple[Ledger, Hooks]]:
     """:func:`ledger_session`, yielding the ledger beside the wrapped hooks."""
     identity = run_identity(client.settings)
-    thresholds = thresholds_for(identity)  # a bad thresholds file fails before any request
+    thresholds = thresholds_for(identity)
     ledger = Ledger(client.settings.model, prices=prices, identity=identity, thresholds=thresholds)
     wrapped = _counted(ledger, hooks or Hooks(), lambda: _write(ledger, out, extra, batch))
     status, reason = "complete", None
