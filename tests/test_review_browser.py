@@ -175,6 +175,7 @@ def test_review_loop_from_keys_to_the_rerun(browser, enriched, tmp_path):
         box.send_keys(NEW_SUMMARY)
         browser.find_element(By.ID, "b-summary").click()
         wait(browser, lambda d: text_of(d, "msg") == "saved summary")
+        browser.execute_script("window.scrollTo(0, 0)")
         shot = tmp_path / "review-page.png"
         browser.save_screenshot(str(shot))
         if SCREENSHOT:
