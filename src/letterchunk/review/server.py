@@ -8,8 +8,9 @@ One :class:`ReviewServer` serves one enriched output folder with the standard li
 * ``GET /api/queue`` the queue (:mod:`letterchunk.review.queue`) as compact JSON, with the
   status of every item read from ``reviews.jsonl`` at that moment (so a reload shows what
   another tab or another ``review`` of the same folder decided);
-* ``GET /api/warnings`` the validator's warned chunks, computed once in a thread after the
-  server starts (validating every file takes longer than the page may take to open);
+* ``GET /api/warnings`` the validator's warned chunks, computed once in another process after
+  the server starts (validating every file takes longer than the page may take to open, and
+  would hold this process's interpreter while decisions are posted);
 * ``POST /api/decide`` accept / reject / skip an item, ``POST /api/edit`` a summary, concepts
   (only from the vocabulary) or a principle statement, ``POST /api/undo`` a record: each one
   line appended to ``reviews.jsonl`` (locked, crash-safe: ``review.records.append_review``).
@@ -36,10 +37,12 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import multiprocessing
 import re
 import secrets
 import threading
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -49,7 +52,14 @@ from urllib.parse import parse_qs, urlsplit
 
 from letterchunk.contract.jsontypes import JSONValue
 from letterchunk.review.apply import validate_review
-from letterchunk.review.queue import Item, Queue, build_queue, statuses, warning_items
+from letterchunk.review.queue import (
+    Item,
+    Queue,
+    build_queue,
+    statuses,
+    warning_items,
+    warning_notes,
+)
 from letterchunk.review.records import (
     ReviewRecord,
     append_review,
@@ -161,8 +171,13 @@ class ReviewServer:
         self.close()
 
     def _compute_warnings(self) -> None:
+        # in another process: validating every file holds the interpreter for seconds, which
+        # in this one would stall the requests served meanwhile
+        context = multiprocessing.get_context("spawn")
         try:
-            found = warning_items(self.queue)
+            with ProcessPoolExecutor(1, mp_context=context) as pool:
+                notes = pool.submit(warning_notes, str(self.folder), self.queue.letters).result()
+            found = warning_items(self.queue, notes)
         except Exception:  # the page still works without them; say why in the log
             log.exception("validating %s for the review page failed", self.folder)
             found = []
