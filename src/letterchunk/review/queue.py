@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import bisect
 import logging
+import operator
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Literal
 
@@ -156,19 +158,17 @@ class FlatText:
     pattern compiled per quote, which cost seconds over a corpus's 15,000 quotes."""
 
     def __init__(self, content: str) -> None:
-        # only the runs that are not one plain space change: the rest is copied as it is
-        parts: list[str] = []
-        self.run_at: list[int] = []  # where each such run's one space sits in the flat text
-        self.shift: list[int] = []  # content offset - flat offset after that run
-        shift = done = 0
-        for run in _RUNS.finditer(content):
-            parts += [content[done : run.start()], " "]
-            self.run_at.append(run.start() - shift)
-            shift += run.end() - run.start() - 1
-            self.shift.append(shift)
-            done = run.end()
-        parts.append(content[done:])
-        self.flat = "".join(parts)
+        # only the runs that are not one plain space change: the rest is copied as it is.
+        # Built with split, map and accumulate (no Python loop per run: a corpus has 10^5)
+        pieces = _RUNS.split(content)
+        runs = _RUNS.findall(content)
+        self.flat = " ".join(pieces)
+        before = accumulate(map(len, pieces[:-1]))  # piece characters before each run
+        # where each run's one space sits in the flat text
+        self.run_at: list[int] = list(map(operator.add, before, range(len(runs))))
+        # content offset - flat offset after each run
+        grown = accumulate(map(len, runs))
+        self.shift: list[int] = list(map(operator.sub, grown, range(1, len(runs) + 1)))
 
     def _offset(self, flat: int) -> int:
         """The content offset of the flat text's character ``flat`` (not a run's space)."""

@@ -40,6 +40,7 @@ import logging
 import multiprocessing
 import re
 import secrets
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -98,6 +99,16 @@ class Refused(Exception):
         self.status = status
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Log (never print) a request that failed: a page closed or reloaded before its
+        answer came is routine; anything else is logged with its traceback."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            log.debug("%s left before its answer", client_address)
+        else:
+            log.exception("a request from %s failed", client_address)
+
+
 def _template() -> str:
     page = resources.files("letterchunk.review") / "templates" / PAGE_NAME
     return page.read_text(encoding="utf-8")
@@ -129,7 +140,7 @@ class ReviewServer:
         self._warned = threading.Event()
         self._warnings: list[Item] = []
         self._records: list[ReviewRecord] = read_reviews(self.folder)
-        self._httpd = ThreadingHTTPServer((HOST, port), _handler(self))
+        self._httpd = _Server((HOST, port), _handler(self))
         self._httpd.daemon_threads = True
         self.port = int(self._httpd.server_address[1])
         self._page = _template().encode("utf-8")
