@@ -40,10 +40,12 @@ import logging
 import multiprocessing
 import re
 import secrets
+import socket
 import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -186,8 +188,14 @@ class ReviewServer:
         # in this one would stall the requests served meanwhile
         context = multiprocessing.get_context("spawn")
         try:
-            with ProcessPoolExecutor(1, mp_context=context) as pool:
-                notes = pool.submit(warning_notes, str(self.folder), self.queue.letters).result()
+            try:
+                with ProcessPoolExecutor(1, mp_context=context) as pool:
+                    job = pool.submit(warning_notes, str(self.folder), self.queue.letters)
+                    notes = job.result()
+            except (BrokenProcessPool, OSError):
+                # no child process here (e.g. a main module spawn cannot import): in this one
+                log.debug("validating %s in this process", self.folder, exc_info=True)
+                notes = warning_notes(self.folder, self.queue.letters)
             found = warning_items(self.queue, notes)
         except Exception:  # the page still works without them; say why in the log
             log.exception("validating %s for the review page failed", self.folder)
@@ -490,6 +498,12 @@ def _handler(server: ReviewServer) -> type[BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"
         server_version = "letterchunk-review"
         sys_version = ""
+
+        def setup(self) -> None:
+            super().setup()
+            # headers and body go out as two writes: without this, Nagle's algorithm holds
+            # the body until the client's delayed ACK (~40 ms a request on Linux)
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             log.debug("%s " + format, self.address_string(), *args)
