@@ -9,8 +9,8 @@ One :class:`ReviewServer` serves one enriched output folder with the standard li
   status of every item read from ``reviews.jsonl`` at that moment (so a reload shows what
   another tab or another ``review`` of the same folder decided);
 * ``GET /api/warnings`` the validator's warned chunks, computed once in another process after
-  the server starts (validating every file takes longer than the page may take to open, and
-  would hold this process's interpreter while decisions are posted);
+  the queue is first served (validating every file takes longer than the page may take to
+  open, and would hold this process's interpreter while decisions are posted);
 * ``POST /api/decide`` accept / reject / skip an item, ``POST /api/edit`` a summary, concepts
   (only from the vocabulary) or a principle statement, ``POST /api/undo`` a record: each one
   line appended to ``reviews.jsonl`` (locked, crash-safe: ``review.records.append_review``).
@@ -140,6 +140,7 @@ class ReviewServer:
         self._lock = threading.Lock()
         self._base_items = len(self.queue.items)
         self._warned = threading.Event()
+        self._warnings_started = False
         self._warnings: list[Item] = []
         self._records: list[ReviewRecord] = read_reviews(self.folder)
         self._httpd = _Server((HOST, port), _handler(self))
@@ -156,17 +157,24 @@ class ReviewServer:
         return f"http://{HOST}:{self.port}/?t={self.token}"
 
     def start(self) -> ReviewServer:
-        """Serve in background threads (the validator's warnings in another); returns self."""
-        for target in (self._httpd.serve_forever, self._compute_warnings):
-            thread = threading.Thread(target=target, daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        """Serve in a background thread; returns self."""
+        thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        thread.start()
+        self._threads.append(thread)
         return self
 
     def serve_forever(self) -> None:
         """Serve until interrupted (the CLI's way)."""
-        threading.Thread(target=self._compute_warnings, daemon=True).start()
         self._httpd.serve_forever()
+
+    def _start_warnings(self) -> None:
+        """Start validating once, when the page has its queue or asks for the warnings: not
+        before, so the validator does not compete with the page's opening for the CPU."""
+        with self._lock:
+            if self._warnings_started:
+                return
+            self._warnings_started = True
+        threading.Thread(target=self._compute_warnings, daemon=True).start()
 
     def close(self) -> None:
         """Stop serving (from another thread than the one serving) and free the port."""
@@ -231,9 +239,12 @@ class ReviewServer:
         records = read_reviews(self.folder)
         with self._lock:
             self._records = records
-            return _compact(self._queue_data(records, self.queue.items))
+            data = _compact(self._queue_data(records, self.queue.items))
+        self._start_warnings()
+        return data
 
     def warnings_json(self, timeout: float = 120.0) -> bytes:
+        self._start_warnings()
         self._warned.wait(timeout)
         with self._lock:
             first = self._base_items
