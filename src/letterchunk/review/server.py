@@ -504,86 +504,90 @@ def _item_row(item: Item) -> list[JSONValue]:
     ]
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """One request to the review page; ``review`` is the server it answers for."""
+
+    review: ReviewServer
+    protocol_version = "HTTP/1.1"
+    server_version = "letterchunk-review"
+    sys_version = ""
+
+    def setup(self) -> None:
+        super().setup()
+        # headers and body go out as two writes: without this, Nagle's algorithm holds
+        # the body until the client's delayed ACK (~40 ms a request on Linux)
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def _send(self, status: int, body: bytes, kind: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("X-Frame-Options", "DENY")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("Content-Security-Policy", CSP)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, data: object) -> None:
+        self._send(status, _compact(data), "application/json; charset=utf-8")
+
+    def _guarded(self, work: Callable[[], None]) -> None:
+        try:
+            self.review.check_host(self.headers.get("Host"))
+            work()
+        except Refused as exc:
+            self._json(exc.status, {"error": str(exc)})
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._guarded(self._get)
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._guarded(self._post)
+
+    def _get(self) -> None:
+        url = urlsplit(self.path)
+        if url.path == "/":
+            self.review.check_token(parse_qs(url.query).get("t", [None])[0])
+            self._send(200, self.review.page(), "text/html; charset=utf-8")
+            return
+        self.review.check_token(self.headers.get("X-Review-Token"))
+        if url.path == "/api/queue":
+            self._send(200, self.review.queue_json(), "application/json; charset=utf-8")
+        elif url.path == "/api/warnings":
+            self._send(200, self.review.warnings_json(), "application/json; charset=utf-8")
+        else:
+            raise Refused(HTTPStatus.NOT_FOUND, "no such page")
+
+    def _post(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        # read the body first, so a refused request leaves the connection usable
+        body = self.rfile.read(length) if 0 < length <= MAX_BODY else b""
+        self.review.check_token(self.headers.get("X-Review-Token"))
+        self.review.check_origin(self.headers.get("Origin"), self.headers.get("Sec-Fetch-Site"))
+        if length > MAX_BODY:
+            self.close_connection = True
+            raise Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "request too large")
+        kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        if kind != "application/json":
+            raise Refused(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "send application/json")
+        try:
+            data = json.loads(body)
+        except ValueError:
+            raise Refused(HTTPStatus.BAD_REQUEST, "the body is not JSON") from None
+        if not isinstance(data, dict):
+            raise Refused(HTTPStatus.BAD_REQUEST, "the body must be a JSON object")
+        actions = {"/api/decide": self.review.decide, "/api/edit": self.review.edit}
+        actions["/api/undo"] = self.review.undo
+        action = actions.get(urlsplit(self.path).path)
+        if action is None:
+            raise Refused(HTTPStatus.NOT_FOUND, "no such action")
+        self._json(200, action(data))
+
+
 def _handler(server: ReviewServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        server_version = "letterchunk-review"
-        sys_version = ""
-
-        def setup(self) -> None:
-            super().setup()
-            # headers and body go out as two writes: without this, Nagle's algorithm holds
-            # the body until the client's delayed ACK (~40 ms a request on Linux)
-            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-            log.debug("%s " + format, self.address_string(), *args)
-
-        def _send(self, status: int, body: bytes, kind: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("X-Content-Type-Options", "nosniff")
-            self.send_header("X-Frame-Options", "DENY")
-            self.send_header("Referrer-Policy", "no-referrer")
-            self.send_header("Content-Security-Policy", CSP)
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _json(self, status: int, data: object) -> None:
-            self._send(status, _compact(data), "application/json; charset=utf-8")
-
-        def _guarded(self, work: Callable[[], None]) -> None:
-            try:
-                server.check_host(self.headers.get("Host"))
-                work()
-            except Refused as exc:
-                self._json(exc.status, {"error": str(exc)})
-
-        def do_GET(self) -> None:  # noqa: N802
-            self._guarded(self._get)
-
-        def do_POST(self) -> None:  # noqa: N802
-            self._guarded(self._post)
-
-        def _get(self) -> None:
-            url = urlsplit(self.path)
-            if url.path == "/":
-                server.check_token(parse_qs(url.query).get("t", [None])[0])
-                self._send(200, server.page(), "text/html; charset=utf-8")
-                return
-            server.check_token(self.headers.get("X-Review-Token"))
-            if url.path == "/api/queue":
-                self._send(200, server.queue_json(), "application/json; charset=utf-8")
-            elif url.path == "/api/warnings":
-                self._send(200, server.warnings_json(), "application/json; charset=utf-8")
-            else:
-                raise Refused(HTTPStatus.NOT_FOUND, "no such page")
-
-        def _post(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            # read the body first, so a refused request leaves the connection usable
-            body = self.rfile.read(length) if 0 < length <= MAX_BODY else b""
-            server.check_token(self.headers.get("X-Review-Token"))
-            server.check_origin(self.headers.get("Origin"), self.headers.get("Sec-Fetch-Site"))
-            if length > MAX_BODY:
-                self.close_connection = True
-                raise Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "request too large")
-            kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-            if kind != "application/json":
-                raise Refused(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "send application/json")
-            try:
-                data = json.loads(body)
-            except ValueError:
-                raise Refused(HTTPStatus.BAD_REQUEST, "the body is not JSON") from None
-            if not isinstance(data, dict):
-                raise Refused(HTTPStatus.BAD_REQUEST, "the body must be a JSON object")
-            actions = {"/api/decide": server.decide, "/api/edit": server.edit}
-            actions["/api/undo"] = server.undo
-            action = actions.get(urlsplit(self.path).path)
-            if action is None:
-                raise Refused(HTTPStatus.NOT_FOUND, "no such action")
-            self._json(200, action(data))
-
-    return Handler
+    return type("Handler", (_Handler,), {"review": server})
