@@ -54,12 +54,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     result = diff_runs(read_run(args.run_a), read_run(args.run_b))
-    split = review_split(result, args.run_a, args.run_b)  # analysts' decisions apart
+    # the fields an analyst decided apart from the model's, when either run applied reviews
+    split = review_split(result, args.run_a, args.run_b)
     if args.json:
-        found = {**result.to_dict(), "changed_by": split}
+        found = {**result.to_dict(), **({"changed_by": split} if split else {})}
         text = json.dumps(found, indent=2, ensure_ascii=False) + "\n"
     else:
-        text = render_text(result) + "\n".join(["", *split_lines(split)]) + "\n"
+        text = render_text(result) + "".join(f"{line}\n" for line in split_lines(split))
     if not args.quiet:
         write_stream(sys.stdout, text)
     return EXIT_OK if result.identical else EXIT_INVALID

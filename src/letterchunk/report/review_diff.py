@@ -47,8 +47,11 @@ def reviewed_fields(folder: str | Path) -> dict[tuple[str, str], set[str]]:
 
 def review_split(d: RunDiff, a: str | Path, b: str | Path) -> JSONObject:
     """The changed fields of ``d`` (run ``a`` -> ``b``) split: ``by_review`` lists each field
-    an analyst decided, ``by_model`` counts the others per field."""
+    an analyst decided, ``by_model`` counts the others per field; {} when neither run applied
+    a review (the diff's own report says it all)."""
     decided_a, decided_b = reviewed_fields(a), reviewed_fields(b)
+    if not decided_a and not decided_b:
+        return {}
     by_review: list[JSONValue] = []
     by_model: Counter[str] = Counter()
     for chunk in d.chunks:
@@ -66,12 +69,14 @@ def review_split(d: RunDiff, a: str | Path, b: str | Path) -> JSONObject:
 
 
 def split_lines(split: JSONObject) -> list[str]:
-    """The split as text, after the diff's own report."""
+    """The split as text, after the diff's own report (none for an empty split)."""
+    if not split:
+        return []
     reviewed = split.get("by_review")
     model = split.get("by_model")
     reviewed = reviewed if isinstance(reviewed, list) else []
     model = model if isinstance(model, dict) else {}
-    lines = [f"changed by review: {len(reviewed)} field(s)"]
+    lines = ["", f"changed by review: {len(reviewed)} field(s)"]
     for r in reviewed:
         if isinstance(r, dict):
             lines.append(f"  {r.get('chunk_id')} {r.get('field')}")

@@ -4,7 +4,7 @@
 paragraph, each candidate rule sentence: those the principle cap left out included), in Label
 Studio's JSON import format, with the model's answer as a prediction::
 
-    [{"data": {"text": <the sentence judged>, "chunk": <the chunk's text>, "question": ...,
+    [{"data": {"text": <the sentence judged>, "chunk": <its paragraph>, "question": ...,
                "letter", "chunk_id", "text_sha256", "field", "target", "model_p",
                "threshold", "run_model", "run_prompts_sha256"},
       "predictions": [{"model_version": <model>, "score": <confidence in the prediction>,
@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
 from pathlib import Path
 from typing import Any
 
+from letterchunk.contract.predicates import normalise_ws
 from letterchunk.errors import InputError
 from letterchunk.io import parse_json, read_utf8, write_output
 from letterchunk.review.apply import validate_review
@@ -93,7 +95,7 @@ def _tasks(folder: Path) -> list[dict[str, Any]]:
                     {
                         "data": {
                             "text": item["sentence"],
-                            "chunk": chunk.content,
+                            "chunk": _paragraph_of(chunk.content, item["sentence"]),
                             "question": QUESTIONS[field],
                             "letter": key,
                             "chunk_id": chunk.chunk_id,
@@ -115,6 +117,16 @@ def _tasks(folder: Path) -> list[dict[str, Any]]:
                     }
                 )
     return tasks
+
+
+def _paragraph_of(content: str, sentence: str) -> str:
+    """The paragraph of ``content`` that holds ``sentence`` (whitespace collapsed), as the
+    task's context: the whole chunk in every task would make a corpus export hundreds of MB."""
+    wanted = normalise_ws(sentence)
+    for paragraph in re.split(r"\n\s*\n", content):
+        if wanted in normalise_ws(paragraph):
+            return paragraph.strip()
+    return sentence
 
 
 def _choice(label: str) -> dict[str, Any]:

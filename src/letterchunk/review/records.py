@@ -19,6 +19,7 @@ after a re-segmentation.
 from __future__ import annotations
 
 import dataclasses
+import getpass
 import hashlib
 import json
 import logging
@@ -46,6 +47,7 @@ __all__ = [
     "AnchorKey",
     "anchor_key",
     "append_review",
+    "default_reviewer",
     "effective_reviews",
     "new_record",
     "read_reviews",
@@ -163,6 +165,14 @@ def _check(r: ReviewRecord) -> None:
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def default_reviewer() -> str:
+    """The reviewer when ``--reviewer`` is not given: the login name, else ``"unknown"``."""
+    try:
+        return getpass.getuser() or "unknown"
+    except (KeyError, OSError):  # no passwd entry and no LOGNAME/USER (a bare container)
+        return "unknown"
 
 
 def new_record(**fields: Any) -> ReviewRecord:
