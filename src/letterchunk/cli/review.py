@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import getpass
 import sys
 import webbrowser
 from pathlib import Path
@@ -13,6 +12,7 @@ from letterchunk.errors import ConfigError, InputError
 from letterchunk.io import write_stream
 from letterchunk.layout import REVIEWS_FILE, is_chunk_file
 from letterchunk.review.labelstudio import export_label_studio, import_label_studio
+from letterchunk.review.records import default_reviewer
 from letterchunk.review.server import ReviewServer
 
 EXAMPLES = """\
@@ -91,14 +91,11 @@ def _folder(path: str) -> Path:
 
 
 def _reviewer(name: str | None) -> str:
-    if name is not None:
-        if not name.strip():
-            raise ConfigError("--reviewer must not be empty; pass a name or leave it out")
-        return name.strip()
-    try:
-        return getpass.getuser() or "analyst"
-    except (KeyError, OSError):  # no login name (a container's bare uid): a neutral one
-        return "analyst"
+    if name is None:
+        return default_reviewer()
+    if not name.strip():
+        raise ConfigError("--reviewer must not be empty; pass a name or leave it out")
+    return name.strip()
 
 
 def _label_studio(args: argparse.Namespace, folder: Path) -> int:
