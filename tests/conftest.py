@@ -25,14 +25,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from fake_openai import FakeOpenAI
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.tokens import count_tokens
 
+# Hypothesis profiles (docs/development.md).  "ci", loaded when CI is set: a fixed seed, so a
+# failure in CI is the same failure on any machine, and no example database (a fresh clone has
+# none to read).  "dev": random seeds and the local database, which replays earlier failures
+# first.  Each property test keeps its own example count.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+hypothesis_settings.register_profile("dev")
+hypothesis_settings.load_profile(
+    os.environ.get("LETTERCHUNK_HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+)
+
 _ISOLATED_PREFIXES = ("OPENAI_", "LETTERCHUNK_")
 # Switches of the test harness itself, not letterchunk configuration: kept.
-_HARNESS_VARS = frozenset({"LETTERCHUNK_LIVE", "LETTERCHUNK_CHROMIUM"})
+_HARNESS_VARS = frozenset(
+    {"LETTERCHUNK_LIVE", "LETTERCHUNK_CHROMIUM", "LETTERCHUNK_HYPOTHESIS_PROFILE"}
+)
 # Re-recording cassettes (tests/test_cassettes.py) starts the real server on purpose; read here,
 # before the autouse fixture removes LETTERCHUNK_* variables from each test's environment.
 _RECORDING = os.environ.get("LETTERCHUNK_RECORD") in ("1", "update")

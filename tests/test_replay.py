@@ -4,9 +4,13 @@ only new requests and drops the recorded ones nobody asked for."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.fake_openai import FakeOpenAI
 
 from letterchunk.llm.replay import recorder
@@ -63,3 +67,78 @@ def test_update_mode_leaves_an_unchanged_cassette_untouched(tmp_path):
             _ask(server.base_url, "a")
         assert server.chat_count == 1
         assert path.read_bytes() == before
+
+
+# -- the JSON body matcher decides as vcrpy's own ``body`` matcher ---------------------------
+
+_JSON = {"Content-Type": "application/json"}
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2) | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def _request(body: bytes, headers: dict[str, str] | None = None):
+    from vcr.request import Request
+
+    return Request("POST", "http://127.0.0.1:8080/v1/chat/completions", body, headers or _JSON)
+
+
+def _decides(matcher, r1, r2) -> bool:
+    try:
+        matcher(r1, r2)
+    except AssertionError:
+        return False
+    return True
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    a=_json_values,
+    b=_json_values,
+    same=st.booleans(),
+    indent=st.sampled_from([None, 1]),
+    sort=st.booleans(),
+)
+def test_json_body_matches_exactly_when_vcrpys_body_matcher_does(a, b, same, indent, sort):
+    import vcr.matchers
+
+    from letterchunk.llm.replay import json_body
+
+    b = a if same else b
+    # the same document may be written differently (key order, spacing): equal all the same
+    r1 = _request(json.dumps(a).encode())
+    r2 = _request(json.dumps(b, indent=indent, sort_keys=sort).encode())
+    assert _decides(json_body, r1, r2) == _decides(vcr.matchers.body, r1, r2)
+    assert _decides(json_body, r2, r1) == _decides(vcr.matchers.body, r2, r1)
+
+
+@pytest.mark.parametrize(
+    ("b1", "b2", "headers"),
+    [
+        (b"not json", b"not json", None),  # invalid JSON sent as JSON: compared as bytes
+        (b"not json", b"not json!", None),
+        (b"a=1&b=2", b"b=2&a=1", {"Content-Type": "application/x-www-form-urlencoded"}),
+        (b'{"a": 1}', b'{"a":1}', {"Content-Type": "text/plain"}),
+        (b"", b"", None),
+    ],
+)
+def test_json_body_hands_other_bodies_to_vcrpy(b1, b2, headers):
+    import vcr.matchers
+
+    from letterchunk.llm.replay import json_body
+
+    r1, r2 = _request(b1, headers), _request(b2, headers)
+    assert _decides(json_body, r1, r2) == _decides(vcr.matchers.body, r1, r2)
+
+
+def test_json_body_names_the_differing_message():
+    from letterchunk.llm.replay import json_body
+
+    new = {"model": "m", "messages": [{"role": "system", "content": "s"}, {"content": "q1"}]}
+    old = {"model": "m", "messages": [{"role": "system", "content": "s"}, {"content": "q2"}]}
+    with pytest.raises(AssertionError, match=r"differ in 'messages' \(message 1 differs\)"):
+        json_body(_request(json.dumps(new).encode()), _request(json.dumps(old).encode()))

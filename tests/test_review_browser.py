@@ -32,7 +32,13 @@ from letterchunk.report.html import build_html
 from letterchunk.review.records import REVIEWS_FILE, read_reviews
 from letterchunk.review.server import ReviewServer
 
-pytestmark = [pytest.mark.browser, pytest.mark.replay]
+# one worker runs the whole module: its replay and its browser are made once, shared by all
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.replay,
+    pytest.mark.slow,
+    pytest.mark.xdist_group("review_browser"),
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 LETTER = ROOT / "corpus" / "letters" / "1977.txt"
