@@ -41,10 +41,11 @@ ALLOWED = {
     "text": {"text", "contract"},
     "contract": {"contract", "text"},
     "llm": {"llm", "text", "contract"},
-    "enrich": {"enrich", "llm", "text", "contract"},
-    "report": {"report", "contract", "text"},
-    "repair": {"repair", "enrich", "llm", "report", "text", "contract"},
-    "runner": {"runner", "repair", "enrich", "llm", "report", "text", "contract"},
+    "enrich": {"enrich", "review", "llm", "text", "contract"},
+    "review": {"review", "contract", "text"},
+    "report": {"report", "review", "contract", "text"},
+    "repair": {"repair", "review", "enrich", "llm", "report", "text", "contract"},
+    "runner": {"runner", "review", "repair", "enrich", "llm", "report", "text", "contract"},
 }
 
 

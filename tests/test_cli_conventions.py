@@ -35,10 +35,12 @@ REQUIRED = {
     "budget": [],
     "analyze": ["out/"],
     "diff": ["old/", "out/"],
+    "review": ["out/"],
     "export": ["out/", "--to", "langchain"],
     "index": ["out/", "--db", "letters.sqlite"],
     "link": ["--db", "letters.sqlite"],
     "search": ["float", "--db", "letters.sqlite"],
+    "calibrate": ["out/"],
 }
 
 

@@ -19,6 +19,7 @@ from letterchunk.enrich.answers import rule_checks
 from letterchunk.enrich.candidates import confession_paragraphs, sentence_choices, speaks_of_writer
 from letterchunk.enrich.judges import (
     MAX_PARAGRAPH_QUESTIONS,
+    MAX_PRINCIPLES,
     MAX_RULE_QUESTIONS,
     PARAGRAPH_THRESHOLD,
     PRINCIPLE_THRESHOLD,
@@ -33,6 +34,7 @@ from letterchunk.llm.backend import MODEL_ID
 from letterchunk.llm.cache import ResponseCache
 from letterchunk.llm.client import LLMClient, LLMSettings
 from letterchunk.llm.judge import _p_yes, ask_yes_no
+from letterchunk.review.thresholds import Thresholds
 from letterchunk.text.clean import load_letter
 from letterchunk.text.segment import segment_letter
 from letterchunk.text.sentences import sentences
@@ -313,6 +315,17 @@ def test_principles_are_kept_by_their_sentences_rule_probability_and_ranked_by_i
     assert record["principle_evidence"] == ["qa", "qb", "qc", "qd"]  # the input is not changed
 
 
+def test_a_chunk_keeps_its_three_most_probable_principles_and_thresholds_can_be_given():
+    c = _with_principles(chunk(), "A.", "B.", "C.", "D.", "E.")
+    record = {"chunk_id": "x", "principle_evidence": ["qa", "qb", "qc", "qd", "qe"]}
+    rules = (("qa", 0.71), ("qb", 0.95), ("qc", 0.8), ("qd", 0.9), ("qe", 0.6))
+    out, rec = apply_verdicts(c, record, Verdicts(asked=True, rules=rules))
+    assert MAX_PRINCIPLES == 3 and rec["principle_evidence"] == ["qb", "qd", "qc"]
+    lower = Thresholds(confession_paragraph=0.5, rule_sentence=0.55)
+    out, rec = apply_verdicts(c, record, Verdicts(True, rules=rules), lower, max_principles=None)
+    assert rec["principle_evidence"] == ["qb", "qd", "qc", "qa", "qe"]
+
+
 def test_judged_rules_the_answer_left_out_become_principles_stated_by_their_sentence():
     stated, left_out, weak = sentences(CONFESSING)[0], sentences(CONFESSING)[2], "x"
     c = _with_principles(chunk(), "Textiles earn little.")
@@ -345,9 +358,14 @@ def test_judged_principles_are_the_rules_at_the_threshold_most_probable_first(st
     # when it reaches it; none is lost or repeated
     expected = {quotes[i] for i in stated if p_of[quotes[i]] is None}
     expected |= {q for q, p in verdicts.rules if p is not None and p >= PRINCIPLE_THRESHOLD}
-    assert sorted(kept) == sorted(expected)
+    # at most MAX_PRINCIPLES stay: the most probable of them
+    assert set(kept) <= expected and len(kept) == min(MAX_PRINCIPLES, len(expected))
     rank = [0.0 if p_of[q] is None else p_of[q] for q in kept]
     assert rank == sorted(rank, reverse=True)
+    dropped = [0.0 if p_of[q] is None else p_of[q] for q in expected - set(kept)]
+    assert all(r >= d for r in rank for d in dropped)
+    uncapped, _ = apply_verdicts(c, record, verdicts, max_principles=None)
+    assert len(uncapped.metadata.principles) == len(expected)
     # to_dict records each kept principle's rule probability, aligned with its evidence
     assert verdicts.to_dict(kept)["principle_p_yes"] == [
         None if p_of[q] is None else round(p_of[q], 4) for q in kept

@@ -13,7 +13,8 @@ place (1, 2, ...) among the compilation's letters of that year, in reading order
 (``1962-L1.jsonl``, ``1962-L1_cleaned.txt``, ``1962-L2.jsonl``, ...).  Its sections continue
 the numbering of the year's earlier letters, so chunk ids stay unique in the folder.
 
-and once per folder ``run.json`` (the run ledger), ``report.html`` (the HTML report) and
+and once per folder ``run.json`` (the run ledger), ``reviews.jsonl`` (the analysts'
+decisions, ``letterchunk.review``), ``report.html`` (the HTML report) and
 ``.letterchunk.lock`` (held while a process writes the folder); a run through the Batch API
 adds ``batch.json`` (its state: letters, requests, batch ids) and ``batch/requests-NNN.jsonl``
 (the input files it uploaded).  Any ``X.jsonl`` chunk file has
@@ -50,6 +51,7 @@ __all__ = [
     "LETTER_SUFFIX",
     "LOCK_NAME",
     "REPORT_SUFFIX",
+    "REVIEWS_FILE",
     "RUN_FILE",
     "LetterFiles",
     "LetterKey",
@@ -72,6 +74,7 @@ CHUNKS_SUFFIX = ".jsonl"  # X.jsonl
 EVIDENCE_SUFFIX = ".evidence.jsonl"  # X.evidence.jsonl beside X.jsonl
 REPORT_SUFFIX = ".report.jsonl"  # X.report.jsonl beside X.jsonl
 RUN_FILE = "run.json"
+REVIEWS_FILE = "reviews.jsonl"  # the analysts' decisions (letterchunk.review.records)
 HTML_NAME = "report.html"
 LOCK_NAME = ".letterchunk.lock"
 BATCH_FILE = "batch.json"  # the state of a run through the Batch API
@@ -112,9 +115,14 @@ def batch_input(number: int) -> str:
 
 
 def is_chunk_file(path: str | Path) -> bool:
-    """Whether ``path`` names a chunk file (``X.jsonl``, not a sidecar or a report)."""
+    """Whether ``path`` names a chunk file (``X.jsonl``, not a sidecar, a report or the
+    reviews file)."""
     name = Path(path).name
-    return name.endswith(CHUNKS_SUFFIX) and not name.endswith((EVIDENCE_SUFFIX, REPORT_SUFFIX))
+    return (
+        name.endswith(CHUNKS_SUFFIX)
+        and not name.endswith((EVIDENCE_SUFFIX, REPORT_SUFFIX))
+        and name != REVIEWS_FILE
+    )
 
 
 def chunk_stem(chunk_file: str | Path) -> str:

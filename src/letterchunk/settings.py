@@ -76,7 +76,9 @@ VARIABLES: tuple[str, ...] = (
     "LETTERCHUNK_LLAMA_SERVER",
     "LETTERCHUNK_MODEL_DIR",
     "XDG_CACHE_HOME",
+    "XDG_CONFIG_HOME",
     "HOME",
+    "LETTERCHUNK_THRESHOLDS",
     "LETTERCHUNK_CTX_SIZE",
     "LETTERCHUNK_THREADS",
     "LETTERCHUNK_SERVER_TIMEOUT_S",
@@ -190,6 +192,10 @@ def _user_model_dir() -> Path:
     return Path.home() / ".cache" / "letterchunk" / "models"
 
 
+def _user_config_dir() -> Path:
+    return Path.home() / ".config" / "letterchunk"
+
+
 @dataclass(frozen=True)
 class Settings:
     """The values of every variable letterchunk reads (see ``docs/settings.md``); a field is
@@ -223,6 +229,8 @@ class Settings:
     resources_dir: Path | None = None  # None: the prompts/ and schemas/ shipped with the package
     progress_interval_s: float = 30.0
     embed_api_key: str = field(default="none", repr=False)
+    # -- the analysts' loop: thresholds written by `letterchunk calibrate --write`
+    thresholds_file: Path = field(default_factory=lambda: _user_config_dir() / "thresholds.json")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -241,6 +249,8 @@ class Settings:
         home = r.path("HOME")
         xdg = r.path("XDG_CACHE_HOME")
         cache_home = xdg if xdg is not None else (home or Path.home()) / ".cache"
+        xdg_config = r.path("XDG_CONFIG_HOME")
+        config_home = xdg_config if xdg_config is not None else (home or Path.home()) / ".config"
         tpm, rpm = r.whole("OPENAI_TPM_LIMIT", minimum=1), r.whole("OPENAI_RPM_LIMIT", minimum=1)
         values = {
             "openai_api_key": r.text("OPENAI_API_KEY"),
@@ -268,6 +278,8 @@ class Settings:
                 "LETTERCHUNK_PROGRESS_INTERVAL", unit="seconds", at_least=0
             ),
             "embed_api_key": r.text("LETTERCHUNK_EMBED_API_KEY"),
+            "thresholds_file": r.path("LETTERCHUNK_THRESHOLDS")
+            or config_home / "letterchunk" / "thresholds.json",
         }
         # an unset variable keeps the field's default (the None-meaning fields default to None)
         return cls(**{k: v for k, v in values.items() if v is not None})  # type: ignore[arg-type]

@@ -50,8 +50,9 @@ EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader
 
 # One module per command, in the order `letterchunk --help` lists them.
 COMMANDS = ["segment", "validate", "run", "batch", "enrich", "repair", "report", "budget"]
-COMMANDS += ["analyze", "diff"]
+COMMANDS += ["analyze", "diff", "review"]
 COMMANDS += ["export", "index", "link", "search"]  # retrieval: letterchunk.retrieval
+COMMANDS += ["calibrate"]  # the analysts' loop: letterchunk.review
 # each command's one-line help, as `letterchunk --help` lists it: kept here, so the list is
 # printed without importing a command's module (the module's parser uses the same line)
 COMMAND_HELP = {
@@ -67,11 +68,13 @@ COMMAND_HELP = {
         "statistics of an output folder: chunks per letter/tier/type, tokens, top entities, ..."
     ),
     "diff": "what changed between two runs: chunks and fields added, removed, rewritten",
+    "review": "serve a local review page: accept, reject or edit the model's decisions",
     "export": "write chunks as LangChain documents, LlamaIndex nodes or flat JSONL",
     "index": "build a SQLite hybrid index (BM25 + vectors) of an output folder",
     "link": "link each chunk of an index to chunks of other letters on the same idea "
     "(--write DIR: their years into the chunks' related_years)",
     "search": "hybrid search of an index, with metadata filters and tier expansion",
+    "calibrate": "choose the judges' thresholds for a model from the analysts' reviews",
 }
 
 EPILOG = """exit codes:

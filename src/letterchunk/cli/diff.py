@@ -9,6 +9,7 @@ import sys
 from letterchunk.cli import COMMAND_HELP, EXIT_INVALID, EXIT_OK, HelpFormatter
 from letterchunk.io import write_stream
 from letterchunk.report.diff import diff_runs, render_text
+from letterchunk.report.review_diff import review_split, split_lines
 from letterchunk.report.runs import read_run
 
 EXAMPLES = """\
@@ -53,10 +54,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     result = diff_runs(read_run(args.run_a), read_run(args.run_b))
+    # the fields an analyst decided apart from the model's, when either run applied reviews
+    split = review_split(result, args.run_a, args.run_b)
     if args.json:
-        text = json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        found = {**result.to_dict(), **({"changed_by": split} if split else {})}
+        text = json.dumps(found, indent=2, ensure_ascii=False) + "\n"
     else:
-        text = render_text(result)
+        text = render_text(result) + "".join(f"{line}\n" for line in split_lines(split))
     if not args.quiet:
         write_stream(sys.stdout, text)
     return EXIT_OK if result.identical else EXIT_INVALID

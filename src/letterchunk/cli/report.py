@@ -9,8 +9,11 @@ from pathlib import Path
 from letterchunk.cli import COMMAND_HELP, EXIT_OK, HelpFormatter
 from letterchunk.errors import InputError
 from letterchunk.io import write_stream
+from letterchunk.layout import REVIEWS_FILE
 from letterchunk.report.history import build_history
 from letterchunk.report.html import build_html
+from letterchunk.review.apply import folder_reviews
+from letterchunk.review.records import ReviewFileError
 
 EXAMPLES = """\
 Examples:
@@ -79,4 +82,25 @@ def run(args: argparse.Namespace) -> int:
         write_stream(sys.stdout, f"{page}\n{diff_page}\n")
     else:
         write_stream(sys.stdout, f"{build_html(folder, args.output)}\n")
+    if not args.quiet:
+        _say_unapplied(folder)
     return EXIT_OK
+
+
+def _say_unapplied(folder: Path) -> None:
+    """The analysts' decisions not applied (stale, refused, waiting), one line each on stderr;
+    the page lists them too."""
+    if not (folder / REVIEWS_FILE).is_file():
+        return
+    try:
+        unapplied = folder_reviews(folder).unapplied
+    except (ReviewFileError, InputError) as exc:
+        print(f"letterchunk: {exc}", file=sys.stderr)
+        return
+    for u in unapplied:
+        r = u.record
+        print(
+            f"letterchunk: {u.kind} review {r.letter} {r.chunk_id} {r.field} "
+            f"({r.reviewer}, {r.time}): {u.reason}",
+            file=sys.stderr,
+        )

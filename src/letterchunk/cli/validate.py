@@ -16,12 +16,17 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 from letterchunk.cli import COMMAND_HELP, EXIT_INVALID, EXIT_OK, EXIT_USAGE, HelpFormatter, err
 from letterchunk.contract.rules import VALIDATOR_RULES
 from letterchunk.contract.schema import json_schema_text
 from letterchunk.contract.validate import STAGES, Violation, validate_paths
+from letterchunk.errors import InputError
 from letterchunk.io import write_stream
+from letterchunk.layout import REVIEWS_FILE
+from letterchunk.review.apply import folder_reviews
+from letterchunk.review.records import ReviewFileError
 
 EXAMPLES = """\
 Examples:
@@ -101,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
     report = validate_paths(args.paths, stage=args.stage)
     shown = report.errors if args.errors_only else report.violations
     errors, warnings = len(report.errors), len(report.warnings)
-    if report.fatal:
+    reviews, unreadable = _reviews(args.paths)
+    if report.fatal or unreadable:
         exit_code = EXIT_USAGE
     elif errors:
         exit_code = EXIT_INVALID
@@ -120,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
                     "exit_code": exit_code,
                     "counts_by_code": _counts(report.violations),
                     "violations": [v.to_dict() for v in shown],
+                    "reviews": reviews,
                 },
                 ensure_ascii=False,
                 indent=1,
@@ -127,14 +134,57 @@ def run(args: argparse.Namespace) -> int:
             + "\n"
         )
     else:
-        out = "".join(f"{v}\n" for v in shown) + (
-            f"{len(report.files)} file(s), {report.chunks} chunk(s), stage {args.stage}: "
-            f"{errors} error(s), {warnings} warning(s)\n"
+        out = (
+            "".join(f"{v}\n" for v in shown)
+            + _review_text(reviews)
+            + (
+                f"{len(report.files)} file(s), {report.chunks} chunk(s), stage {args.stage}: "
+                f"{errors} error(s), {warnings} warning(s)\n"
+            )
         )
     write_stream(sys.stdout, out)
     for v in report.fatal:
         err(v.message if v.file and v.message.startswith(v.file) else f"{v.file}: {v.message}")
+    for message in unreadable:
+        err(message)
     return exit_code
+
+
+def _reviews(paths: Iterable[str]) -> tuple[dict[str, dict], list[str]]:
+    """Per folder holding a reviews.jsonl: its decisions in force, how many are applied, and
+    each one not applied (stale, refused, waiting) with why; and the messages of reviews files
+    that cannot be read (a corrupt line, named)."""
+    found: dict[str, dict] = {}
+    unreadable: list[str] = []
+    for p in map(Path, paths):
+        if not (p.is_dir() and (p / REVIEWS_FILE).is_file()):
+            continue
+        try:
+            state = folder_reviews(p)
+        except (ReviewFileError, InputError) as exc:
+            unreadable.append(str(exc))
+            continue
+        found[str(p / REVIEWS_FILE)] = {
+            "in_force": state.in_force,
+            "applied": len(state.applied),
+            "unapplied": [s.to_dict() for s in state.unapplied],
+        }
+    return found, unreadable
+
+
+def _review_text(reviews: dict[str, dict]) -> str:
+    lines = []
+    for path, state in reviews.items():
+        for u in state["unapplied"]:
+            lines.append(
+                f"{path} {u['kind']} review {u['letter']} {u['chunk_id']} {u['field']}: "
+                f"{u['reason']}\n"
+            )
+        lines.append(
+            f"{path}: {state['in_force']} decision(s) in force, {state['applied']} applied, "
+            f"{len(state['unapplied'])} not applied\n"
+        )
+    return "".join(lines)
 
 
 def _counts(violations: Iterable[Violation]) -> dict[str, int]:

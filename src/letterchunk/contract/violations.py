@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Literal, NotRequired, Protocol, TypedDict
 
+from letterchunk.contract.jsontypes import JSONValue
 from letterchunk.contract.predicates import concept_key, value_key
 from letterchunk.contract.rules import (
     FATAL_CODES,
@@ -28,6 +29,7 @@ __all__ = [
     "EvidenceRecord",
     "Judgements",
     "ParagraphJudgement",
+    "ReviewMark",
     "Violation",
     "LetterContext",
     "ValidationReport",
@@ -60,6 +62,23 @@ class Judgements(TypedDict):
     rule_p_yes: list[ParagraphJudgement]  # per candidate rule sentence
 
 
+class ReviewMark(TypedDict):
+    """An analyst's decision applied to a chunk (``letterchunk.review.apply``): it won over the
+    model's value, ``by`` is always ``"review"``; ``anchor`` says whether the review was made on
+    this chunk (``anchored``) or found it again after a re-segmentation (``re-anchored``)."""
+
+    id: str
+    field: str
+    target: str | None
+    decision: str
+    model_value: JSONValue
+    value: JSONValue
+    reviewer: str
+    time: str
+    anchor: str
+    by: str
+
+
 class EvidenceRecord(TypedDict):
     """One line of the evidence sidecar ``YYYY.evidence.jsonl``, written as JSON in this key
     order (see :func:`letterchunk.contract.files.read_evidence`).
@@ -68,13 +87,14 @@ class EvidenceRecord(TypedDict):
     ``principle_evidence`` quotes one sentence per principle, in order.  letterchunk always
     writes both; a sidecar another tool wrote may leave either out (read as empty).
     ``judgements`` is there when the follow-up judges were asked (a judging client, a Tier-1/2
-    chunk).
+    chunk); ``reviews`` when analysts' decisions were applied to the chunk.
     """
 
     chunk_id: str
     content_type_evidence: NotRequired[list[str]]
     principle_evidence: NotRequired[list[str]]
     judgements: NotRequired[Judgements]
+    reviews: NotRequired[list[ReviewMark]]
 
 
 @dataclass(frozen=True)

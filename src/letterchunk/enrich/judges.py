@@ -42,13 +42,17 @@ prompt before each question was measured on the same questions: it ranked them n
   :data:`PRINCIPLE_THRESHOLD`; a candidate that reaches it without one becomes a principle
   whose statement is the sentence itself (category ``general``); the principles are ordered by
   that probability, which the evidence record keeps, so a letter's principles can be ranked.
+  A chunk keeps its :data:`MAX_PRINCIPLES` most probable ones; the other candidates stay in the
+  evidence record (``rule_p_yes``) for an analyst to review.
 
-The thresholds are chosen on the dev letters' hand labels (``bench/judge_quality.py`` sweeps
-them from the recorded probabilities; the three test letters of ``../shared/gold`` are only
-reported).  Decisions are made by code after every answer has arrived, so the requests never
-depend on a threshold.  When the backend gives no probability (``p_yes`` None: no logprobs, or
-a client without :meth:`~letterchunk.llm.client.LLMClient.send_plain`: nothing was asked), the
-model's own answer stands.
+The built-in thresholds are chosen on the dev letters' hand labels (``bench/judge_quality.py``
+sweeps them from the recorded probabilities; the three test letters of ``../shared/gold`` are
+only reported); a run of another model uses the thresholds ``letterchunk calibrate`` chose from
+the analysts' reviews of it (:func:`letterchunk.review.thresholds.thresholds_for`).  Decisions
+are made by code after every answer has arrived, so the requests never depend on a threshold.
+When the backend gives no probability (``p_yes`` None: no logprobs, or a client without
+:meth:`~letterchunk.llm.client.LLMClient.send_plain`: nothing was asked), the model's own
+answer stands.
 """
 
 from __future__ import annotations
@@ -67,8 +71,10 @@ from letterchunk.enrich.principle_candidates import principle_candidates
 from letterchunk.llm import prompts
 from letterchunk.llm.client import LLMClient, Usage
 from letterchunk.llm.judge import YesNo, ask_yes_no
+from letterchunk.review.thresholds import BUILT_IN, Thresholds
 
 __all__ = [
+    "MAX_PRINCIPLES",
     "PARAGRAPH_THRESHOLD",
     "PRINCIPLE_THRESHOLD",
     "Verdicts",
@@ -80,16 +86,15 @@ __all__ = [
     "rule_questions",
 ]
 
-# chosen on the dev letters' hand-labelled confession candidates (bench/gold/confessions_dev.json):
-# of 0.4-0.85, 0.5 gave the best chunk-level F1 (0.63) from the recorded probabilities
-# (bench/judge_quality.py sweeps them)
-PARAGRAPH_THRESHOLD = 0.5
-# the highest rule threshold whose mean cited recall on the dev principles
-# (bench/gold/principles_dev.json) stays >= 0.75: with up to 25 rule questions a chunk, 0.7
-# kept 600 rule candidates of the six dev letters and cited 0.80 of their gold sentences; 0.75
-# kept 337 for a recall of 0.65, 0.65 kept 840 for 0.87 (sweep: bench/judge_quality.py,
-# questions computed afresh by the server)
-PRINCIPLE_THRESHOLD = 0.7
+# the built-in thresholds, chosen for the embedded model on the dev letters (their reasons are
+# beside review.thresholds.BUILT_IN); a run uses those in force for its model
+# (review.thresholds.thresholds_for: calibrated from the analysts' reviews, else these)
+PARAGRAPH_THRESHOLD = BUILT_IN.confession_paragraph
+PRINCIPLE_THRESHOLD = BUILT_IN.rule_sentence
+# principles a chunk keeps, its most probable ones: above the threshold the 1.5B model keeps
+# 34-248 a letter, of which about a dozen are what a reader would pick; the others stay in the
+# evidence record's rule_p_yes, as candidates for review
+MAX_PRINCIPLES = 3
 MAX_PARAGRAPH_QUESTIONS = 3
 # candidate rule sentences asked about per chunk: more than the answer's evidence choices
 # (answers.MAX_RULE_CHECKS), which stay few to keep the structured prompt short; a question
@@ -230,7 +235,7 @@ def _quoted(text: str) -> str:
     return neutralise_fences(text)
 
 
-def _confession_tag(verdicts: Verdicts) -> tuple[bool, str | None] | None:
+def _confession_tag(verdicts: Verdicts, threshold: float) -> tuple[bool, str | None] | None:
     """``(tagged, quote)`` as the module docstring decides; None when nothing was asked or no
     probability was given (the structured answer stands)."""
     if not verdicts.asked:
@@ -241,41 +246,53 @@ def _confession_tag(verdicts: Verdicts) -> tuple[bool, str | None] | None:
     if not rated:
         return None
     best, _, sentence = max(rated)  # the best paragraph is quoted
-    return best >= PARAGRAPH_THRESHOLD, sentence
+    return best >= threshold, sentence
 
 
 def _ranked_principles(
-    principles: Sequence[Principle], quotes: list[str], verdicts: Verdicts
+    principles: Sequence[Principle],
+    quotes: list[str],
+    verdicts: Verdicts,
+    threshold: float,
+    cap: int | None,
 ) -> tuple[list[Principle], list[str]] | None:
-    """The principles whose evidence sentence is judged a rule (p at or above
-    :data:`PRINCIPLE_THRESHOLD`, or not judged: those last), with the judged rules the answer
-    left out, most probable first; None when no rule was judged."""
+    """The principles whose evidence sentence is judged a rule (p at or above ``threshold``,
+    or not judged: those last), with the judged rules the answer left out, most probable
+    first, the first ``cap`` of them (None: all); None when no rule was judged."""
     if not verdicts.rules or len(quotes) != len(principles):
         return None
     rated = dict(verdicts.rules)
     ranked: list[tuple[float, int, Principle, str]] = []
     for i, (principle, quote) in enumerate(zip(principles, quotes, strict=True)):
         p = rated.get(quote)
-        if p is None or p >= PRINCIPLE_THRESHOLD:
+        if p is None or p >= threshold:
             # a principle whose evidence was not judged stays, after the judged ones
             ranked.append((-(0.0 if p is None else p), i, principle, quote))
     stated = set(quotes)
     for i, (sentence, p) in enumerate(verdicts.rules):
-        if sentence not in stated and p is not None and p >= PRINCIPLE_THRESHOLD:
+        if sentence not in stated and p is not None and p >= threshold:
             rule = Principle(statement=normalise_ws(sentence), category="general")
             ranked.append((-p, len(quotes) + i, rule, sentence))
     ranked.sort(key=lambda r: (r[0], r[1]))
-    return [r[2] for r in ranked], [r[3] for r in ranked]
+    kept = ranked if cap is None else ranked[:cap]
+    return [r[2] for r in kept], [r[3] for r in kept]
 
 
 def apply_verdicts(
-    chunk: Chunk, evidence: EvidenceRecord, verdicts: Verdicts
+    chunk: Chunk,
+    evidence: EvidenceRecord,
+    verdicts: Verdicts,
+    thresholds: Thresholds = BUILT_IN,
+    max_principles: int | None = MAX_PRINCIPLES,
 ) -> tuple[Chunk, EvidenceRecord]:
-    """``(chunk, evidence record)`` with the verdicts applied (see module docstring)."""
+    """``(chunk, evidence record)`` with the verdicts applied at ``thresholds`` (see module
+    docstring), keeping at most ``max_principles`` principles (None: every one that passes)."""
     meta = chunk.metadata
     update: dict[str, object] = {}
     record = evidence.copy()
-    decided = None if meta.chunk_tier == 3 else _confession_tag(verdicts)
+    decided = (
+        None if meta.chunk_tier == 3 else _confession_tag(verdicts, thresholds.confession_paragraph)
+    )
     if decided is not None:
         tagged, quote = decided
         if tagged and meta.content_type != "mistake_confession" and quote is not None:
@@ -285,7 +302,11 @@ def apply_verdicts(
             update["content_type"] = "narrative"
             record["content_type_evidence"] = []
     ranked = _ranked_principles(
-        meta.principles, list(record.get("principle_evidence", [])), verdicts
+        meta.principles,
+        list(record.get("principle_evidence", [])),
+        verdicts,
+        thresholds.rule_sentence,
+        max_principles,
     )
     if ranked is not None:
         update["principles"], record["principle_evidence"] = ranked

@@ -35,7 +35,7 @@ from letterchunk.enrich import (
 )
 from letterchunk.errors import InputError, RepairExhausted
 from letterchunk.io import JsonLine, atomic_write_lines, read_jsonl, read_utf8
-from letterchunk.layout import evidence_path, report_path
+from letterchunk.layout import chunk_stem, evidence_path, report_path
 from letterchunk.llm.client import Completion, Usage, grammar_backed
 from letterchunk.repair.fixers import Change, mechanical_fixes
 from letterchunk.repair.normalise import normalize_record
@@ -54,7 +54,11 @@ from letterchunk.report.records import (
     RepairReport,
     UnreadLineRecord,
     ViolationNote,
+    review_records,
 )
+from letterchunk.review.apply import apply_reviews
+from letterchunk.review.folder import thresholds_of
+from letterchunk.review.records import ReviewRecord, effective_reviews, read_reviews
 
 __all__ = ["FileRepair", "refuse_unusable", "repair_file"]
 
@@ -362,6 +366,8 @@ def repair_file(
     """
     path = Path(path)
     refuse_unusable(path)
+    # the analysts' decisions beside the file: a corrupt line stops here, before any request
+    reviews = list(effective_reviews(read_reviews(path.parent)).values())
     lines = read_jsonl(path)  # the shared reader: every line parsed or with its reason
     sidecar = evidence_path(path)
     evidence: dict[str, EvidenceRecord] = read_evidence(sidecar)[0] if sidecar.is_file() else {}
@@ -389,6 +395,8 @@ def repair_file(
         raise RepairExhausted(
             exc.chunk_id, max(0, exc.attempts - 1), exc.violations, exc.usage, records=exc.records
         ) from None
+    if reviews:
+        out_lines = _reviewed(path, parsed, out_lines, job, reviews)
     report.flush()
     _write_back(path, parsed, out_lines, sidecar, evidence, job.new_evidence, chunks)
     result.rewritten = out_lines != [p.text for p in parsed]
@@ -399,6 +407,31 @@ def repair_file(
         if v.chunk_id not in result.failed
     ]
     return result
+
+
+def _reviewed(
+    path: Path, parsed: list[_Line], out_lines: list[str], job: _Job, reviews: list[ReviewRecord]
+) -> list[str]:
+    """``out_lines`` with the analysts' decisions applied after the repairs (the analyst wins);
+    ``job.new_evidence`` marks them, the report gets their ``review`` records."""
+    at = [i for i, p in enumerate(parsed) if p.chunk is not None]
+    repaired = [Chunk.model_validate_json(out_lines[i]) for i in at]
+    done = apply_reviews(
+        chunk_stem(path),
+        repaired,
+        job.new_evidence,
+        reviews,
+        context=job.context,
+        thresholds=thresholds_of(path.parent),
+    )
+    out = list(out_lines)
+    for i, before, after in zip(at, repaired, done.chunks, strict=True):
+        if after is not before:
+            out[i] = dump_chunk(after)
+    job.new_evidence.clear()
+    job.new_evidence.update(done.evidence)
+    job.report.add(review_records(done, chunk_stem(path)))
+    return out
 
 
 def _write_back(

@@ -41,8 +41,16 @@ from letterchunk.contract.jsontypes import JSONObject, JSONValue
 from letterchunk.contract.schema import Chunk
 from letterchunk.errors import InputError
 from letterchunk.io import parse_json, read_json_objects, read_jsonl, read_utf8
-from letterchunk.layout import LETTER_CHUNKS, LETTER_REPORT, RUN_FILE, LetterKey, chunk_stem
+from letterchunk.layout import (
+    LETTER_CHUNKS,
+    LETTER_REPORT,
+    REVIEWS_FILE,
+    RUN_FILE,
+    LetterKey,
+    chunk_stem,
+)
 from letterchunk.report.records import count_value, runs_by_chunk
+from letterchunk.review.records import effective_reviews, read_reviews
 
 __all__ = [
     "Analysis",
@@ -140,6 +148,9 @@ class Analysis(ChunkStats):
     repairs: Repairs | None
     run: JSONObject | None  # model, status and the totals of run.json, as written there
     skipped: list[Skipped]
+    # per review field: decisions in force, accepted (the analyst kept the model's value) and
+    # rejected (the analyst changed it); None without a reviews.jsonl
+    reviews: dict[str, dict[str, int]] | None
 
 
 def distribution(values: list[int]) -> Distribution:
@@ -330,7 +341,24 @@ def analyze_dir(folder: str | Path, *, top: int = 10) -> Analysis:
         repairs=repairs,
         run=run_totals,
         skipped=skipped,
+        reviews=review_counts(folder),
     )
+
+
+def review_counts(folder: Path) -> dict[str, dict[str, int]] | None:
+    """Per field, the analysts' decisions in force: reviewed, accepted (the model's value
+    kept), rejected (changed).  None without ``reviews.jsonl``; ReviewFileError names a
+    corrupt line."""
+    if not (folder / REVIEWS_FILE).is_file():
+        return None
+    counts: dict[str, dict[str, int]] = {}
+    for r in effective_reviews(read_reviews(folder)).values():
+        if r.field == "chunk":
+            continue
+        row = counts.setdefault(r.field, {"reviewed": 0, "accepted": 0, "rejected": 0})
+        row["reviewed"] += 1
+        row["accepted" if r.value == r.model_value else "rejected"] += 1
+    return dict(sorted(counts.items()))
 
 
 def _compilation_letters(
@@ -378,6 +406,7 @@ def render_text(a: Analysis) -> str:
     """The human report: one small table per section."""
     lines = _letters_text(a) + _compilation_text(a) + _tokens_text(a) + _enrichment_text(a)
     lines += _repairs_text(a)
+    lines += _reviews_text(a)
     lines += _run_text(a)
     return "\n".join(lines) + "\n"
 
@@ -480,6 +509,18 @@ def _enrichment_text(a: Analysis) -> list[str]:
     if confessions:
         lines += _table(["year", "chunks"], [[y, n] for y, n in confessions.items()])
     return lines
+
+
+def _reviews_text(a: Analysis) -> list[str]:
+    found = a.get("reviews")
+    if not found:
+        return []
+    rows: list[list[object]] = [
+        [f, c["reviewed"], c["accepted"], c["rejected"]] for f, c in found.items()
+    ]
+    return ["", "analysts' reviews (decisions in force):"] + _table(
+        ["field", "reviewed", "accepted", "rejected"], rows
+    )
 
 
 def _repairs_text(a: Analysis) -> list[str]:

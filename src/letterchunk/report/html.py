@@ -39,6 +39,7 @@ from letterchunk.layout import (
     REPORT_SUFFIX,
     chunk_stem,
     cleaned_name,
+    is_chunk_file,
     is_compilation_source,
 )
 from letterchunk.report.records import (
@@ -47,6 +48,9 @@ from letterchunk.report.records import (
     read_jsonl,
     runs_by_chunk,
 )
+from letterchunk.review.apply import folder_reviews
+from letterchunk.review.folder import thresholds_of
+from letterchunk.review.records import ReviewFileError
 
 __all__ = [
     "build_html",
@@ -122,7 +126,7 @@ def _stems(folder: Path) -> list[str]:
     for p in folder.glob("*.jsonl"):
         if p.name.endswith(REPORT_SUFFIX):
             stems.add(p.name[: -len(REPORT_SUFFIX)])
-        elif not p.name.endswith(EVIDENCE_SUFFIX):
+        elif is_chunk_file(p):
             stems.add(chunk_stem(p))
     return sorted(stems)
 
@@ -170,6 +174,8 @@ def _file_checks(path: Path, written: list[dict]) -> tuple[str, dict[str, list[d
 def collect(out_dir: str | Path) -> dict:
     """Everything the page shows, as one JSON-able dict."""
     folder = Path(out_dir)
+    t = thresholds_of(folder)
+    judged_at = {"confession_paragraph": t.confession_paragraph, "rule_sentence": t.rule_sentence}
     chunks: list[dict] = []
     files: list[dict] = []
     found: list[dict] = []  # the letters cut from compilations
@@ -223,6 +229,7 @@ def collect(out_dir: str | Path) -> dict:
                     cleaned,
                     checks.get(chunk_id, []),
                     stage,
+                    judged_at,
                 )
             )
     return {
@@ -231,6 +238,48 @@ def collect(out_dir: str | Path) -> dict:
         "files": files,
         "chunks": chunks,
         "compilation_letters": found,
+        "reviews": _reviews(folder),
+    }
+
+
+def _reviews(folder: Path) -> dict[str, object]:
+    """The analysts' decisions of ``folder/reviews.jsonl``: how many are in force and applied,
+    and each one not applied (stale, refused, waiting) with why; ``error`` when the file has a
+    corrupt line (named), so the page says so instead of failing."""
+    thresholds = thresholds_of(folder)
+    out: dict[str, object] = {"thresholds": thresholds.to_dict()}
+    try:
+        found = folder_reviews(folder)
+    except (ReviewFileError, InputError) as exc:
+        return {**out, "error": str(exc), "in_force": 0, "applied": 0, "unapplied": []}
+    return {
+        **out,
+        "in_force": found.in_force,
+        "applied": len(found.applied),
+        "unapplied": [s.to_dict() for s in found.unapplied],
+    }
+
+
+def _judged(evidence: dict | None, thresholds: dict[str, float]) -> dict[str, list[dict]]:
+    """Each judged value's probability beside the threshold it was decided at."""
+    judged = _mapping((evidence or {}).get("judgements"))
+    kept = set(_strings((evidence or {}).get("principle_evidence")))
+
+    def rows(key: str, threshold: float, mark_kept: bool) -> list[dict]:
+        out = []
+        found = judged.get(key)
+        for item in found if isinstance(found, list) else []:
+            if isinstance(item, dict):
+                sentence = str(item.get("sentence") or "")
+                row = {"sentence": sentence, "p": item.get("p_yes"), "threshold": threshold}
+                if mark_kept:
+                    row["kept"] = sentence in kept
+                out.append(row)
+        return out
+
+    return {
+        "confession": rows("confession_paragraphs", thresholds["confession_paragraph"], False),
+        "rules": rows("rule_p_yes", thresholds["rule_sentence"], True),
     }
 
 
@@ -327,6 +376,7 @@ def _chunk_view(
     cleaned: str | None,
     checks: list[dict],
     stage: str | None,
+    thresholds: dict[str, float],
 ) -> dict:
     latest = runs[-1].records if runs else []
     last = latest[-1] if latest else {}
@@ -374,6 +424,8 @@ def _chunk_view(
         "marks": evidence_marks(content or "", quotes) if quotes else [],
         "enrichment": _enrichment(md, evidence) if md.get("contextual_summary") else None,
         "tables": _tables(md),
+        "reviewed": [r for r in (evidence or {}).get("reviews") or [] if isinstance(r, dict)],
+        "judged": _judged(evidence, thresholds),
         "checks": checks,
         "run_id": runs[-1].run_id if runs else None,
         "attempts": _attempts(latest),

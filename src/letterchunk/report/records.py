@@ -9,10 +9,10 @@ suffix); an interrupted run leaves complete lines for the chunks it finished.
 
 One line of the file, as :meth:`AttemptRecord.to_dict` writes it (keys in this order)::
 
-    {"chunk_id", "letter_year", "attempt", "kind": "enrich"|"reask"|"file"|"check",
+    {"chunk_id", "letter_year", "attempt", "kind": "enrich"|"reask"|"file"|"check"|"review",
      "asked_fields", "violations": [{"code", "field", "message", "severity", "rule_kind",
                                      "fixed"?}],
-     "changes": [{"field", "before", "after", "by": "code"|"llm"}],
+     "changes": [{"field", "before", "after", "by": "code"|"llm"|"review"}],
      "usage": {"prompt_tokens", "completion_tokens"}, "latency_s", "source", "error",
      "outcome": "valid"|"repaired"|"retry"|"failed"|"needs-llm", "span", "content"?, "run_id"}
 
@@ -40,6 +40,7 @@ from letterchunk.contract.schema import Chunk
 from letterchunk.io import append_lines, read_json_objects
 from letterchunk.layout import REPORT_SUFFIX
 from letterchunk.redact import redact_obj
+from letterchunk.review.apply import LetterReviews
 
 __all__ = [
     "AttemptKind",
@@ -52,13 +53,16 @@ __all__ = [
     "count_value",
     "load_records",
     "new_run_id",
+    "review_records",
     "runs_by_chunk",
     "write_letter_report",
 ]
 
 log = logging.getLogger(__name__)
 
-AttemptKind = Literal["enrich", "reask", "file", "check"]
+# "review": the analysts' decisions applied to a chunk after the model's answer (attempt 0,
+# source "review", each change "by": "review" with its reviewer, time and review_id)
+AttemptKind = Literal["enrich", "reask", "file", "check", "review"]
 AttemptOutcome = Literal["valid", "repaired", "retry", "failed", "needs-llm"]
 
 
@@ -267,6 +271,30 @@ def _relabel(record: AttemptRecord, source: str | None) -> AttemptRecord:
 
 
 _Done = TypeVar("_Done", bound=FinishedChunk)  # the pipeline's own outcome type, passed on
+
+
+def review_records(done: LetterReviews | None, year: int | str) -> list[AttemptRecord]:
+    """One ``review`` record per chunk the analysts' decisions changed: its changes, each
+    ``by: "review"`` with who decided it and when."""
+    by_chunk: dict[str, list[JSONObject]] = {}
+    for a in done.applied if done is not None else ():
+        r = a.placed.record
+        extra = {"reviewer": r.reviewer, "time": r.time, "review_id": r.id}
+        by_chunk.setdefault(a.placed.chunk_id, []).extend({**c, **extra} for c in a.changes)
+    return [
+        AttemptRecord(
+            chunk_id=chunk_id,
+            letter_year=int(str(year)[:4]),
+            attempt=0,
+            kind="review",
+            outcome="valid",
+            changes=tuple(changes),
+            source="review",
+        )
+        for chunk_id, changes in by_chunk.items()
+        if changes
+    ]
+
 
 # --------------------------------------------------------------------------- writing
 

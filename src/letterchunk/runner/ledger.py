@@ -37,6 +37,7 @@ from letterchunk.errors import ConfigError
 from letterchunk.io import atomic_write_text
 from letterchunk.layout import CHUNKS_SUFFIX, RUN_FILE
 from letterchunk.redact import redact
+from letterchunk.review.thresholds import Thresholds
 from letterchunk.settings import Settings
 
 if TYPE_CHECKING:  # the records the ledger counts; the pipeline imports nothing from here
@@ -202,12 +203,15 @@ class Ledger:
         prices: dict[str, ModelPrice] | None = None,
         clock: Callable[[], float] = time.monotonic,
         identity: Mapping[str, object] | None = None,
+        thresholds: Thresholds | None = None,
     ) -> None:
         """``prices``: a table from :func:`load_prices` (default: the shipped/env price file);
         ``identity``: what made the run (:func:`letterchunk.runner.identity.run_identity`),
-        written under ``"identity"``."""
+        written under ``"identity"``; ``thresholds``: the judges' thresholds in force
+        (:func:`letterchunk.review.thresholds.thresholds_for`), under ``"thresholds"``."""
         self.model = model
         self.identity = dict(identity or {})
+        self.thresholds = thresholds
         self.price = price_for(model, prices)
         self._clock = clock
         self._lock = threading.Lock()
@@ -375,6 +379,7 @@ class Ledger:
         return {
             "model": self.model,
             **({"identity": self.identity} if self.identity else {}),
+            **({"thresholds": self.thresholds.to_dict()} if self.thresholds else {}),
             "price": None
             if self.price is None
             else {

@@ -54,6 +54,7 @@ from pydantic import BaseModel
 
 from letterchunk.contract.schema import UNTITLED, Chunk
 from letterchunk.contract.validate import (
+    LetterContext,
     validate_chunk,
     validate_letter,
 )
@@ -72,8 +73,12 @@ from letterchunk.layout import LetterFiles, LetterKey
 from letterchunk.llm.client import Completion, CompletionClient, LLMSettings, Usage, grammar_backed
 from letterchunk.repair.reask import OnFailure, repair_enriched
 from letterchunk.report.records import AttemptRecord, RepairReport, new_run_id
+from letterchunk.review.apply import LetterReviews, apply_reviews
+from letterchunk.review.records import ReviewRecord
+from letterchunk.review.thresholds import BUILT_IN, Thresholds
 from letterchunk.runner.outputs import check_replaceable, segmented_letters, write_letter_files
 from letterchunk.runner.prepare import LetterJob, letter_job, prepare_letters
+from letterchunk.runner.reviewed import letter_context, review_records, reviews_in_force
 from letterchunk.text.compilation import Profile
 
 __all__ = [
@@ -105,6 +110,8 @@ class RunOptions:
     context_tokens: int | None = None  # the model's context: bigger requests are refused unsent
     profile: Profile = "auto"  # what a letter file holds (text.compilation)
     judges: bool = True  # follow-up yes/no questions after each answer (enrich.judges)
+    # the judges' thresholds in force (review.thresholds.thresholds_for: per model)
+    thresholds: Thresholds = BUILT_IN
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -152,6 +159,8 @@ class LetterOutcome:
     pending: list[str] = field(default_factory=list)  # ids written as segmented (not enriched)
     kept_evidence: dict[str, EvidenceRecord] = field(default_factory=dict)  # enriched earlier
     files_written: bool = False  # this run wrote the letter's files (else they are as they were)
+    # the analysts' decisions applied when the files were written (None: no reviews.jsonl)
+    reviews: LetterReviews | None = None
 
     @property
     def complete(self) -> bool:
@@ -263,7 +272,7 @@ def enrich_one(
     model = response_model_for(chunk, job.prompt)
     first = client.complete(messages, model, chunk_id=chunk.chunk_id)  # the structured call
     outcome = _answer(chunk, job, client, options, messages=messages, model=model, first=first)
-    return _judged(outcome, job, client) if options.judges else outcome
+    return _judged(outcome, job, client, options.thresholds) if options.judges else outcome
 
 
 def _answer(
@@ -308,6 +317,7 @@ def _judged(
     outcome: ChunkOutcome,
     job: LetterJob,
     client: CompletionClient,
+    thresholds: Thresholds = BUILT_IN,
 ) -> ChunkOutcome:
     """``outcome`` corrected by the follow-up yes/no questions (:mod:`letterchunk.enrich.judges`);
     a correction the validator would reject is not applied (the answer stands)."""
@@ -316,7 +326,7 @@ def _judged(
     verdicts = ask_judges(outcome.chunk, client)
     if not verdicts.calls:
         return outcome
-    chunk, evidence = apply_verdicts(outcome.chunk, outcome.evidence, verdicts)
+    chunk, evidence = apply_verdicts(outcome.chunk, outcome.evidence, verdicts, thresholds)
     evidence["judgements"] = verdicts.to_dict(evidence.get("principle_evidence", []))
     ctx = dataclasses.replace(job.context, evidence={chunk.chunk_id: evidence})
     errors = [
@@ -634,23 +644,34 @@ def _letter_outcome(
 
 
 def write_letter(
-    out_dir: str | Path, year: LetterKey, cleaned_text: str | None, outcome: LetterOutcome
+    out_dir: str | Path,
+    year: LetterKey,
+    cleaned_text: str | None,
+    outcome: LetterOutcome,
+    *,
+    reviews: Sequence[ReviewRecord] = (),
+    thresholds: Thresholds = BUILT_IN,
+    context: LetterContext | None = None,
 ) -> list[Path]:
     """Write one letter's files atomically (each file is whole or absent, never half-written).
 
     ``YYYY.jsonl`` holds every chunk of ``outcome.written``: enriched where it is, else as
     segmented.  For an incomplete letter a chunk not enriched now keeps the enriched version an
     earlier run left in the file (same id, content and span), so a failed rerun never undoes
-    finished work.
+    finished work.  ``reviews``: the analysts' decisions in force, applied after the model's
+    answer (:func:`letterchunk.review.apply.apply_reviews`; ``outcome.reviews`` says what became
+    of each), validated in ``context``.
     """
     evidence = dict(outcome.kept_evidence)
     evidence.update({o.chunk_id: o.evidence for o in outcome.outcomes if o.ok and o.evidence})
+    chunks = list(outcome.written or outcome.chunks)
+    if reviews:
+        done = apply_reviews(
+            str(year), chunks, evidence, reviews, context=context, thresholds=thresholds
+        )
+        chunks, evidence, outcome.reviews = done.chunks, done.evidence, done
     outcome.paths = write_letter_files(
-        LetterFiles.of(out_dir, year),
-        cleaned_text,
-        list(outcome.written or outcome.chunks),
-        evidence,
-        set(outcome.pending),
+        LetterFiles.of(out_dir, year), cleaned_text, chunks, evidence, set(outcome.pending)
     )
     outcome.files_written = True
     return outcome.paths
@@ -666,6 +687,7 @@ def _run_one(
     hooks: Hooks,
     write_cleaned: bool,
     kept: dict[str, EvidenceRecord | None] | None = None,
+    reviews: Sequence[ReviewRecord] = (),
 ) -> LetterOutcome:
     report = None
     if options.report:  # appended chunk by chunk, so a killed run keeps what it paid for
@@ -676,18 +698,32 @@ def _run_one(
     outcome, failure = enrich_letter_until_failure(
         year, text, chunks, client, options, hooks, kept=kept
     )
+
+    def write() -> None:
+        write_letter(
+            out_dir,
+            year,
+            text if write_cleaned else None,
+            outcome,
+            reviews=reviews,
+            thresholds=options.thresholds,
+            context=letter_context(year, text, chunks),
+        )
+        if report is not None:
+            report.add(review_records(outcome.reviews, year))
+
     if failure is not None:
         # halt, budget cap, backend gone, Ctrl-C: keep what this run enriched (every other
         # chunk as segmented); when it enriched nothing, files already there stay as they are,
         # and a letter with no file yet is written as segmented, so `enrich DIR` can finish it
         if any(o.ok for o in outcome.outcomes) or not LetterFiles.of(out_dir, year).chunks.exists():
-            write_letter(out_dir, year, text if write_cleaned else None, outcome)
+            write()
         if report is not None:
             outcome.paths.append(report.path)  # the halting chunk's records came via chunk_done
         if hooks.letter_done:
             hooks.letter_done(outcome)
         raise failure
-    write_letter(out_dir, year, text if write_cleaned else None, outcome)
+    write()
     if report is not None:
         report.flush()  # creates the file even for a letter without chunks
         outcome.paths.append(report.path)
@@ -706,6 +742,7 @@ def run_paths(
     """``letterchunk run``: every letter in ``paths`` (files, folders of ``*.txt``) -> ``out_dir``,
     in the given order."""
     hooks = hooks or Hooks()
+    reviews = reviews_in_force(out_dir)  # a corrupt reviews.jsonl stops the run here
     prepared = prepare_letters(
         paths,
         client,
@@ -721,7 +758,7 @@ def run_paths(
     keys = [letter.key for _, letter, _ in prepared]
     check_replaceable(out, keys, report=options.report)  # before any request
     return [
-        _run_one(letter.key, letter.text, chunks, out, client, options, hooks, True)
+        _run_one(letter.key, letter.text, chunks, out, client, options, hooks, True, None, reviews)
         for _, letter, chunks in prepared
     ]
 
@@ -744,11 +781,12 @@ def enrich_dir(
     jobs = segmented_letters(folder)
     keys = [year for year, *_ in jobs]
     check_replaceable(folder, keys, cleaned=False, report=options.report)  # before any request
+    reviews = reviews_in_force(folder)
     if hooks.letters_listed:
         hooks.letters_listed([(year, len(chunks)) for year, _, chunks, _ in jobs])
     if hooks.letters_segmented:
         hooks.letters_segmented(len(jobs), sum(len(c) - len(k) for _, _, c, k in jobs))
     return [
-        _run_one(year, text, chunks, folder, client, options, hooks, False, kept)
+        _run_one(year, text, chunks, folder, client, options, hooks, False, kept, reviews)
         for year, text, chunks, kept in jobs
     ]

@@ -41,6 +41,7 @@ from letterchunk.llm import connect
 from letterchunk.llm.client import CompletionClient, LLMClient, LLMSettings
 from letterchunk.llm.connect import CacheMode
 from letterchunk.llm.limiter import RateLimiter
+from letterchunk.review.thresholds import read_settings_file, thresholds_for
 from letterchunk.runner.identity import run_identity
 from letterchunk.runner.ledger import BatchSpend, Ledger, ModelPrice, load_prices, price_for
 from letterchunk.runner.lock import folder_lock
@@ -132,8 +133,13 @@ class Session:
     ledger: Ledger | None  # None: a session opened with ledger=False (a job that runs no letter)
 
     def options(self, options: RunOptions) -> RunOptions:
-        """``options`` with this session's context: oversized prompts are refused unsent."""
-        return dataclasses.replace(options, context_tokens=self.context_tokens)
+        """``options`` with this session's context (oversized prompts are refused unsent) and
+        the judges' thresholds in force for its model (recorded in ``run.json``)."""
+        found = self.ledger.thresholds if self.ledger is not None else None
+        thresholds = found or options.thresholds
+        return dataclasses.replace(
+            options, context_tokens=self.context_tokens, thresholds=thresholds
+        )
 
 
 # (session, ledger, failure): prints the end summary; ``failure`` is None when the run completed
@@ -249,6 +255,8 @@ def run_session(
     out = Path(folder) if folder is not None else None
     context = connect.context_tokens(limits.context_tokens)
     prices = limits.price_table()  # a bad price file fails before the folder is touched
+    if ledger:
+        read_settings_file()  # so does a bad thresholds file, before any server starts
     guarded = out is not None and (create or out.is_dir())
     if out is not None and guarded:
         check_folder(out, create=create)
@@ -321,7 +329,9 @@ def _ledger(
     summary: Callable[[Ledger, BaseException | None], None] | None,
 ) -> Iterator[tuple[Ledger, Hooks]]:
     """:func:`ledger_session`, yielding the ledger beside the wrapped hooks."""
-    ledger = Ledger(client.settings.model, prices=prices, identity=run_identity(client.settings))
+    identity = run_identity(client.settings)
+    thresholds = thresholds_for(identity)
+    ledger = Ledger(client.settings.model, prices=prices, identity=identity, thresholds=thresholds)
     wrapped = _counted(ledger, hooks or Hooks(), lambda: _write(ledger, out, extra, batch))
     status, reason = "complete", None
     failure: BaseException | None = None
