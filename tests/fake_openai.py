@@ -660,6 +660,9 @@ class FakeOpenAI:
 def _make_handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # the headers and the body leave in two writes; with Nagle's algorithm on, the body
+        # waits for the client's delayed ACK of the headers, about 40 ms on every reply
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             pass
