@@ -27,8 +27,8 @@ def read(path: Path) -> tuple[dict[str, float], dict[str, float], float, int]:
     by_file: dict[str, float] = collections.defaultdict(float)
     count = 0
     for case in root.iter("testcase"):
-        if case.find("skipped") is not None:
-            continue
+        if case.find("skipped") is not None or not case.get("classname"):
+            continue  # skipped, or the entry of an interrupted run
         module = case.get("classname", "")
         name = f"{module}::{case.get('name', '')}"
         seconds = float(case.get("time", 0.0))

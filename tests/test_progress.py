@@ -116,7 +116,9 @@ def _chunks(path: Path) -> int:
 
 def test_run_off_a_terminal_prints_progress_while_it_runs_and_one_summary(tmp_path):
     n = sum(_chunks(p) for p in LETTERS)
-    with FakeOpenAI(default=lambda body: answer(valid_for(body)), latency_s=0.25) as server:
+    # every answer takes 50 ms: the run lasts seconds after its first progress line, so that
+    # line is seen while the process still runs
+    with FakeOpenAI(default=lambda body: answer(valid_for(body)), latency_s=0.05) as server:
         env = dict(os.environ)
         env.update(
             OPENAI_BASE_URL=server.base_url,

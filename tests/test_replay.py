@@ -142,3 +142,34 @@ def test_json_body_names_the_differing_message():
     old = {"model": "m", "messages": [{"role": "system", "content": "s"}, {"content": "q2"}]}
     with pytest.raises(AssertionError, match=r"differ in 'messages' \(message 1 differs\)"):
         json_body(_request(json.dumps(new).encode()), _request(json.dumps(old).encode()))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    a=_json_values,
+    b=_json_values,
+    same_body=st.booleans(),
+    uris=st.tuples(
+        st.sampled_from(
+            ["http://127.0.0.1:8080/v1/chat/completions", "https://h/v1/x", "http://h"]
+        ),
+        st.sampled_from(["http://127.0.0.1:9/v1/chat/completions", "https://h/v1/x", "http://h/"]),
+    ),
+    methods=st.tuples(st.sampled_from(["POST", "GET"]), st.sampled_from(["POST", "GET"])),
+)
+def test_same_request_decides_as_vcrpys_five_matchers(a, b, same_body, uris, methods):
+    import vcr.matchers
+    from vcr.request import Request
+
+    from letterchunk.llm.replay import same_request
+
+    b = a if same_body else b
+    r1 = Request(methods[0], uris[0], json.dumps(a).encode(), _JSON)
+    r2 = Request(methods[1], uris[1], json.dumps(b, indent=1).encode(), _JSON)
+    five = (vcr.matchers.method, vcr.matchers.scheme, vcr.matchers.host, vcr.matchers.path)
+    expected = all(_decides(m, r1, r2) for m in (*five, vcr.matchers.body))
+    assert _decides(same_request, r1, r2) == expected
+    assert _decides(same_request, r1, r2) == expected  # the second time from the kept parts
+    r2.body = json.dumps(a).encode()  # a changed body is parsed again, not taken from before
+    expected = all(_decides(m, r1, r2) for m in (*five, vcr.matchers.body))
+    assert _decides(same_request, r1, r2) == expected

@@ -36,7 +36,9 @@ def env(monkeypatch):
     [
         (["--tpm", str(TPM)], {}, {"tpm_limit": TPM}),
         ([], {"OPENAI_TPM_LIMIT": str(TPM)}, {"tpm_limit": TPM}),
-        (["--rpm", "4"], {}, {"rpm_limit": 4}),
+        # 20 requests a 2 s window: about a third of what 3 workers send unthrottled, so they
+        # must queue (4 a window made the run wait two minutes and proved no more)
+        (["--rpm", "20"], {}, {"rpm_limit": 20}),
     ],
     ids=["tpm-option", "tpm-env", "rpm-option"],
 )
@@ -73,7 +75,7 @@ def test_limits_keep_the_server_free_of_429s(
     if "tpm_limit" in server_limits:
         assert limits["tpm"] == TPM
     else:
-        assert limits["rpm"] == 4
+        assert limits["rpm"] == 20
 
 
 def test_without_the_limit_the_same_run_gets_429s(env, tmp_path):

@@ -10,11 +10,12 @@ recording fails at once (no transport retry), so a changed prompt or request seq
 The cassette tests, the benchmarks and the retrieval tests replay through here.  Needs vcrpy
 (the ``test`` extra).
 
-The body is compared by :func:`json_body`, which decides exactly as vcrpy's own ``body``
-matcher does for a JSON request (the parsed documents are equal) but parses each body once: vcrpy
-looks for a request by trying every recorded one in turn, and its ``body`` matcher parses both
-documents and writes an indented, sorted diff of them for every recording that does not match.
-On a letter of 600 requests that diff was most of the replay's time.
+The request is compared by :func:`same_request`, which decides exactly as vcrpy's own
+``method``, ``scheme``, ``host``, ``path`` and ``body`` matchers do together (for a JSON body: the
+parsed documents are equal) but parses each body once: vcrpy looks for a request by trying every
+recorded one in turn, and its ``body`` matcher parses both documents and writes an indented,
+sorted diff of them for every recording that does not match.  On a letter of 600 requests that
+diff was most of the replay's time.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from letterchunk.llm.backend import MODEL_ID
 from letterchunk.llm.client import LLMClient
 from letterchunk.llm.connect import open_client
 
-__all__ = ["REPLAY_ENV", "json_body", "recorder", "replayed_client"]
+__all__ = ["REPLAY_ENV", "json_body", "recorder", "replayed_client", "same_request"]
 
 # never contacted: the recording answers (the port is not matched)
 REPLAY_ENV = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_API_KEY": "sk-replay-dummy"}
@@ -68,11 +69,12 @@ def _parsed(body: bytes) -> object:
 
 
 def _difference(new: object, recorded: object) -> str:
-    """Where two JSON documents differ, in a few words (the keys, the first message)."""
+    """Where two JSON documents differ, in a few words (the first key, the first message)."""
     if not (isinstance(new, dict) and isinstance(recorded, dict)):
         return "the JSON bodies differ"
-    keys = sorted(k for k in new.keys() | recorded.keys() if new.get(k) != recorded.get(k))
-    where = f"the JSON bodies differ in {', '.join(map(repr, keys))}"
+    key = next((k for k in new if new[k] != recorded.get(k)), None)
+    key = next((k for k in recorded if k not in new), None) if key is None else key
+    where = f"the JSON bodies differ in {key!r}"
     a, b = new.get("messages"), recorded.get("messages")
     if isinstance(a, list) and isinstance(b, list) and a != b:
         i = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
@@ -102,6 +104,42 @@ def json_body(r1: Any, r2: Any) -> None:
     return None
 
 
+_PARTS = ("method", "scheme", "host", "path")
+
+
+def _parts(request: Any) -> tuple[tuple[str, str, str, str], object]:
+    """``request``'s method, scheme, host and path (an empty path is "/", as vcrpy compares
+    it), and its parsed JSON body (``_NOT_JSON``: left to vcrpy's matcher); kept on the request
+    while its URI, headers and body are the same objects, since vcrpy compares one request with
+    every recording in turn."""
+    uri, headers, body = request.uri, request.headers, request.body
+    cached = request.__dict__.get("_letterchunk_parts")
+    if cached is not None and cached[0] is uri and cached[1] is headers and cached[2] is body:
+        return cached[3], cached[4]
+    head = (request.method, request.scheme, request.host, request.path or "/")
+    parsed = _parsed(body) if _is_plain_json(request) else _NOT_JSON
+    request.__dict__["_letterchunk_parts"] = (uri, headers, body, head, parsed)
+    return head, parsed
+
+
+def same_request(r1: Any, r2: Any) -> None:
+    """vcrpy matcher: vcrpy's ``method``, ``scheme``, ``host``, ``path`` and ``body`` matchers
+    in one, deciding as they do (JSON bodies: the parsed documents are equal) from parts kept on
+    each request, so a recording is not parsed again for every request it is compared with."""
+    import vcr.matchers  # deferred: vcrpy comes with the test extra, needed only to replay
+
+    head1, body1 = _parts(r1)
+    head2, body2 = _parts(r2)
+    if head1 != head2:
+        name, a, b = next((n, x, y) for n, x, y in zip(_PARTS, head1, head2, strict=True) if x != y)
+        raise AssertionError(f"{name}: {a} != {b}")
+    if body1 is _NOT_JSON or body2 is _NOT_JSON:
+        return vcr.matchers.body(r1, r2)
+    if body1 is not body2 and body1 != body2:
+        raise AssertionError(_difference(body1, body2))
+    return None
+
+
 def recorder(record_mode: str = "none") -> Any:
     """A vcrpy recorder with letterchunk's matching rules: ``"none"`` replays, ``"all"`` records
     everything anew, ``"update"`` replays the recorded interactions that are still requested,
@@ -113,12 +151,12 @@ def recorder(record_mode: str = "none") -> Any:
     update = record_mode == "update"
     recording = vcr.VCR(
         record_mode="new_episodes" if update else record_mode,
-        match_on=["method", "scheme", "host", "path", "json_body"],
+        match_on=["same_request"],
         filter_headers=["authorization", "cookie", "set-cookie"],
         decode_compressed_response=True,
         drop_unused_requests=update,
     )
-    recording.register_matcher("json_body", json_body)
+    recording.register_matcher("same_request", same_request)
     return recording
 
 
