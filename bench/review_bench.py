@@ -16,8 +16,8 @@ Timed, each ``--rounds`` + 1 times, in this process:
 * **open (browser)**, when chromium and chromedriver are here: from the browser asked to load
   the page's URL to the page drawn (``body[data-ready=yes]``: the queue parsed, the list and
   the first decision drawn), on a server already started; the sum of both is the open time
-  (the validator's warnings, which the page asks for once drawn, are let finish before the
-  next round);
+  (the validator's warnings, computed in a process of their own from the queue's first
+  request on, are let finish before the next round);
 * **decision**: one ``POST /api/decide`` round trip (accept, then the next item), over a kept
   connection as the page's fetch does, ``--decisions-timed`` times once the validator's
   warnings are computed (a quarter as many before, while its process runs): the line is
@@ -222,7 +222,7 @@ def main() -> int:
         server_cpu.append(cpu)
         if driver is not None:
             browser_s.append(open_browser(driver, server))
-        server.warnings_json()  # the page asked once drawn: let it finish before the next
+        server.warnings_json()  # the validator started with the queue: let it finish first
         server.close()
     print(f"queue JSON: {size / 1e6:.2f} MB")
     opens = (("first start, no cache kept", slice(0, 1)), ("later starts, cache", slice(1, None)))
@@ -242,7 +242,7 @@ def main() -> int:
         driver.quit()
 
     with ReviewServer(folder, reviewer="bench") as server:
-        server.start_warnings()  # as the page does once drawn
+        server.start_warnings()  # as the page's first /api/queue does
         busy = decisions(server, args.decisions_timed // 4)
         server.warnings_json()  # waits for the validator's process to finish
         took = decisions(server, args.decisions_timed, first=len(busy))

@@ -33,6 +33,7 @@ import operator
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import accumulate
 from pathlib import Path
 from typing import Any, Literal
@@ -128,7 +129,7 @@ class Item:
     threshold: float | None
     note: str | None = None  # what the repair report or validator says (chunk items)
 
-    @property
+    @cached_property  # asked twice an item (sorting, then the page's row): computed once
     def uncertainty(self) -> float | None:
         if self.p is None or self.threshold is None:
             return None
@@ -184,10 +185,11 @@ class FlatText:
         words = (quote or "").split()
         if not words:
             return None, None
-        found = self.flat.find(" ".join(words))
+        joined = " ".join(words)
+        found = self.flat.find(joined)
         if found < 0:
             return None, None
-        last = found + len(" ".join(words)) - 1  # a word's last character, never a space
+        last = found + len(joined) - 1  # a word's last character, never a space
         return self._offset(found), self._offset(last) + 1
 
 

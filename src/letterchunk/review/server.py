@@ -9,10 +9,10 @@ One :class:`ReviewServer` serves one enriched output folder with the standard li
   :mod:`letterchunk.review.queuecache`) as compact JSON, with the status of every item read
   from ``reviews.jsonl`` at that moment (so a reload shows what another tab or another
   ``review`` of the same folder decided);
-* ``GET /api/warnings`` the validator's warned chunks, computed once in another process when
-  the page first asks, after drawing the queue (validating every file takes longer than the
-  page may take to open, and would hold this process's interpreter while decisions are
-  posted);
+* ``GET /api/warnings`` the validator's warned chunks, computed once in another process, at
+  the lowest priority, after the queue is first served (validating every file takes longer
+  than the page may take to open, and would hold this process's interpreter while decisions
+  are posted);
 * ``POST /api/decide`` accept / reject / skip an item, ``POST /api/edit`` a summary, concepts
   (only from the vocabulary) or a principle statement, ``POST /api/undo`` a record: each one
   line appended to ``reviews.jsonl`` (locked, crash-safe: ``review.records.append_review``).
@@ -40,6 +40,7 @@ import hmac
 import json
 import logging
 import multiprocessing
+import os
 import re
 import secrets
 import socket
@@ -177,9 +178,10 @@ class ReviewServer:
         self._httpd.serve_forever()
 
     def start_warnings(self) -> None:
-        """Start validating once, when the page asks for the warnings (it does once it has
-        drawn the queue): not before, so the validator does not compete with the page's
-        opening (serving, parsing and drawing the queue) for the CPU."""
+        """Start validating once, when the page has its queue or asks for the warnings: not
+        before, so the validator does not compete with the page's opening for the CPU (and
+        then at the lowest priority, so the browser parsing and drawing the queue goes
+        first)."""
         with self._lock:
             if self._warnings_started:
                 return
@@ -215,7 +217,7 @@ class ReviewServer:
         context = multiprocessing.get_context("spawn")
         try:
             try:
-                with ProcessPoolExecutor(1, mp_context=context) as pool:
+                with ProcessPoolExecutor(1, context, _lowest_priority) as pool:
                     job = pool.submit(warning_notes, str(self.folder), self.queue.letters)
                     notes = job.result()
             except (BrokenProcessPool, OSError):
@@ -257,7 +259,9 @@ class ReviewServer:
         records = read_reviews(self.folder)
         with self._lock:
             self._records = records
-            return self._queue_bytes(records)
+            data = self._queue_bytes(records)
+        self.start_warnings()
+        return data
 
     def warnings_json(self, timeout: float = 120.0) -> bytes:
         self.start_warnings()
@@ -494,6 +498,12 @@ class ReviewServer:
     def _append(self, record: ReviewRecord) -> None:
         append_review(self.folder, record)
         self._records.append(record)
+
+
+def _lowest_priority() -> None:
+    """In the validator's process: yield the CPU to the browser and to this server."""
+    if hasattr(os, "nice"):
+        os.nice(19)
 
 
 def _reviewer(name: object) -> str:
