@@ -6,7 +6,8 @@ One :class:`ReviewServer` serves one enriched output folder with the standard li
 * ``GET /?t=TOKEN`` the page (``templates/review.html``, one self-contained file: inline CSS
   and JS, no network);
 * ``GET /api/queue`` the queue (:mod:`letterchunk.review.queue`, kept between starts by
-  :mod:`letterchunk.review.queuecache`) as compact JSON, with the status of every item read
+  :mod:`letterchunk.review.queuecache`, written when the page first asks for the warnings)
+  as compact JSON, with the status of every item read
   from ``reviews.jsonl`` at that moment (so a reload shows what another tab or another
   ``review`` of the same folder decided);
 * ``GET /api/warnings`` the validator's warned chunks, computed once in another process, at
@@ -186,15 +187,17 @@ class ReviewServer:
             if self._warnings_started:
                 return
             self._warnings_started = True
-        threading.Thread(target=self._keep_and_warn, daemon=True).start()
+        threading.Thread(target=self._compute_warnings, daemon=True).start()
 
-    def _keep_and_warn(self) -> None:
-        # the queue is kept for the next start only now: encoding it would slow the opening
+    def _keep(self) -> None:
+        """Keep the queue for the next start, once: when the page asks for the warnings, so
+        after it has drawn the queue (encoding the whole queue would slow its opening)."""
+        with self._lock:
+            keep, self._keep_queue = self._keep_queue, _nothing
         try:
-            self._keep_queue()
+            keep()
         except Exception:  # the page works without it; the next start builds it again
             log.exception("keeping the review queue of %s failed", self.folder)
-        self._compute_warnings()
 
     def close(self) -> None:
         """Stop serving (from another thread than the one serving) and free the port."""
@@ -265,6 +268,7 @@ class ReviewServer:
 
     def warnings_json(self, timeout: float = 120.0) -> bytes:
         self.start_warnings()
+        self._keep()
         self._warned.wait(timeout)
         with self._lock:
             first = self._base_items
@@ -498,6 +502,10 @@ class ReviewServer:
     def _append(self, record: ReviewRecord) -> None:
         append_review(self.folder, record)
         self._records.append(record)
+
+
+def _nothing() -> None:
+    """Keeping a queue read from the kept one, or kept already."""
 
 
 def _lowest_priority() -> None:
