@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from letterchunk.cli import main
 from letterchunk.enrich import judges
-from letterchunk.review.queue import build_queue, quote_span
+from letterchunk.review import queuecache
+from letterchunk.review.queue import Queue, build_queue, quote_span
+from letterchunk.review.queuecache import CACHE_FILE, cached_queue
 from letterchunk.review.records import REVIEWS_FILE, read_reviews
 from letterchunk.review.server import ReviewServer
 
@@ -179,6 +182,81 @@ def test_the_quote_offsets_point_at_the_sentence_in_the_chunk(tmp_path):
     missing = [i for i in q.items if i.target == "A sentence the chunk does not hold."]
     assert (missing[0].start, missing[0].end) == (None, None)
     assert quote_span("a  b\n c", "b c") == (3, 7)
+
+
+def _same_queue(got: Queue, built: Queue) -> None:
+    assert (got.chunks, got.items, got.letters) == (built.chunks, built.items, built.letters)
+    assert (got.vocabulary, got.thresholds, got.run) == (
+        built.vocabulary,
+        built.thresholds,
+        built.run,
+    )
+
+
+def test_the_queue_kept_beside_the_folder_is_the_built_one_and_is_read_again(tmp_path, monkeypatch):
+    folder = write_folder(tmp_path / "out")
+    _same_queue(cached_queue(folder), build_queue(folder))
+    assert (folder / CACHE_FILE).is_file()
+
+    def not_again(*_args: object) -> Queue:
+        raise AssertionError("the queue was built again although nothing changed")
+
+    monkeypatch.setattr(queuecache, "queue_of", not_again)
+    _same_queue(cached_queue(folder), build_queue(folder))
+
+
+def _rewrite_keeping_size_and_time(path: Path, old: str, new: str) -> None:
+    """Change ``path``'s text with its size and modification time as they were."""
+    info = path.stat()
+    text = path.read_text(encoding="utf-8")
+    assert old in text and len(old) == len(new)
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert path.stat().st_size == info.st_size
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["evidence in place", "chunk in place", "report in place", "run.json", "new letter", "gone"],
+)
+def test_the_kept_queue_is_never_stale(tmp_path, change):
+    folder = write_folder(tmp_path / "out")
+    before = cached_queue(folder)
+    if change == "evidence in place":  # a probability: same size, same time
+        _rewrite_keeping_size_and_time(
+            folder / "1977.evidence.jsonl", '"p_yes": 0.71', '"p_yes": 0.81'
+        )
+    elif change == "chunk in place":
+        _rewrite_keeping_size_and_time(folder / "1977.jsonl", "Our rules.", "Our rulez.")
+    elif change == "report in place":
+        _rewrite_keeping_size_and_time(folder / "1977.report.jsonl", '"repaired"', '"failed"  ')
+    elif change == "run.json":
+        write_folder(folder, {"confession_paragraph": 0.9, "rule_sentence": 0.5})
+    elif change == "new letter":
+        for suffix in (".jsonl", ".evidence.jsonl", ".report.jsonl"):
+            text = (folder / f"1977{suffix}").read_text(encoding="utf-8")
+            (folder / f"1978{suffix}").write_text(text.replace("1977-", "1978-"), encoding="utf-8")
+    else:
+        (folder / "1977.report.jsonl").unlink()
+    built = build_queue(folder)
+    assert (built.chunks, built.items, built.thresholds) != (
+        before.chunks,
+        before.items,
+        before.thresholds,
+    )
+    _same_queue(cached_queue(folder), built)
+
+
+@pytest.mark.parametrize("kept", ["not json", "[]", '{"key": "0"}', "foreign"])
+def test_an_unusable_kept_queue_is_built_again(tmp_path, kept):
+    folder = write_folder(tmp_path / "out")
+    cached_queue(folder)
+    if kept == "foreign":  # the right key, the rest not a queue
+        key = json.loads((folder / CACHE_FILE).read_text(encoding="utf-8"))["key"]
+        kept = json.dumps({"key": key, "chunks": [[1]], "items": [], "letters": []})
+    (folder / CACHE_FILE).write_text(kept, encoding="utf-8")
+    _same_queue(cached_queue(folder), build_queue(folder))
+    _same_queue(cached_queue(folder), build_queue(folder))
 
 
 def test_the_page_lists_the_validator_warnings_once_computed(served):

@@ -5,12 +5,15 @@ One :class:`ReviewServer` serves one enriched output folder with the standard li
 
 * ``GET /?t=TOKEN`` the page (``templates/review.html``, one self-contained file: inline CSS
   and JS, no network);
-* ``GET /api/queue`` the queue (:mod:`letterchunk.review.queue`) as compact JSON, with the
-  status of every item read from ``reviews.jsonl`` at that moment (so a reload shows what
-  another tab or another ``review`` of the same folder decided);
-* ``GET /api/warnings`` the validator's warned chunks, computed once in another process after
-  the queue is first served (validating every file takes longer than the page may take to
-  open, and would hold this process's interpreter while decisions are posted);
+* ``GET /api/queue`` the queue (:mod:`letterchunk.review.queue`, kept between starts by
+  :mod:`letterchunk.review.queuecache`, written when the page first asks for the warnings)
+  as compact JSON, with the status of every item read
+  from ``reviews.jsonl`` at that moment (so a reload shows what another tab or another
+  ``review`` of the same folder decided);
+* ``GET /api/warnings`` the validator's warned chunks, computed once in another process, at
+  the lowest priority, after the queue is first served (validating every file takes longer
+  than the page may take to open, and would hold this process's interpreter while decisions
+  are posted);
 * ``POST /api/decide`` accept / reject / skip an item, ``POST /api/edit`` a summary, concepts
   (only from the vocabulary) or a principle statement, ``POST /api/undo`` a record: each one
   line appended to ``reviews.jsonl`` (locked, crash-safe: ``review.records.append_review``).
@@ -38,6 +41,7 @@ import hmac
 import json
 import logging
 import multiprocessing
+import os
 import re
 import secrets
 import socket
@@ -56,14 +60,16 @@ from urllib.parse import parse_qs, urlsplit
 from letterchunk.contract.jsontypes import JSONValue
 from letterchunk.review.apply import validate_review
 from letterchunk.review.queue import (
+    Chunk,
     Item,
     Queue,
-    build_queue,
     statuses,
     warning_items,
     warning_notes,
 )
+from letterchunk.review.queuecache import queue_and_keeper
 from letterchunk.review.records import (
+    AnchorKey,
     ReviewRecord,
     append_review,
     effective_reviews,
@@ -133,7 +139,8 @@ class ReviewServer:
         validate: Validator | None = validate_review,
     ) -> None:
         self.folder = Path(folder)
-        self.queue: Queue = build_queue(self.folder)
+        self.queue: Queue
+        self.queue, self._keep_queue = queue_and_keeper(self.folder)
         self.reviewer = _reviewer(reviewer)
         self.token = token or secrets.token_urlsafe(24)
         self.validate = validate
@@ -143,6 +150,10 @@ class ReviewServer:
         self._warnings_started = False
         self._warnings: list[Item] = []
         self._records: list[ReviewRecord] = read_reviews(self.folder)
+        self._chunk_rows: list[bytes] | None = None  # each chunk's JSON without edits
+        self._item_rows: list[bytes] = []  # the items' JSON rows, comma-separated, in parts
+        self._items_encoded = 0  # how many items _item_rows holds
+        self._items_of: dict[AnchorKey, list[int]] = {}  # the items' numbers by their key
         self._httpd = _Server((HOST, port), _handler(self))
         self._httpd.daemon_threads = True
         self.port = int(self._httpd.server_address[1])
@@ -167,14 +178,26 @@ class ReviewServer:
         """Serve until interrupted (the CLI's way)."""
         self._httpd.serve_forever()
 
-    def _start_warnings(self) -> None:
+    def start_warnings(self) -> None:
         """Start validating once, when the page has its queue or asks for the warnings: not
-        before, so the validator does not compete with the page's opening for the CPU."""
+        before, so the validator does not compete with the page's opening for the CPU (and
+        then at the lowest priority, so the browser parsing and drawing the queue goes
+        first)."""
         with self._lock:
             if self._warnings_started:
                 return
             self._warnings_started = True
         threading.Thread(target=self._compute_warnings, daemon=True).start()
+
+    def _keep(self) -> None:
+        """Keep the queue for the next start, once: when the page asks for the warnings, so
+        after it has drawn the queue (encoding the whole queue would slow its opening)."""
+        with self._lock:
+            keep, self._keep_queue = self._keep_queue, _nothing
+        try:
+            keep()
+        except Exception:  # the page works without it; the next start builds it again
+            log.exception("keeping the review queue of %s failed", self.folder)
 
     def close(self) -> None:
         """Stop serving (from another thread than the one serving) and free the port."""
@@ -197,7 +220,7 @@ class ReviewServer:
         context = multiprocessing.get_context("spawn")
         try:
             try:
-                with ProcessPoolExecutor(1, mp_context=context) as pool:
+                with ProcessPoolExecutor(1, context, _lowest_priority) as pool:
                     job = pool.submit(warning_notes, str(self.folder), self.queue.letters)
                     notes = job.result()
             except (BrokenProcessPool, OSError):
@@ -239,17 +262,18 @@ class ReviewServer:
         records = read_reviews(self.folder)
         with self._lock:
             self._records = records
-            data = _compact(self._queue_data(records, self.queue.items))
-        self._start_warnings()
+            data = self._queue_bytes(records)
+        self.start_warnings()
         return data
 
     def warnings_json(self, timeout: float = 120.0) -> bytes:
-        self._start_warnings()
+        self.start_warnings()
+        self._keep()
         self._warned.wait(timeout)
         with self._lock:
             first = self._base_items
             items = list(self._warnings)
-            status = self._status_rows(self._records, items, first)
+            status = self._status_rows(self._records, first, first + len(items))
             return _compact(
                 {
                     "ready": self._warned.is_set(),
@@ -259,51 +283,78 @@ class ReviewServer:
                 }
             )
 
-    def _status_rows(
-        self, records: list[ReviewRecord], items: list[Item], first: int
-    ) -> dict[str, list[JSONValue]]:
-        found = statuses(records)
-        rows: dict[str, list[JSONValue]] = {}
-        for n, item in enumerate(items, start=first):
-            hit = found.get(self.queue.key(item))
-            if hit is not None:
-                status, rec = hit
-                rows[str(n)] = [status, rec.reviewer, rec.value, rec.id]
-        return rows
+    def _grown(self) -> None:
+        """Extend the encoded item rows and the key index to the items there are now (the
+        validator's warnings are added after the start); each item is encoded once, in one
+        encoding of all the new ones."""
+        q, first = self.queue, self._items_encoded
+        if first == len(q.items):
+            return
+        anchors = [c.anchor for c in q.chunks]
+        for n, item in enumerate(q.items[first:], start=first):
+            self._items_of.setdefault((anchors[item.chunk], item.kind, item.target), []).append(n)
+        self._item_rows.append(_compact([_item_row(i) for i in q.items[first:]])[1:-1])
+        self._items_encoded = len(q.items)
 
-    def _queue_data(self, records: list[ReviewRecord], items: list[Item]) -> dict[str, Any]:
+    def _status_rows(
+        self, records: list[ReviewRecord], first: int, end: int
+    ) -> dict[str, list[JSONValue]]:
+        """``"n" -> [status, reviewer, value, record id]`` of the items ``first`` to ``end``
+        (excluded) some record decided, by item number."""
+        self._grown()
+        decided = []
+        for key, (status, rec) in statuses(records).items():
+            for n in self._items_of.get(key, ()):
+                if first <= n < end:
+                    decided.append((n, [status, rec.reviewer, rec.value, rec.id]))
+        return {str(n): row for n, row in sorted(decided, key=lambda found: found[0])}
+
+    def _chunk_row(self, c: Chunk, edits: dict[AnchorKey, ReviewRecord]) -> list[JSONValue]:
+        summary = edits.get((c.anchor, "summary", None))
+        concepts = edits.get((c.anchor, "concepts", None))
+        principles: list[JSONValue] = []
+        for statement, quote in c.principles:
+            edited = edits.get((c.anchor, "principle_statement", quote or statement))
+            principles.append([_edited(edited, statement), quote])
+        return [
+            c.letter,
+            c.chunk_id,
+            c.content,
+            _edited(summary, c.summary),
+            _edited(concepts, list(c.concepts)),
+            principles,
+        ]
+
+    def _queue_bytes(self, records: list[ReviewRecord]) -> bytes:
+        """The queue's JSON: each chunk and item is encoded once, on the first request; a
+        chunk some record edits is encoded again with the edits, on each request."""
         q = self.queue
+        if self._chunk_rows is None:
+            self._chunk_rows = [_compact(self._chunk_row(c, {})) for c in q.chunks]
+        self._grown()
         edits = effective_reviews(records)
-        chunks = []
-        for c in q.chunks:
-            summary = edits.get((c.anchor, "summary", None))
-            concepts = edits.get((c.anchor, "concepts", None))
-            principles = []
-            for statement, quote in c.principles:
-                edited = edits.get((c.anchor, "principle_statement", quote or statement))
-                principles.append([_edited(edited, statement), quote])
-            chunks.append(
-                [
-                    c.letter,
-                    c.chunk_id,
-                    c.content,
-                    _edited(summary, c.summary),
-                    _edited(concepts, list(c.concepts)),
-                    principles,
-                ]
-            )
-        return {
-            "folder": self.folder.name,
-            "reviewer": self.reviewer,
-            "thresholds": {"confession": q.thresholds.confession, "rule": q.thresholds.rule},
-            "run": q.run,
-            "vocabulary": q.vocabulary,
-            "letters": q.letters,
-            "chunks": chunks,
-            "items": [_item_row(i) for i in items],
-            "status": self._status_rows(records, items, 0),
-            "warnings_ready": self._warned.is_set(),
-        }
+        touched = {key[0] for key in edits}
+        chunks = [
+            _compact(self._chunk_row(c, edits)) if c.anchor in touched else row
+            for c, row in zip(q.chunks, self._chunk_rows, strict=True)
+        ]
+        head = _compact(
+            {
+                "folder": self.folder.name,
+                "reviewer": self.reviewer,
+                "thresholds": {"confession": q.thresholds.confession, "rule": q.thresholds.rule},
+                "run": q.run,
+                "vocabulary": q.vocabulary,
+                "letters": q.letters,
+            }
+        )
+        status = _compact(self._status_rows(records, 0, len(q.items)))
+        ready = _compact(self._warned.is_set())
+        return b"".join(
+            [head[:-1], b',"chunks":[', b",".join(chunks), b'],"items":[']
+            + [b",".join(self._item_rows), b'],"status":', status]
+            + [b',"warnings_ready":', ready, b"}"]
+        )
 
     def decide(self, body: dict[str, Any]) -> dict[str, Any]:
         """Accept, reject or skip an item; the record's id and the item's new status."""
@@ -451,6 +502,16 @@ class ReviewServer:
     def _append(self, record: ReviewRecord) -> None:
         append_review(self.folder, record)
         self._records.append(record)
+
+
+def _nothing() -> None:
+    """Keeping a queue read from the kept one, or kept already."""
+
+
+def _lowest_priority() -> None:
+    """In the validator's process: yield the CPU to the browser and to this server."""
+    if hasattr(os, "nice"):
+        os.nice(19)
 
 
 def _reviewer(name: object) -> str:
