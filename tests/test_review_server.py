@@ -464,11 +464,13 @@ def test_the_command_refuses_a_folder_without_chunks(tmp_path, capsys):
     assert "letterchunk run" in capsys.readouterr().err
 
 
-def test_reading_writes_nothing_into_the_folder(served):
-    before = sorted(p.name for p in served.folder.iterdir())
+def test_reading_writes_nothing_into_the_folder_but_the_saved_queue(served):
+    from letterchunk.review.queuecache import CACHE_FILE
+
+    before = {p.name for p in served.folder.iterdir()} - {CACHE_FILE}
     items_by(served)
     call(served, "GET", "/api/warnings")
-    assert sorted(p.name for p in served.folder.iterdir()) == before
+    assert {p.name for p in served.folder.iterdir()} - {CACHE_FILE} == before
 
 
 def test_the_label_studio_flags_convert_and_exit_without_serving(tmp_path, monkeypatch, capsys):

@@ -49,7 +49,7 @@ Every list is general English: the same rule runs on letters nobody labelled.
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import Literal
 
 from letterchunk.resources import resource_path
@@ -166,6 +166,7 @@ class _Text:
         self.lower_words = frozenset(
             re.findall(r"(?<![\w&'\u2019.-])[a-z][a-z'\u2019-]*", self.flat)
         )
+        self._places: dict[str, list[tuple[str, str]]] = {}
 
     def written_lower(self, word: str) -> bool:
         return bool(self.flat) and _key(word) in self.lower_words
@@ -174,11 +175,20 @@ class _Text:
         """(text before, text after) every whole-word occurrence of ``name``."""
         if not self.flat:
             return []
-        pattern = re.compile(r"(?<![\w&])" + re.escape(name) + r"(?![\w&])")
-        return [
-            (self.flat[max(0, m.start() - 60) : m.start()], self.flat[m.end() : m.end() + 60])
-            for m in pattern.finditer(self.flat)
-        ]
+        if name not in self._places:
+            pattern = re.compile(r"(?<![\w&])" + re.escape(name) + r"(?![\w&])")
+            self._places[name] = [
+                (self.flat[max(0, m.start() - 60) : m.start()], self.flat[m.end() : m.end() + 60])
+                for m in pattern.finditer(self.flat)
+            ]
+        return self._places[name]
+
+
+# the facts of the last texts asked about: the names of one chunk or letter are typed against
+# the same text one after another, and each _Text scans the whole text
+@lru_cache(maxsize=8)
+def _text_of(text: str) -> _Text:
+    return _Text(text)
 
 
 def name_kind(name: str, text: str = "") -> NameKind:
@@ -187,7 +197,7 @@ def name_kind(name: str, text: str = "") -> NameKind:
     ``text`` is the chunk or letter the name was found in; without it only the name's own
     words count.
     """
-    return _kind(re.sub(r"\s+", " ", name).strip().rstrip(".,;:"), _Text(text))
+    return _kind(re.sub(r"\s+", " ", name).strip().rstrip(".,;:"), _text_of(text))
 
 
 def person_like(name: str, text: str = "") -> bool:
