@@ -41,6 +41,24 @@ hypothesis_settings.load_profile(
     os.environ.get("LETTERCHUNK_HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
 
+# tests measured at 0.5 s or more (bench/suite_durations.py --write-slow): marked ``slow`` here,
+# so the inner loop (-m "not slow and not replay and not browser") leaves them out
+_SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not _SLOW_LIST.is_file():
+        return
+    slow = {
+        line.strip()
+        for line in _SLOW_LIST.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    for item in items:
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)
+
+
 _ISOLATED_PREFIXES = ("OPENAI_", "LETTERCHUNK_")
 # Switches of the test harness itself, not letterchunk configuration: kept.
 _HARNESS_VARS = frozenset(
