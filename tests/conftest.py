@@ -41,22 +41,35 @@ hypothesis_settings.load_profile(
     os.environ.get("LETTERCHUNK_HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
 
-# tests measured at 0.5 s or more (bench/suite_durations.py --write-slow): marked ``slow`` here,
+# tests measured at 0.2 s or more (bench/suite_durations.py --write-slow): marked ``slow`` here,
 # so the inner loop (-m "not slow and not replay and not browser") leaves them out
 _SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
 
 
 def pytest_collection_modifyitems(config, items):
-    if not _SLOW_LIST.is_file():
-        return
-    slow = {
-        line.strip()
-        for line in _SLOW_LIST.read_text(encoding="utf-8").splitlines()
-        if line.strip() and not line.startswith("#")
-    }
+    slow = set()
+    if _SLOW_LIST.is_file():
+        slow = {
+            line.strip()
+            for line in _SLOW_LIST.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")
+        }
     for item in items:
         if item.nodeid in slow:
             item.add_marker(pytest.mark.slow)
+        if _REPLAYING_FIXTURES.get(item.module.__name__.rsplit(".", 1)[-1], set()) & set(
+            getattr(item, "fixturenames", ())
+        ):
+            item.add_marker(pytest.mark.replay)
+
+
+# module-scoped fixtures that replay cassettes, by test module: a test that needs one is a
+# replay test even when another test of the module paid for the replay in a measured run
+_REPLAYING_FIXTURES = {
+    "test_links": {"enriched"},
+    "test_edges_prompt": {"replayed"},
+    "test_export": {"enriched_dir"},
+}
 
 
 _ISOLATED_PREFIXES = ("OPENAI_", "LETTERCHUNK_")
