@@ -131,19 +131,23 @@ def atomic_write_lines(path: str | Path, lines: list[str]) -> None:
     atomic_write_text(path, "".join(line + "\n" for line in lines))
 
 
-def append_lines(path: str | Path, lines: list[str]) -> None:
+def append_lines(path: str | Path, lines: list[str], *, lock: bool = False) -> None:
     """Append ``lines`` (each without its newline) to ``path`` as whole lines, then fsync.
 
     One ``write`` per call on an ``O_APPEND`` descriptor, so lines of concurrent writers do not
     interleave.  When a killed writer left the file ending mid-line, a newline is written first:
     the torn line stays one unreadable line (readers skip it) and never swallows the next one.
-    The file is created when missing, even with no lines.
+    The file is created when missing, even with no lines.  ``lock``: hold an exclusive
+    ``fcntl`` lock from the look at the last byte to the fsync, so two writers cannot both
+    mend the same torn line (POSIX only; elsewhere ``O_APPEND`` alone keeps lines whole).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = "".join(line + "\n" for line in lines).encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)  # less the umask
     try:
+        if lock:
+            _lock(fd)
         size = os.fstat(fd).st_size
         if data and size:
             with open(path, "rb") as fh:
@@ -155,7 +159,15 @@ def append_lines(path: str | Path, lines: list[str]) -> None:
             view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
-        os.close(fd)
+        os.close(fd)  # releases the lock
+
+
+def _lock(fd: int) -> None:
+    try:
+        import fcntl  # deferred: a POSIX-only module; elsewhere O_APPEND alone keeps lines whole
+    except ImportError:
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
 
 
 # ----------------------------------------------------------------------------- output paths

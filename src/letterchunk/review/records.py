@@ -23,7 +23,6 @@ import getpass
 import hashlib
 import json
 import logging
-import os
 import time
 import uuid
 from collections.abc import Iterable, Mapping
@@ -33,7 +32,7 @@ from typing import Any, Literal, get_args
 
 from letterchunk.contract.jsontypes import JSONValue
 from letterchunk.errors import LetterchunkError
-from letterchunk.io import jsonl_lines, read_utf8
+from letterchunk.io import append_lines, jsonl_lines, read_utf8
 from letterchunk.layout import REVIEWS_FILE
 
 __all__ = [
@@ -196,30 +195,10 @@ def anchor_key(record: ReviewRecord) -> AnchorKey:
 
 def append_review(folder: Path, record: ReviewRecord) -> None:
     """Append ``record`` to ``folder/reviews.jsonl``: one ``os.write`` of the whole line with
-    ``O_APPEND`` under an exclusive ``fcntl`` lock, then fsync.  A torn last line left by a
-    crash gets its newline first, so the new line starts fresh."""
-    path = Path(folder) / REVIEWS_FILE
-    data = (record.to_json() + "\n").encode("utf-8")
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
-    try:
-        _lock(fd)
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            data = b"\n" + data
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)  # releases the lock
-
-
-def _lock(fd: int) -> None:
-    try:
-        import fcntl  # deferred: a POSIX-only module; elsewhere O_APPEND alone keeps lines whole
-    except ImportError:
-        return
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    ``O_APPEND`` under an exclusive ``fcntl`` lock, then fsync (:func:`letterchunk.io.
+    append_lines`).  A torn last line left by a crash gets its newline first, so the new line
+    starts fresh."""
+    append_lines(Path(folder) / REVIEWS_FILE, [record.to_json()], lock=True)
 
 
 def read_reviews(folder: Path) -> list[ReviewRecord]:
