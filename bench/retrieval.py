@@ -488,6 +488,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-dense", action="store_true", help="BM25 only; loads no embedding model")
     p.add_argument("--year-filter", action="store_true", help="filter each search to its year")
     p.add_argument(
+        "--questions",
+        type=Path,
+        default=QUESTIONS,
+        help="question set (JSON lines: id, year, kind, question, evidence); default the 72",
+    )
+    p.add_argument(
         "--embedder",
         choices=sorted(EMBEDDERS),
         default=MiniLMInt8.name,
@@ -505,7 +511,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
-    questions = load_questions()
+    questions = load_questions(args.questions)
     years = sorted({q.year for q in questions})
     letters = [load_letter(LETTERS / f"{y}.txt") for y in years]
     args.cache.mkdir(parents=True, exist_ok=True)

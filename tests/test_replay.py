@@ -173,3 +173,72 @@ def test_same_request_decides_as_vcrpys_five_matchers(a, b, same_body, uris, met
     r2.body = json.dumps(a).encode()  # a changed body is parsed again, not taken from before
     expected = all(_decides(m, r1, r2) for m in (*five, vcr.matchers.body))
     assert _decides(same_request, r1, r2) == expected
+
+
+# -- a cassette's index finds the recordings vcrpy's linear scan finds, in the same order ----
+
+# numbers that are equal across types (1 == 1.0 == True) and huge ones no float equals
+_numbers = st.sampled_from([0, 1, 1.0, True, False, 0.0, -0.0, 2**53 + 1, float(2**53), 10**400])
+_index_values = st.recursive(
+    st.none() | _numbers | st.floats(allow_nan=True) | st.text(max_size=2),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("ab"), inner, max_size=2)
+    ),
+    max_leaves=6,
+)
+_bodies = st.one_of(
+    _index_values.map(lambda v: (json.dumps(v).encode(), _JSON)),
+    _index_values.map(lambda v: (json.dumps(v, indent=1, sort_keys=True).encode(), _JSON)),
+    st.sampled_from(
+        [
+            (b"not json", _JSON),
+            (b"", _JSON),
+            (b'{"a": 1}', {"Content-Type": "text/plain"}),
+            (b"a=1&b=2", {"Content-Type": "application/x-www-form-urlencoded"}),
+            (b'{"a": 1}', {"Content-Type": "application/json", "Transfer-Encoding": "chunked"}),
+        ]
+    ),
+)
+_paths = st.sampled_from(["/v1/chat/completions", "/v1/completions", ""])
+
+
+def _stored(body_headers, path):
+    from vcr.request import Request
+
+    body, headers = body_headers
+    return Request("POST", f"http://127.0.0.1:8080{path}", body, headers)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    recorded=st.lists(st.tuples(_bodies, _paths), max_size=8),
+    asked=st.lists(st.tuples(_bodies, _paths), min_size=1, max_size=4),
+    picks=st.lists(st.integers(0, 7), max_size=4),
+)
+def test_the_cassette_index_finds_what_vcrpys_scan_finds(tmp_path_factory, recorded, asked, picks):
+    from vcr.cassette import Cassette
+
+    from letterchunk.llm.replay import recorder
+
+    path = tmp_path_factory.mktemp("index") / "c.yaml"
+    requests = [_stored(b, p) for b, p in recorded]
+    # a request asked again as recorded (same bytes), as a replay does
+    questions = [_stored(b, p) for b, p in asked] + [
+        _stored((requests[i].body, dict(requests[i].headers)), requests[i].path)
+        for i in picks
+        if i < len(requests)
+    ]
+    with recorder("none").use_cassette(str(path), allow_playback_repeats=True) as cassette:
+        cassette.data = [(r, {"status": {"code": 200}, "n": n}) for n, r in enumerate(requests)]
+        cassette.play_counts.clear()
+        for question in questions:
+            indexed = [(i, r["n"]) for i, r in cassette._responses(question)]
+            scanned = [(i, r["n"]) for i, r in Cassette._responses(cassette, question)]
+            assert indexed == scanned
+            assert (question in cassette) == bool(scanned)
+        # a recording added later (update mode) is found too
+        extra = _stored(recorded[0][0] if recorded else (b"{}", _JSON), "/v1/chat/completions")
+        cassette.data.append((extra, {"status": {"code": 200}, "n": len(requests)}))
+        indexed = [i for i, _ in cassette._responses(extra)]
+        assert indexed == [i for i, _ in Cassette._responses(cassette, extra)]
+        assert len(requests) in indexed

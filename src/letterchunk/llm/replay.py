@@ -16,13 +16,21 @@ parsed documents are equal) but parses each body once: vcrpy looks for a request
 recorded one in turn, and its ``body`` matcher parses both documents and writes an indented,
 sorted diff of them for every recording that does not match.  On a letter of 600 requests that
 diff was most of the replay's time.
+
+vcrpy also finds a request's recordings by comparing it with every recorded interaction in
+turn, twice a request, so a replay grows with the square of its requests.  A cassette opened
+through :func:`recorder` finds them by an index instead (:class:`_RequestIndex`): the recordings
+are grouped by a key that every request equal to them under :func:`same_request` shares, and
+only those of the request's group (and any recording whose body is not plain JSON) are compared,
+by vcrpy's own loop over the matchers, in recording order.  So the same recordings match, in the
+same order, and vcrpy keeps deciding which one plays.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +148,84 @@ def same_request(r1: Any, r2: Any) -> None:
     return None
 
 
+def _key(value: object) -> object:
+    """A hashable form of a parsed JSON value, the same for every value equal to it (``==``,
+    as vcrpy's ``body`` matcher compares): a dict by its sorted items, a list as a tuple.
+    Numbers stay as they are: Python hashes equal numbers alike (``1``, ``1.0``, ``True``).
+    Unequal values may share a key; the matcher still decides."""
+    if isinstance(value, dict):
+        return ("{", tuple(sorted((str(k), _key(v)) for k, v in value.items())))
+    if isinstance(value, list):
+        return ("[", tuple(_key(v) for v in value))
+    return value
+
+
+def _request_key(request: Any) -> object:
+    """The index key of ``request``: its method, scheme, host and path and its JSON body's
+    key; ``_NOT_JSON`` for a body vcrpy's own matcher compares."""
+    head, body = _parts(request)
+    return _NOT_JSON if body is _NOT_JSON else (head, _key(body))
+
+
+class _RequestIndex:
+    """A cassette's recordings by :func:`_request_key`, kept up to date as it records."""
+
+    def __init__(self, cassette: Any) -> None:
+        self._cassette = cassette
+        self._groups: dict[object, list[int]] = {}
+        self._loose: list[int] = []  # recordings with a body that is not plain JSON
+        self._seen = 0
+
+    def _update(self) -> None:
+        data = self._cassette.data
+        for index in range(self._seen, len(data)):
+            key = _request_key(data[index][0])
+            if key is _NOT_JSON:
+                self._loose.append(index)
+            else:
+                self._groups.setdefault(key, []).append(index)
+        self._seen = len(data)
+
+    def _candidates(self, request: Any) -> Iterable[int]:
+        self._update()
+        key = _request_key(request)
+        if key is _NOT_JSON:
+            return range(len(self._cassette.data))
+        group = self._groups.get(key, [])
+        return sorted([*group, *self._loose]) if self._loose else group
+
+    def responses(self, request: Any) -> Iterator[tuple[int, Any]]:
+        """What vcrpy's ``Cassette._responses`` yields: (index, response) of every recording
+        that matches ``request``, in recording order."""
+        import vcr.matchers  # deferred: vcrpy comes with the test extra
+
+        cassette = self._cassette
+        request = cassette._before_record_request(request)
+        data = cassette.data
+        for index in self._candidates(request) if request else range(len(data)):
+            stored, response = data[index]
+            if vcr.matchers.requests_match(request, stored, cassette._match_on):
+                yield index, response
+
+
+class _Recorder:
+    """vcrpy's VCR, whose cassettes look requests up through a :class:`_RequestIndex`."""
+
+    def __init__(self, recording: Any) -> None:
+        self._recording = recording
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._recording, name)
+
+    @contextlib.contextmanager
+    def use_cassette(self, path: str, **kwargs: Any) -> Iterator[Any]:
+        with self._recording.use_cassette(path, **kwargs) as cassette:
+            if [m.__name__ for m in cassette._match_on] == ["same_request"]:
+                # an instance attribute: vcrpy's play_response and __contains__ call it
+                cassette._responses = _RequestIndex(cassette).responses
+            yield cassette
+
+
 def recorder(record_mode: str = "none") -> Any:
     """A vcrpy recorder with letterchunk's matching rules: ``"none"`` replays, ``"all"`` records
     everything anew, ``"update"`` replays the recorded interactions that are still requested,
@@ -157,7 +243,7 @@ def recorder(record_mode: str = "none") -> Any:
         drop_unused_requests=update,
     )
     recording.register_matcher("same_request", same_request)
-    return recording
+    return _Recorder(recording)
 
 
 @contextlib.contextmanager
