@@ -22,14 +22,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-
-# Bytecode caches on, whatever the shell says (PYTHONDONTWRITEBYTECODE is set on some CI
-# machines): the suite starts a few hundred Python processes (CLI runs, kill -9 runs, servers)
-# and each would compile letterchunk from source again, and every xdist worker would rewrite
-# every test module's asserts again on every run.  The caches go to __pycache__ folders, which
-# git ignores; the processes the tests start inherit the setting.
-sys.dont_write_bytecode = False
-os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +31,14 @@ from hypothesis import settings as hypothesis_settings
 from fake_openai import FakeOpenAI
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.tokens import count_tokens
+
+# Bytecode caches on, whatever the shell says (PYTHONDONTWRITEBYTECODE is set on some CI
+# machines): the suite starts a few hundred Python processes (CLI runs, kill -9 runs, servers)
+# and each would compile letterchunk from source again, and every xdist worker would rewrite
+# every test module's asserts again on every run.  The caches go to __pycache__ folders, which
+# git ignores; the processes the tests start inherit the setting.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # Hypothesis profiles (docs/development.md).  "ci", loaded when CI is set: a fixed seed, so a
 # failure in CI is the same failure on any machine, and no example database (a fresh clone has
