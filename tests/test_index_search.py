@@ -13,13 +13,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from letterchunk.cli import main
 from letterchunk.errors import ConfigError
 from letterchunk.retrieval import embed as embed_module
 from letterchunk.retrieval.embed import Window, windows
 from letterchunk.retrieval.index import build_index
-from letterchunk.retrieval.search import Filters, fts_query, search
+from letterchunk.retrieval.search import Filters, YearSignal, fts_query, search
 from letterchunk.retrieval.threads import BLAS_THREAD_VARS
 from letterchunk.text.sentences import sentence_spans
 
@@ -780,7 +782,7 @@ def test_a_year_in_the_query_lifts_that_letter_without_filtering_the_others(
     named = search(two_letters_db, query + " in 1978", k=5, mode="bm25")
     assert named[0].letter_year == 1978
     with monkeypatch.context() as m:  # the word "1978" as a BM25 term alone does not do it
-        m.setattr(search_module, "query_years", lambda text: [])
+        m.setattr(search_module, "year_signal", lambda text, newest=None: None)
         assert search(two_letters_db, query + " in 1978", k=5, mode="bm25")[0].letter_year == 1977
     assert sum(h.letter_year == 1978 for h in named) > sum(h.letter_year == 1978 for h in plain)
     # soft: the other letter's chunks still rank, below the named letter's best
@@ -796,6 +798,119 @@ def test_an_explicit_year_filter_overrides_a_year_in_the_query(two_letters_db):
         two_letters_db, "insurance premium volume in 1978", k=5, mode="bm25", filters=Filters(1977)
     )
     assert hits and {h.letter_year for h in hits} == {1977}
+    # and the hits say so: the year was read, and the filter decided
+    assert {h.year_signal for h in hits} == {YearSignal((1978,), ("1978",), "off")}
+
+
+# the ways a question names its letter's year, each with a blank for the year
+_YEAR_PHRASES = [
+    "in the {} letter",
+    "in {}",
+    "by {},",
+    "during {}.",
+    "{}'s results",
+    "mid-{}",
+    "the {} annual report",
+    "({})",
+]
+_NEWEST_PHRASES = [
+    "last year",
+    "this year",
+    "the latest letter",
+    "the most recent report",
+    "the newest annual letter",
+    "most recently",
+    "Last Year",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    year=st.integers(1950, 2029),
+    phrase=st.sampled_from(_YEAR_PHRASES),
+    before=st.sampled_from(["What did Berkshire earn", "Why was GEICO bought", ""]),
+    after=st.sampled_from(["?", " on insurance float?", ""]),
+    newest=st.none() | st.integers(1965, 2029),
+)
+def test_a_written_year_is_read_wherever_the_question_puts_it(year, phrase, before, after, newest):
+    from letterchunk.retrieval.query import year_signal
+
+    signal = year_signal(f"{before} {phrase.format(year)}{after}".strip(), newest)
+    assert signal is not None and signal.years == (year,) and signal.said == (str(year),)
+    assert signal.use == "boost"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    decade=st.integers(195, 202),
+    form=st.sampled_from(
+        ["the {}0s", "the {}0's", "late {}0's", "mid-{}0s", "the '{}0s", "in the \u2019{}0s"]
+    ),
+    newest=st.integers(1965, 2029),
+)
+def test_a_decade_names_each_of_its_years(decade, form, newest):
+    from letterchunk.retrieval.query import year_signal
+
+    text = form.format(decade % 10 if "'{}" in form or "\u2019{}" in form else decade)
+    signal = year_signal(f"How did float grow in {text}?", newest)
+    assert signal is not None and signal.years == tuple(range(decade * 10, decade * 10 + 10))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    phrase=st.sampled_from(_NEWEST_PHRASES),
+    newest=st.integers(1965, 2029),
+    where=st.sampled_from(["What did Buffett say {} about buybacks?", "{}: the float", "{}"]),
+)
+def test_the_newest_letter_said_without_its_year_is_the_newest_letter_held(phrase, newest, where):
+    from letterchunk.retrieval.query import year_signal
+
+    text = where.format(phrase)
+    signal = year_signal(text, newest)
+    assert signal is not None and signal.years == (newest,) and signal.said == (phrase,)
+    # with no letter to read it against (an empty index), nothing is guessed
+    assert year_signal(text, None) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "$1990s",
+        "1,977 shares",
+        "the 1940s",
+        "years of growth",
+        "the year's gain in net worth",
+        "a lasting yearly habit",
+        "2030s",
+    ],
+)
+def test_no_year_is_read_where_none_is_named(text):
+    from letterchunk.retrieval.query import year_signal
+
+    assert year_signal(text, 2021) is None
+
+
+def test_last_year_lifts_the_newest_letter_and_every_hit_says_why(two_letters_db, capsys):
+    query = "insurance premium volume"
+    plain = search(two_letters_db, query, k=5, mode="bm25")
+    assert plain[0].letter_year == 1977 and all(h.year_signal is None for h in plain)
+    named = search(two_letters_db, query + " last year", k=5, mode="bm25")
+    assert named[0].letter_year == 1978  # the newest letter of the two
+    assert {h.year_signal for h in named} == {YearSignal((1978,), ("last year",), "boost")}
+    argv = ["search", query + " last year", "--db", str(two_letters_db), "--bm25"]
+    assert main([*argv, "--json"]) == 0
+    out, err = capsys.readouterr()
+    records = [json.loads(line) for line in out.splitlines()]
+    assert records and all(
+        r["year_signal"] == {"years": [1978], "said": ["last year"], "use": "boost"}
+        for r in records
+    )
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert '"last year"' in err and "1978" in err and "boost" in err
+    assert out.startswith("1. ")  # the listing itself is unchanged
+    assert main([*argv, "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize("preset", [None, "3"])

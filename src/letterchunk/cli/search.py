@@ -33,7 +33,7 @@ from letterchunk.cli.index import add_embed_options, whole_number
 from letterchunk.errors import ConfigError
 from letterchunk.io import write_stream
 from letterchunk.retrieval.embed import open_embedder
-from letterchunk.retrieval.search import WINDOW_TOKENS, YEAR_MAX, Filters, Hit, search
+from letterchunk.retrieval.search import WINDOW_TOKENS, YEAR_MAX, Filters, Hit, YearSignal, search
 from letterchunk.settings import Settings
 
 EXAMPLES = """\
@@ -147,12 +147,27 @@ def run(args: argparse.Namespace) -> int:
         window=None if args.leaves else args.window,
         expand_links=args.expand_links,
     )
+    signal = hits[0].year_signal if hits else None
+    if signal is not None and not args.quiet and not args.json:
+        print(_year_note(signal), file=sys.stderr)
     lines = [_json(hit) for hit in hits] if args.json else _listing(hits)
     # one write of all the hits: a reader that stops early (`| head -1`) ends it quietly
     write_stream(sys.stdout, "".join(line + "\n" for line in lines))
     if not hits and not args.quiet:
         print("letterchunk: no hit; loosen the filters or check the query", file=sys.stderr)
     return 0
+
+
+def _year_note(signal: YearSignal) -> str:
+    """What the listing says of the years the query names (the --json hits carry them)."""
+    named = ", ".join(f'"{words}"' for words in signal.said)
+    years = ", ".join(map(str, signal.years))
+    if signal.use == "off":
+        return f"letterchunk: the query names {named}; --year decides the letter instead"
+    return (
+        f"letterchunk: the query names {named}: the chunks of {years} rank higher (a boost, "
+        "not a filter; --year Y keeps one letter only)"
+    )
 
 
 def _json(hit: Hit) -> str:

@@ -19,8 +19,9 @@ capitals are the search operators people type ("GEICO OR float"), not names.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-__all__ = ["STOPWORDS", "fts_query", "query_years"]
+__all__ = ["STOPWORDS", "YearSignal", "fts_query", "query_years", "year_signal"]
 
 # English function words (close to NLTK's English list): pronouns, articles, auxiliaries,
 # prepositions, conjunctions, question words, and the pieces \w+ leaves of a contraction or a
@@ -53,6 +54,68 @@ _YEAR = re.compile(r"(?<![\d.,$])(19[5-9]\d|20[0-2]\d)(?![\d%]|,\d|s\b)")
 def query_years(text: str) -> list[int]:
     """The years 1950-2029 written in ``text``, in order of first mention."""
     return list(dict.fromkeys(int(y) for y in _YEAR.findall(text)))
+
+
+# a decade: "1990s", "the 1990's" (after "the", "early", "mid" or "late": "1990's results" is
+# the year's), "the '90s"
+_DECADE = re.compile(
+    r"(?<![\d.,$'\u2019])(?:(19[5-9]|20[0-2])0s\b"
+    r"|(?<=the |rly |mid |ate |mid-)(19[5-9]|20[0-2])0['\u2019]s\b"
+    r"|['\u2019]([5-9]0|[0-2]0)['\u2019]?s\b)",
+    re.IGNORECASE,
+)
+# the newest letter, said without its year: "last year", "this year", "the latest letter",
+# "the most recent report", "the newest annual letter", "most recently"
+_NEWEST = re.compile(
+    r"\b(?:last year|this year|this past year|the past year|most recently"
+    r"|(?:the )?(?:latest|most recent|newest|current)(?: annual| shareholder)?"
+    r" (?:letter|report|year)s?)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class YearSignal:
+    """The letter years a query names, what named them, and how search uses them.
+
+    ``years``: the letters whose chunks rank higher; ``said``: the words that named each
+    (``"1987"``, ``"the 1990s"``, ``"last year"``); ``use``: ``"boost"`` (the years' chunks join
+    the ranking once more, the others stay), or ``"off"`` when a year filter already decides.
+    """
+
+    years: tuple[int, ...]
+    said: tuple[str, ...]
+    use: str = "boost"
+
+
+def year_signal(text: str, newest: int | None = None) -> YearSignal | None:
+    """The years ``text`` names: written years, decades (each year of them), and the newest
+    letter said without its year ("last year", "the latest letter"), read as ``newest`` (the
+    newest letter the index holds; left out when None).  None when it names none."""
+    years: list[int] = []
+    said: list[str] = []
+    decades = list(_DECADE.finditer(text))
+    for match in _YEAR.finditer(text):
+        if any(d.start() <= match.start() < d.end() for d in decades):
+            continue  # "the 1990's": the decade, read below
+        years.append(int(match.group(1)))
+        said.append(match.group(1))
+    for match in decades:
+        century = match.group(1) or match.group(2)
+        if century:
+            first = int(century) * 10
+        else:  # "'90s": the twentieth century from '50 up, the twenty-first below
+            two = int(match.group(3))
+            first = (1900 if two >= 50 else 2000) + two
+        years += range(first, first + 10)
+        said.append(match.group(0))
+    if newest is not None:
+        for match in _NEWEST.finditer(text):
+            years.append(newest)
+            said.append(match.group(0))
+    if not years:
+        return None
+    return YearSignal(tuple(dict.fromkeys(years)), tuple(dict.fromkeys(said)))
 
 
 def fts_query(text: str) -> str:

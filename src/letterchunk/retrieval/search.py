@@ -23,8 +23,12 @@ letter", "mid-1991").  A year 1950-2029 written in the query (not an amount such
 "1,977", not a decade such as "1990s") is a soft signal: one more ranking joins the fusion, for
 the leaves and for the sections alike, the retrievers' fused ranking of the chunks of that
 year's letter alone.  Those chunks rise; the others are still ranked, since an event of one year
-is often reported in a later letter.  An explicit year filter (``Filters.year``, ``--year``)
-turns the signal off: it already keeps only that letter.
+is often reported in a later letter.  A decade ("the 1990s", "the '90s") names each of its years;
+the newest letter said without its year ("last year", "this year", "the latest letter", "the most
+recent report") is read as the newest letter the index holds.  An explicit year filter
+(``Filters.year``, ``--year``) turns the signal off: it already keeps only that letter.  Never
+silently: every hit carries the signal (``year_signal``: the years, the words that named them,
+and ``use``: ``"boost"`` or ``"off"``), ``--json`` prints it and the listing notes it.
 
 Small to big (paragraph window, :mod:`letterchunk.retrieval.window`): a leaf is small (a
 paragraph, a table) so that it ranks precisely, but a reader needs the text around it.  Each hit
@@ -72,7 +76,7 @@ from letterchunk.errors import ConfigError
 from letterchunk.retrieval.embed import Embedder, load_numpy, windows
 from letterchunk.retrieval.links import LinkedChunk, linked_chunks, require_links
 from letterchunk.retrieval.marks import MarkedCounter
-from letterchunk.retrieval.query import fts_query, query_years
+from letterchunk.retrieval.query import YearSignal, fts_query, query_years, year_signal
 from letterchunk.retrieval.store import check_index, connect, index_errors
 from letterchunk.retrieval.window import focus_window, grow_window, paragraph_edges
 from letterchunk.text.clean import FIRST_LETTER_YEAR
@@ -85,6 +89,7 @@ __all__ = [
     "Passage",
     "RRF_K",
     "WINDOW_TOKENS",
+    "YearSignal",
     "fts_query",
     "letter_years",
     "query_years",
@@ -187,6 +192,8 @@ class Hit:
     metadata: dict[str, Any] = field(default_factory=dict)
     # chunks of other letters sharing the leaf's (or its section's) idea; with expand_links
     links: list[LinkedChunk] = field(default_factory=list)
+    # the letter years the query names and how the search used them (the same on every hit)
+    year_signal: YearSignal | None = None
 
 
 def _bm25(conn: Any, query: str, where: str, params: list[Any]) -> list[int]:
@@ -512,8 +519,12 @@ def _search(
 
     # a year the query names (and no --year filter) is a soft signal: one more ranking,
     # the fused ranking of that letter's chunks alone, so they rise without shutting out
-    # a later letter that reports the event
-    years = query_years(query) if filters.year is None else []
+    # a later letter that reports the event; every hit says which years and why
+    newest = conn.execute("SELECT max(letter_year) FROM chunks").fetchone()[0]
+    signal = year_signal(query, newest)
+    if signal is not None and filters.year is not None:
+        signal = replace(signal, use="off")
+    years = list(signal.years) if signal is not None and signal.use == "boost" else []
 
     def rank_with_year(condition: str) -> dict[str, list[int]]:
         ranks = rank(condition)
@@ -527,10 +538,11 @@ def _search(
         fused = _fuse(list(ranks.values()))
         _, size = _sections(conn, [rowid for rowid, _ in fused])
         hits = _group(fused, {r: r for r, _ in fused}, k, size, tokens)
-        return [
+        found = [
             _hit(conn, query, rowid, score, ranks, expand, window=window)
             for [(rowid, score)] in hits
         ]
+        return [replace(hit, year_signal=signal) for hit in found]
     leaves = rank_with_year(where + " AND c.leaf = 1")
     sections = rank_with_year(where + " AND c.chunk_tier = 1")
     candidates = sorted({r for ranking in leaves.values() for r in ranking})
@@ -538,7 +550,10 @@ def _search(
     ranked = _fuse_sections(leaves, sections, section_of)
     groups = _group(ranked, section_of, k, size, tokens)
     return [
-        _hit(conn, query, rowid, score, leaves, expand, [r for r, _ in rest], window)
+        replace(
+            _hit(conn, query, rowid, score, leaves, expand, [r for r, _ in rest], window),
+            year_signal=signal,
+        )
         for (rowid, score), *rest in groups
     ]
 
