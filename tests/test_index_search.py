@@ -4,6 +4,7 @@ the real interface; the MiniLM test runs where its weights are installed."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -13,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from letterchunk.cli import main
@@ -571,7 +572,13 @@ def test_each_hit_returns_a_window_of_its_section_around_its_leaf(tier2_dir, tmp
         bare = search(db, query, k=5, mode="bm25", window=None)
         # the window changes what a hit returns, never what is ranked
         assert _ids(windowed) == _ids(bare)
-        assert all(not h.more for h in windowed)
+        # the k hits share k windows' worth of tokens: windows and the passages beside them
+        assert _returned_tokens(windowed) <= 5 * WINDOW_TOKENS
+        for hit in windowed:  # a passage beside a window: a ranked leaf of its section, outside
+            for m in hit.more:
+                assert by_id[m.chunk_id].metadata.parent_chunk_id == hit.metadata["parent_chunk_id"]
+                assert m.end_char <= hit.start_char or hit.end_char <= m.start_char
+                assert text[m.start_char : m.end_char] == m.content
         for hit, leaf in zip(windowed, bare, strict=True):
             own = by_id[hit.chunk_id].metadata.source_span
             assert (hit.leaf_start_char, hit.leaf_end_char) == (
@@ -583,7 +590,7 @@ def test_each_hit_returns_a_window_of_its_section_around_its_leaf(tier2_dir, tmp
             assert hit.start_char <= hit.leaf_start_char < hit.leaf_end_char <= hit.end_char
             if hit.metadata["token_count"] > WINDOW_TOKENS:  # over the window: a part of it
                 assert hit.leaf_start_char <= hit.start_char < hit.end_char <= hit.leaf_end_char
-                assert count_tokens(hit.content) <= WINDOW_TOKENS
+                assert count_tokens(hit.content) < hit.metadata["token_count"]
                 continue
             if hit.chunk_tier == 1:  # a Tier-1 leaf is its own window
                 assert (hit.start_char, hit.end_char) == (hit.leaf_start_char, hit.leaf_end_char)
@@ -593,7 +600,6 @@ def test_each_hit_returns_a_window_of_its_section_around_its_leaf(tier2_dir, tmp
             assert hit.end_char <= section.end_char_exclusive
             if (hit.start_char, hit.end_char) != (hit.leaf_start_char, hit.leaf_end_char):
                 widened += 1
-                assert count_tokens(hit.content) <= WINDOW_TOKENS
                 # whole paragraphs: the window starts and ends where a paragraph or a chunk of
                 # the section does
                 edges = _paragraph_and_chunk_edges(text, section, by_id, hit)
@@ -614,12 +620,23 @@ def test_each_hit_returns_a_window_of_its_section_around_its_leaf(tier2_dir, tmp
                     )
                     assert inside or outside or overlaps_leaf, (hit.chunk_id, child)
         small = search(db, "insurance premium volume underwriting", k=5, mode="bm25", window=200)
-        for h in small:  # a leaf over 200 tokens gives its sentences that fit (one at least)
-            assert count_tokens(h.content) <= 200 or len(sentence_spans(h.content)) == 1
+        # five hits, 1,000 tokens between them; a leaf over its share gives its sentences that
+        # fit (one at least)
+        assert _returned_tokens(small) <= 5 * 200 or any(
+            len(sentence_spans(h.content)) == 1 for h in small
+        )
+        for h in small:
             assert text[h.start_char : h.end_char] == h.content
     assert widened, "some hit's window holds more than its leaf"
     with pytest.raises(ConfigError, match="window=None"):
         search(db, "textile", mode="bm25", window=0)
+
+
+def _returned_tokens(hits) -> int:
+    """o200k tokens of what the hits return: their windows and the passages beside them."""
+    from letterchunk.tokens import count_tokens
+
+    return sum(count_tokens(h.content) + sum(count_tokens(m.content) for m in h.more) for h in hits)
 
 
 def _paragraph_and_chunk_edges(text, section, by_id, hit):
@@ -701,7 +718,8 @@ def test_a_hit_on_a_table_longer_than_its_window_returns_the_rows_asked_about(tm
     assert (hit.leaf_start_char, hit.leaf_end_char) == (span.start_char, span.end_char_exclusive)
     assert span.start_char <= hit.start_char < hit.end_char <= span.end_char_exclusive
     assert letter.text[hit.start_char : hit.end_char] == hit.content
-    assert count_tokens(hit.content) <= WINDOW_TOKENS
+    assert count_tokens(hit.content) <= 5 * WINDOW_TOKENS < table.metadata.token_count
+    assert _returned_tokens(hits) <= 5 * WINDOW_TOKENS
     assert any(line.strip().startswith("1987 ") for line in hit.content.splitlines())
     # bare leaves (no window) return the table whole
     bare = search(db, query, k=5, mode="bm25", window=None)
@@ -943,3 +961,47 @@ def test_pinning_after_numpy_loaded_changes_nothing():
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     ).stdout.split()
     assert out == ["False", "None"]
+
+
+@functools.cache
+def _cleaned(year: int) -> str:
+    from letterchunk.text.clean import load_letter
+
+    return load_letter(CORPUS / f"{year}.txt").text
+
+
+_QUERY_WORDS = (
+    "insurance premium volume underwriting textile Blue Chip float GEICO earnings book value "
+    "bank Illinois Wesco retail stamps investments operations results 1977 1978 loss capital"
+).split()
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    words=st.lists(st.sampled_from(_QUERY_WORDS), min_size=1, max_size=4),
+    k=st.integers(1, 7),
+    window=st.sampled_from([60, 200, 800, 1500]),
+)
+def test_k_hits_share_k_windows_and_rank_as_the_bare_leaves(two_letters_db, words, k, window):
+    query = " ".join(words)
+    got = search(two_letters_db, query, k=k, mode="bm25", window=window)
+    bare = search(two_letters_db, query, k=k, mode="bm25", window=None)
+    assert _ids(got) == _ids(bare) and len(got) <= k
+    texts = {f"{y}_cleaned.txt": _cleaned(y) for y in (1977, 1978)}
+    for hit in got:
+        text = texts[hit.source_file]
+        assert text[hit.start_char : hit.end_char] == hit.content
+        leaf_inside = hit.start_char <= hit.leaf_start_char < hit.leaf_end_char <= hit.end_char
+        focused = hit.leaf_start_char <= hit.start_char < hit.end_char <= hit.leaf_end_char
+        assert leaf_inside or focused
+        for m in hit.more:  # beside the window, never inside it, and exact
+            assert m.end_char <= hit.start_char or hit.end_char <= m.start_char
+            assert text[m.start_char : m.end_char] == m.content
+    # k windows' worth between them; a leaf focused to a single sentence or line longer than
+    # its share is the one thing that can pass it
+    from letterchunk.tokens import count_tokens
+
+    single = sum(count_tokens(h.content) for h in got if len(sentence_spans(h.content)) == 1)
+    assert _returned_tokens(got) <= k * window + single

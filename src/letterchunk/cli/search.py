@@ -3,11 +3,13 @@
 Ranks the most specific chunks of an index built by `letterchunk index` (Tier-2 paragraphs,
 Tier-3 tables, Tier-1 chunks without children): BM25 and dense similarity fused by reciprocal
 rank (or one of them alone), after the filters, with each chunk's section rank added. The k hits
-are k different sections, each led by its best passage. Each hit returns one window of at most
---window N tokens (default 800, one peer chunk's worth): the passage, merged with its section's
-other ranked passages while the span covering them fits, then grown by whole paragraphs of its
-section, alternately after and before it; a table is never cut. A passage longer than the window
-(a 50-year table) gives the window's worth of its rows or sentences that best match the query.
+are k different sections, each led by its best passage. The k hits share k x --window N tokens
+(default 800, one peer chunk's worth each): each keeps its passage, then the sections' other
+ranked passages come in rank order while they fit, and what is left is shared out; each hit's
+window grows around its passage by whole paragraphs of its section, alternately after and before
+it, taking in the ranked passages near it; those too far to merge come beside it ("also"). A
+table is never cut. A passage longer than its share (a 50-year table) gives that many tokens of
+its rows or sentences that best match the query.
 The hit's span is the window's; "leaf" gives the ranked passage's own span and "within" names
 the other ranked passages the window holds. --leaves returns the bare passages instead, each
 with its section's other passages that rank before the first passage of a (k+1)-th section
@@ -107,7 +109,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         metavar="N",
         default=WINDOW_TOKENS,
-        help="tokens each hit returns: its passage and the text around it (default %(default)s)",
+        help="tokens per hit, shared by the k hits: passages and the text around them "
+        "(default %(default)s)",
     )
     w.add_argument(
         "--leaves",
