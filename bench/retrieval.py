@@ -49,8 +49,8 @@ Context tokens: o200k tokens of the union of the returned spans of each letter (
 counted once), the same count for every chunker.  ``@peer ctx`` rows ask ``ours`` for the same k = 5
 hits sharing N tokens instead of 5 x 800 (``search(k=5, window=N // 5)``, ``letterchunk search
 --window``), N the smallest mean k = 5 context of the three peers with the same retriever:
-recall at no more context than any peer.  ``recall@4000tok`` takes a deeper search's hits in rank order while what they return
-fits 4,000 tokens and asks whether those answer.
+recall at no more context than any peer.  ``recall@4000tok`` takes a deeper search's hits in
+rank order while what they return fits 4,000 tokens and asks whether those answer.
 """
 
 from __future__ import annotations
