@@ -124,7 +124,7 @@ def load_questions(path: Path = QUESTIONS) -> list[Question]:
 # --- chunkers: each writes DIR/YYYY.jsonl of canonical chunks for the letters ----------------
 
 
-def write_ours(letters: list[CleanedLetter], out: Path) -> None:
+def write_ours(letters: list[CleanedLetter], out: Path, folder: Path = LETTERS) -> None:
     """Segment every letter with Tier-2 chunks; enrich the cassette letters by replay.
 
     The cassettes were recorded without ``--tier2``, so the enriched letters' Tier-1 and Tier-3
@@ -133,13 +133,14 @@ def write_ours(letters: list[CleanedLetter], out: Path) -> None:
     """
     for letter in letters:
         chunks = segment_letter(letter, tier2=True)
-        if letter.year in ENRICHED:
+        # a cassette answers its own letter's requests only: letters from elsewhere are segmented
+        if letter.year in ENRICHED and folder == LETTERS:
             with (
                 tempfile.TemporaryDirectory() as tmp,
                 replayed_client(CASSETTES / f"{letter.year}.yaml") as (client, _),
             ):
                 run_paths(
-                    [LETTERS / f"{letter.year}.txt"],
+                    [folder / f"{letter.year}.txt"],
                     Path(tmp),
                     client,
                     RunOptions(workers=1, on_failure="skip", source_label="cassette", report=False),
@@ -511,6 +512,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=MiniLMInt8.name,
         help="the local dense embedder (default: letterchunk's default, the int8 MiniLM)",
     )
+    p.add_argument(
+        "--letters",
+        type=Path,
+        default=LETTERS,
+        help="folder of YYYY.txt letters the questions ask about (default corpus/letters; "
+        "letters from elsewhere are segmented only: the cassettes answer the corpus letters)",
+    )
     default_cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
     p.add_argument(
         "--cache",
@@ -525,7 +533,7 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     sets = {path.name: load_questions(path) for path in args.questions or [QUESTIONS, BLIND]}
     years = sorted({q.year for qs in sets.values() for q in qs})
-    letters = [load_letter(LETTERS / f"{y}.txt") for y in years]
+    letters = [load_letter(args.letters / f"{y}.txt") for y in years]
     args.cache.mkdir(parents=True, exist_ok=True)
     model = None if args.no_dense else CachedVectors(EMBEDDERS[args.embedder](), args.cache)
     with tempfile.TemporaryDirectory() as tmp:
@@ -533,16 +541,17 @@ def main(argv: list[str]) -> int:
         for folder in folders.values():
             folder.mkdir()
         started = time.perf_counter()
-        write_ours(letters, folders[OURS])
+        write_ours(letters, folders[OURS], args.letters)
         write_without_summary(folders[OURS], folders[OURS_BARE])
         for peer in PEERS:
             write_peer(peer, letters, folders[peer])
         chunk_s = time.perf_counter() - started
         counts = {n: sum(1 for _ in read_chunks(f)) for n, f in folders.items()}
         built = build(folders, args.cache, model)
+    summarised = [y for y in years if y in ENRICHED and args.letters == LETTERS]
     print(
         f"{len(years)} letters ({', '.join(map(str, years))}); "
-        f"summaries on {', '.join(str(y) for y in years if y in ENRICHED) or 'none'}; k={K}; "
+        f"summaries on {', '.join(map(str, summarised)) or 'none'}; k={K}; "
         f"{'year filter' if args.year_filter else 'no filter'}; chunking {chunk_s:.1f} s; "
         f"embedder {'none' if model is None else model.name}"
     )
