@@ -35,7 +35,8 @@ paragraph, a table) so that it ranks precisely, but a reader needs the text arou
 hits share ``k * window`` tokens (``window`` default :data:`WINDOW_TOKENS`: 800, the size peer
 chunkers cut at, so k hits hand the reader at most k chunks' worth of text).  Each hit keeps its
 leaf; then the k sections' other ranked passages come, in rank order over all the hits, while
-they fit; what is left is shared equally.  Each hit's window starts as its leaf, takes in its
+they fit; what is left is shared out in rank order (each hit an equal part of what remains, and
+what a hit's window cannot use goes on to the hits after it).  Each hit's window starts as its leaf, takes in its
 passages that merge with it (the text between them comes too), then grows in document order by
 whole paragraphs of its Tier-1 parent, one after it, then one before, and so on, while it fits
 the hit's passages and share; a ranked passage too far to merge is returned beside the window
@@ -172,6 +173,7 @@ class Passage:
     start_char: int
     end_char: int
     content: str
+    tokens: int = 0  # o200k tokens of content
 
 
 @dataclass(frozen=True)
@@ -271,11 +273,12 @@ def _parent(conn: Any, chunk_id: str, expand: bool) -> Context | None:
 
 def _passage(conn: Any, rowid: int) -> Passage:
     row = conn.execute(
-        "SELECT chunk_id, chunk_tier, source_file, start_char, end_char, content "
-        "FROM chunks WHERE rowid = ?",
+        "SELECT chunk_id, chunk_tier, source_file, start_char, end_char, content, "
+        "json_extract(metadata, '$.token_count') FROM chunks WHERE rowid = ?",
         (rowid,),
     ).fetchone()
-    return Passage(*row)
+    chunk_id, tier, source, start, end, content, tokens = row
+    return Passage(chunk_id, tier, source, start, end, content, int(tokens or 0))
 
 
 def _sections(conn: Any, rowids: list[int]) -> tuple[dict[int, int], dict[int, int]]:
@@ -344,10 +347,10 @@ def _window(
     leaf: tuple[int, int],
     passages: list[Passage],
     allowance: int,
-) -> tuple[tuple[int, int, str], list[Passage]] | None:
+) -> tuple[tuple[int, int, str], int, list[Passage]] | None:
     """The window (start, end, text) of a Tier-2/Tier-3 leaf at source span ``leaf`` in its
-    Tier-1 parent ``parent_id``, and the section's ranked ``passages`` returned beside it; None
-    when the leaf has no Tier-1 parent in the index.
+    Tier-1 parent ``parent_id``, its tokens, and the section's ranked ``passages`` returned
+    beside it; None when the leaf has no Tier-1 parent in the index.
 
     The window first takes in the passages that merge with it and grows by whole paragraphs
     (see :func:`~letterchunk.retrieval.window.grow_window`).  A ranked passage too far from the
@@ -388,7 +391,12 @@ def _window(
                 room -= size
         taken = sum(count(*ranked[i]) for i in beside)
         a, b = grow(allowance - taken, [p for i, p in enumerate(ranked) if i not in beside])
-    return (origin + a, origin + b, text[a:b]), [passages[i] for i in beside]
+    # the window's count: its span out to the step points it grew to (the blanks its ends
+    # were trimmed of counted too), which the index keeps counts for
+    points = sorted({0, len(text), *steps})
+    lo = max(p for p in points if p <= a and not text[p:a].strip())
+    hi = min(p for p in points if p >= b and not text[b:p].strip())
+    return (origin + a, origin + b, text[a:b]), count(lo, hi), [passages[i] for i in beside]
 
 
 def _holds(span: tuple[int, int, str], passage: Passage) -> bool:
@@ -404,7 +412,13 @@ def _hit(
     expand: bool,
     more: list[int] | None = None,
     window: int | None = None,
-) -> Hit:
+    least: int | None = None,
+) -> tuple[Hit, int]:
+    """The hit of leaf ``rowid`` with its section's ranked passages ``more`` (bare, with
+    ``window`` None, or within ``window`` tokens), and the o200k tokens it returns (at most:
+    a window counts the blanks trimmed from its ends).  A leaf over ``window`` keeps its
+    passages beside the part of it that matches the query while that part keeps ``least``
+    tokens (default: all of ``window``)."""
     row = conn.execute(f"SELECT {_COLUMNS} FROM chunks WHERE rowid = ?", (rowid,)).fetchone()
     (_, chunk_id, year, title, tier, ctype, source, start, end, summary, content, parent, md) = row
 
@@ -416,15 +430,25 @@ def _hit(
     passages = [_passage(conn, r) for r in more or []]
     beside = passages
     metadata = json.loads(md)
-    if window is not None and int(metadata.get("token_count") or 0) > window:
-        # a leaf over the allowance: the part of it that matches the query, not all of it
+    tokens = int(metadata.get("token_count") or 0)
+    if window is not None and tokens > window:
+        # a leaf over the allowance: the part of it that matches the query, not all of it,
+        # beside the ranked passages that leave that part ``least`` tokens
+        room = window - (window if least is None else least)
+        beside = []
+        for m in passages:
+            if m.tokens <= room:
+                beside.append(m)
+                room -= m.tokens
         count = MarkedCounter.of(conn, content).count  # counts the index keeps: no tokenizer
-        a, b = focus_window(content, query, window, table=tier == 3, count=count)
-        span, beside = (start + a, start + b, content[a:b]), []
+        share = window - sum(m.tokens for m in beside)
+        a, b = focus_window(content, query, share, table=tier == 3, count=count)
+        # counted as its whole allowance: the index keeps no counts at the part's ends
+        span, tokens = (start + a, start + b, content[a:b]), share
     elif window is not None and parent and tier in (2, 3):
         windowed = _window(conn, parent, (start, end), passages, window)
         if windowed:  # one window per hit and the ranked passages beside it that fit
-            span, beside = windowed
+            span, tokens, beside = windowed
     return Hit(
         chunk_id=chunk_id,
         letter_year=year,
@@ -446,7 +470,7 @@ def _hit(
         more=[m for m in beside if not _holds(span, m)],
         within=[m.chunk_id for m in passages if _holds(span, m)],
         metadata=metadata,
-    )
+    ), tokens + sum(m.tokens for m in beside if not _holds(span, m))
 
 
 def search(
@@ -530,9 +554,10 @@ def _shared_windows(
     """The k best sections' hits sharing ``k * window`` tokens (see the module doc).
 
     Each hit keeps its leaf; then the sections' other ranked passages come in rank order, over
-    all k hits, while they fit; what is left is shared equally, and each hit's window grows
-    around its leaf with its passages' tokens and its share.  A leaf over ``window`` tokens
-    counts as ``window``: its hit is focused to that many."""
+    all k hits, while they fit; what is left is shared out in rank order, and each hit's window
+    grows around its leaf with its passages' tokens and its share; what it leaves goes on.  A
+    leaf over ``window`` tokens counts as ``window``: its hit is focused to at least that many,
+    beside its passages."""
     groups = _group(ranked, section_of, k, size, None)
     capped = {rowid: min(size[rowid], window) for group in groups for rowid, _ in group}
     taken = {group[0][0] for group in groups}
@@ -544,13 +569,18 @@ def _shared_windows(
         if used + capped[rowid] <= budget:
             taken.add(rowid)
             used += capped[rowid]
-    share = (budget - used) // max(len(groups), 1)
+    pool = budget - used  # shared out in rank order: what a hit leaves goes to the next ones
     hits = []
-    for group in groups:
+    for n, group in enumerate(groups):
         kept = [(rowid, score) for rowid, score in group if rowid in taken]
         (rowid, score), *rest = kept
-        allowance = sum(capped[r] for r, _ in kept) + share
-        hits.append(_hit(conn, query, rowid, score, ranks, expand, [r for r, _ in rest], allowance))
+        own = sum(capped[r] for r, _ in kept)
+        share = pool // (len(groups) - n)
+        hit, spent = _hit(
+            conn, query, rowid, score, ranks, expand, [r for r, _ in rest], own + share, window
+        )
+        pool -= min(share, max(spent - own, 0))
+        hits.append(hit)
     return hits
 
 
@@ -601,7 +631,7 @@ def _search(
         _, size = _sections(conn, [rowid for rowid, _ in fused])
         hits = _group(fused, {r: r for r, _ in fused}, k, size, tokens)
         found = [
-            _hit(conn, query, rowid, score, ranks, expand, window=window)
+            _hit(conn, query, rowid, score, ranks, expand, window=window)[0]
             for [(rowid, score)] in hits
         ]
         return [replace(hit, year_signal=signal) for hit in found]
@@ -620,7 +650,7 @@ def _search(
     groups = _group(ranked, section_of, k, size, tokens)
     return [
         replace(
-            _hit(conn, query, rowid, score, leaves, expand, [r for r, _ in rest], window),
+            _hit(conn, query, rowid, score, leaves, expand, [r for r, _ in rest], window)[0],
             year_signal=signal,
         )
         for (rowid, score), *rest in groups
