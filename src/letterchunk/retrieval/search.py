@@ -36,13 +36,13 @@ hits share ``k * window`` tokens (``window`` default :data:`WINDOW_TOKENS`: 800,
 chunkers cut at, so k hits hand the reader at most k chunks' worth of text).  Each hit keeps its
 leaf; then the k sections' other ranked passages come, in rank order over all the hits, while
 they fit; what is left is shared out in rank order (each hit an equal part of what remains, and
-what a hit's window cannot use goes on to the hits after it).  Each hit's window starts as its leaf, takes in its
-passages that merge with it (the text between them comes too), then grows in document order by
-whole paragraphs of its Tier-1 parent, one after it, then one before, and so on, while it fits
-the hit's passages and share; a ranked passage too far to merge is returned beside the window
-(``more``), so it is never dropped for the text around the leaf.  (Measured on the blind dev
-questions: one 800-token window a hit, passages that did not merge left out, found 0.867 of
-the evidence with the year filter; sharing the budget, 0.964, at 3,503 tokens against 3,124.)
+what a hit's window cannot use goes on to the hits after it).  Each hit's window starts as its
+leaf, takes in its passages that merge with it (the text between them comes too), then grows in
+document order by whole paragraphs of its Tier-1 parent, one after it, then one before, and so
+on, while it fits the hit's passages and share; a ranked passage too far to merge is returned
+beside the window (``more``), so it is never dropped for the text around the leaf.  (Measured on
+the blind dev questions, docs/benchmarks.md: one 800-token window a hit, passages that did not
+merge left out, found 0.867 of the evidence with the year filter; the shared budget 0.964.)
 A table is never cut: the window takes it whole or stops at its edge.  A parent that fits whole
 is returned whole.  The hit's ``start_char``/``end_char``/``content`` are the window's; its
 ``chunk_id`` and ``leaf_start_char``/``leaf_end_char`` are the leaf's; ``within`` names the
