@@ -18,9 +18,9 @@ budget (``tokens``) the walk instead takes leaves while their token counts fit i
 filter ranks every chunk of that tier instead, one hit each (``--tier 1`` searches whole
 sections).
 
-A year in the query: most questions name the year they ask about ("by 1977", "in the 1982
+A year in the query: many questions name the year they ask about ("by 1977", "in the 1982
 letter", "mid-1991").  A year 1950-2029 written in the query (not an amount such as "$1985" or
-"1,977", not a decade such as "1990s") is a soft signal: one more ranking joins the fusion, for
+"1,977") is a soft signal: one more ranking joins the fusion, for
 the leaves and for the sections alike, the retrievers' fused ranking of the chunks of that
 year's letter alone.  Those chunks rise; the others are still ranked, since an event of one year
 is often reported in a later letter.  A decade ("the 1990s", "the '90s") names each of its years;
