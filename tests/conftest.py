@@ -50,6 +50,20 @@ hypothesis_settings.load_profile(
     os.environ.get("LETTERCHUNK_HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
 
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (addopts): one worker more than the cores this process may use.  The whole
+    suite waits about a quarter of its time on sleeps, child processes and servers (measured on
+    2 cores: 709 s of CPU in 481 s with 2 workers); a third worker fills those waits (461 s).
+    The inner loop (``-m "not slow ..."``) leaves the waiting tests out: CPU-bound, it is
+    fastest with a worker a core (53 s against 57-61 s with three).
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` still decide when given."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    cores = len(os.sched_getaffinity(0))
+    return cores if "not slow" in (config.option.markexpr or "") else cores + 1
+
+
 # tests measured at 0.2 s or more (bench/suite_durations.py --write-slow): marked ``slow`` here,
 # so the inner loop (-m "not slow and not replay and not browser") leaves them out
 _SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
