@@ -366,9 +366,11 @@ def test_a_chunk_that_obeys_a_section_title_is_never_written(
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory) -> Path:
     """1977 and 1996 enriched from their cassettes: real answers of the real model."""
-    from replayed import replay_letters
+    from replayed import replay_letters, shared_folder
 
-    return replay_letters(tmp_path_factory.mktemp("replayed"))
+    return replay_letters(
+        tmp_path_factory.mktemp("replayed"), shared=shared_folder(tmp_path_factory)
+    )
 
 
 def _answers_from_a_title(
