@@ -88,12 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_slow:
         slow = sorted(t for t, seconds in last[0].items() if seconds >= args.over)
         head = (
-            f"# tests that took >= {args.over} s in {names[-1]}, each with its seconds "
-            "(bench/suite_durations.py --write-slow): tests/conftest.py marks them slow (the "
-            "inner loop leaves them out) and runs the longest modules first\n"
+            f"# tests that took >= {args.over} s in {names[-1]} (bench/suite_durations.py "
+            "--write-slow): tests/conftest.py marks them slow; the inner loop leaves them out\n"
         )
-        rows = "".join(f"{t}\t{last[0][t]:.2f}\n" for t in slow)
-        args.write_slow.write_text(head + rows, encoding="utf-8")
+        args.write_slow.write_text(head + "".join(f"{t}\n" for t in slow), encoding="utf-8")
         print(f"\n{len(slow)} slow test id(s) written to {args.write_slow}")
     return 0
 

@@ -64,40 +64,26 @@ def pytest_xdist_auto_num_workers(config):
     return cores if "not slow" in (config.option.markexpr or "") else cores + 1
 
 
-# tests measured at 0.2 s or more (bench/suite_durations.py --write-slow), one per line with
-# the seconds measured after a tab: marked ``slow`` here, so the inner loop (-m "not slow and
-# not replay and not browser") leaves them out
+# tests measured at 0.2 s or more (bench/suite_durations.py --write-slow): marked ``slow`` here,
+# so the inner loop (-m "not slow and not replay and not browser") leaves them out
 _SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
 
 
-def _measured_seconds() -> dict[str, float]:
-    seconds: dict[str, float] = {}
-    if _SLOW_LIST.is_file():
-        for line in _SLOW_LIST.read_text(encoding="utf-8").splitlines():
-            if line.strip() and not line.startswith("#"):
-                nodeid, _, measured = line.rstrip().partition("\t")
-                seconds[nodeid] = float(measured or 0.0)
-    return seconds
-
-
 def pytest_collection_modifyitems(config, items):
-    seconds = _measured_seconds()
+    slow = set()
+    if _SLOW_LIST.is_file():
+        slow = {
+            line.strip()
+            for line in _SLOW_LIST.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")
+        }
     for item in items:
-        if item.nodeid in seconds:
+        if item.nodeid in slow:
             item.add_marker(pytest.mark.slow)
         if _REPLAYING_FIXTURES.get(item.module.__name__.rsplit(".", 1)[-1], set()) & set(
             getattr(item, "fixturenames", ())
         ):
             item.add_marker(pytest.mark.replay)
-    # the longest modules first, each module's tests together and in their order: xdist hands
-    # tests out in this order, so the long ones start early and short ones fill the end (a
-    # kill -9 chain starting last once left the other workers idle for a minute)
-    weight: dict[str, float] = {}
-    for item in items:
-        weight[item.module.__name__] = weight.get(item.module.__name__, 0.0) + seconds.get(
-            item.nodeid, 0.0
-        )
-    items.sort(key=lambda item: -weight[item.module.__name__])
 
 
 # module-scoped fixtures that replay cassettes, by test module: a test that needs one is a
