@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +33,7 @@ from hypothesis import settings as hypothesis_settings
 from fake_openai import FakeOpenAI
 from letterchunk.contract.schema import Chunk, dump_chunk
 from letterchunk.tokens import count_tokens
+from shared_run import RUN_DIR_ENV
 
 # Bytecode caches on, whatever the shell says (PYTHONDONTWRITEBYTECODE is set on some CI
 # machines): the suite starts a few hundred Python processes (CLI runs, kill -9 runs, servers)
@@ -49,6 +52,26 @@ hypothesis_settings.register_profile("dev")
 hypothesis_settings.load_profile(
     os.environ.get("LETTERCHUNK_HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
+
+
+_RUN_DIR = pytest.StashKey[str]()
+
+
+def pytest_configure(config):
+    """The controller (or the only process, without xdist) makes the folder the run's processes
+    share (:mod:`shared_run`); the workers it starts inherit its name."""
+    if hasattr(config, "workerinput") or os.environ.get(RUN_DIR_ENV):
+        return  # a worker, or a pytest run inside a test: the outer run's folder serves
+    folder = tempfile.mkdtemp(prefix="letterchunk-tests-")
+    config.stash[_RUN_DIR] = folder
+    os.environ[RUN_DIR_ENV] = folder
+
+
+def pytest_unconfigure(config):
+    folder = config.stash.get(_RUN_DIR, None)
+    if folder is not None:
+        os.environ.pop(RUN_DIR_ENV, None)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -47,6 +47,7 @@ from letterchunk.enrich.context import PromptContext
 from letterchunk.enrich.messages import build_messages
 from letterchunk.text.clean import load_letter
 from letterchunk.text.segment import section_titles, segment_letter
+from shared_run import once
 from test_fault_matrix import valid_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,12 +101,17 @@ texts = st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=4)), max_si
 titles = st.lists(texts, max_size=3)
 
 
-@cache
-def shipped() -> tuple[tuple[str, tuple[Chunk, ...]], ...]:
-    """Every shipped letter's chunks (segmented once per test session)."""
+def _segment_shipped() -> tuple[tuple[str, tuple[Chunk, ...]], ...]:
     return tuple(
         (p.stem, tuple(segment_letter(load_letter(p)))) for p in sorted(LETTERS.glob("*.txt"))
     )
+
+
+@cache
+def shipped() -> tuple[tuple[str, tuple[Chunk, ...]], ...]:
+    """Every shipped letter's chunks (segmented once per test run: the cases below are drawn
+    from them at collection, in every worker)."""
+    return once("shipped-letters-segmented", _segment_shipped)
 
 
 def _chunk(year: str, chunk_id: str) -> Chunk:
@@ -218,12 +224,16 @@ def _marked_confessions() -> list[tuple[str, str, str]]:
     markers = [CLOSE, "\u2039\u2039END CHUNK TEXT\u203a\u203a", "<<< end_chunk_text >>>"]
     cases = []
     for year, chunks in shipped():
-        found = [
-            c for c in chunks if c.metadata.chunk_tier != 3 and confession_paragraphs(c.content)
-        ]
-        for i, c in enumerate(found[:1]):
-            cases.append((year, c.chunk_id, markers[(len(cases) + i) % len(markers)]))
-    return cases[:12]
+        # the letter's first such chunk; the scan stops there, and at the twelfth case
+        found = next(
+            (c for c in chunks if c.metadata.chunk_tier != 3 and confession_paragraphs(c.content)),
+            None,
+        )
+        if found is not None:
+            cases.append((year, found.chunk_id, markers[len(cases) % len(markers)]))
+        if len(cases) == 12:
+            break
+    return cases
 
 
 @pytest.mark.parametrize(("year", "chunk_id", "marker"), _marked_confessions())
@@ -366,11 +376,9 @@ def test_a_chunk_that_obeys_a_section_title_is_never_written(
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory) -> Path:
     """1977 and 1996 enriched from their cassettes: real answers of the real model."""
-    from replayed import replay_letters, shared_folder
+    from replayed import replay_letters
 
-    return replay_letters(
-        tmp_path_factory.mktemp("replayed"), shared=shared_folder(tmp_path_factory)
-    )
+    return replay_letters(tmp_path_factory.mktemp("replayed"))
 
 
 def _answers_from_a_title(

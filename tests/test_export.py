@@ -11,16 +11,14 @@ from letterchunk.cli import main
 from letterchunk.errors import ConfigError, InputError
 from letterchunk.retrieval.chunks import read_records
 from letterchunk.retrieval.export import export_folder, load_langchain, load_llamaindex
-from replayed import replay_letters, shared_folder
+from replayed import replay_letters
 
 SCALARS = (str, int, float, bool)
 
 
 @pytest.fixture(scope="module")
 def enriched_dir(tmp_path_factory):
-    return replay_letters(
-        tmp_path_factory.mktemp("enriched"), shared=shared_folder(tmp_path_factory)
-    )
+    return replay_letters(tmp_path_factory.mktemp("enriched"))
 
 
 @pytest.fixture

@@ -41,7 +41,7 @@ from letterchunk.retrieval.search import search
 from letterchunk.retrieval.writeback import write_related_years
 from letterchunk.runner.lock import folder_lock
 from letterchunk.text.clean import load_letter
-from replayed import replay_letters, shared_folder
+from replayed import replay_letters
 
 ROOT = Path(__file__).resolve().parents[1]
 YEARS = (1977, 1978, 1995)
@@ -65,9 +65,7 @@ def _norm(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def enriched(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return replay_letters(
-        tmp_path_factory.mktemp("enriched"), YEARS, shared=shared_folder(tmp_path_factory)
-    )
+    return replay_letters(tmp_path_factory.mktemp("enriched"), YEARS)
 
 
 @pytest.fixture(scope="module")

@@ -37,6 +37,7 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI, answer, reset, response_schema
+from shared_run import once
 from test_fault_matrix import valid_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,15 +162,21 @@ def harness(tmp_path):
 
 @pytest.fixture
 def baseline(harness, tmp_path):
-    out = tmp_path / "baseline"
-    harness.run(out, tmp_path / "cache-baseline")
-    files = outputs(out)
+    """The uninterrupted run's files and the body keys it sent, in order (one run for the
+    tests of this file: the server's answers and the CLI's requests are deterministic)."""
+
+    def run() -> tuple[dict[str, bytes], list[str]]:
+        out = tmp_path / "baseline"
+        harness.run(out, tmp_path / "cache-baseline")
+        return outputs(out), list(harness.answered)
+
+    files, answered = once("resume-baseline", run)
     assert sorted(files) == sorted(
         f"{y}{suffix}"
         for y in (1971, 1972, 1973, 1974)
         for suffix in (".jsonl", "_cleaned.txt", ".evidence.jsonl")
     )
-    return files, list(harness.answered)
+    return files, answered
 
 
 def assert_partial_output_is_whole(out: Path, expected: dict[str, bytes]) -> None:

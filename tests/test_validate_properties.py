@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from letterchunk.contract.predicates import has_text
+from letterchunk.contract.predicates import entity_found, entity_text, has_text
 from letterchunk.contract.rules import VALIDATOR_RULES
 from letterchunk.contract.schema import Chunk
 from letterchunk.contract.validate import (
@@ -176,3 +177,26 @@ _spacey = st.text(alphabet=" \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u2003\u3000\u200bab.
 def test_has_text_is_strip_without_the_copy(text):
     # the validator's test for an empty chunk: exactly what ``text.strip()`` says
     assert has_text(text) == bool(text.strip())
+
+
+# names and texts from pieces that sit at word boundaries or not: letters (ASCII, accented,
+# Greek, a CJK ideograph), digits (ASCII, Arabic-Indic, superscript, Roman numeral), "_", "&",
+# punctuation, spaces, a combining accent, curly quotes and casefold-changing letters
+_entity_pieces = st.text(
+    alphabet="ab AB_&.-'\u2019\u00e9\u00c9\u03c3\u4e2d1\u0663\u00b2\u2167\u0301\u00df\u0130\u00a0",
+    max_size=6,
+)
+
+
+def _entity_found_by_regex(name: str, folded: str) -> bool:
+    """The rule as a regex: the reference the validator's scan must agree with."""
+    key = entity_text(name)
+    return bool(key) and re.search(r"(?<!\w)" + re.escape(key) + r"(?!\w)", folded) is not None
+
+
+@given(name=_entity_pieces, before=_entity_pieces, after=_entity_pieces, more=_entity_pieces)
+def test_entity_found_agrees_with_the_word_boundary_regex(name, before, after, more):
+    # the name planted in a text (and a text without it): found exactly where the regex finds it
+    for text in (before + name + after, before + name + after + name + more, before + more):
+        folded = entity_text(text)
+        assert entity_found(name, folded) == _entity_found_by_regex(name, folded), (name, text)

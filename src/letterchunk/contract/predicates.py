@@ -84,12 +84,27 @@ def entity_text(content: str) -> str:
     return _normalise_entity(content)
 
 
+def _word_char(text: str, at: int) -> bool:
+    """``text[at]`` is what the regex ``\\w`` matches in a str pattern (a Unicode letter or
+    digit, or ``_``); False outside the text."""
+    return 0 <= at < len(text) and (text[at].isalnum() or text[at] == "_")
+
+
 def entity_found(name: str, folded_content: str) -> bool:
-    """Rule entity.not_found: ``name`` occurs at word boundaries in ``entity_text(content)``."""
+    """Rule entity.not_found: ``name`` occurs at word boundaries in ``entity_text(content)``
+    (no word character, ``\\w``, right before or after it).
+
+    A plain scan rather than a regex built per name: names are many and distinct, so each
+    pattern would be compiled afresh (re's cache holds 512), and that compile dominated."""
     key = _normalise_entity(name)
-    return (
-        bool(key) and re.search(r"(?<!\w)" + re.escape(key) + r"(?!\w)", folded_content) is not None
-    )
+    if not key:
+        return False
+    at = folded_content.find(key)
+    while at != -1:
+        if not _word_char(folded_content, at - 1) and not _word_char(folded_content, at + len(key)):
+            return True
+        at = folded_content.find(key, at + 1)
+    return False
 
 
 def related_year_ok(year: int) -> bool:

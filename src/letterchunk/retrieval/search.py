@@ -215,34 +215,45 @@ def _bm25(conn: Any, query: str, where: str, params: list[Any]) -> list[int]:
     return [r[0] for r in rows]
 
 
-def _dense(conn: Any, vector: Any, where: str, params: list[Any], has_vec: bool) -> list[int]:
-    """Chunk rowids by their best unit's cosine similarity to ``vector`` (exact, filtered)."""
-    np = load_numpy()
-    blob = np.asarray(vector, dtype="<f4").tobytes()
-    # a chunk's units are its own, and for a parent its children cover, also its children's
-    join = (
-        "FROM (SELECT rowid AS owner, checksum FROM chunks UNION ALL "
-        "SELECT p.rowid, ch.checksum FROM chunks p JOIN chunks ch "
-        "ON ch.parent_chunk_id = p.chunk_id WHERE p.leaf = 0) o "
-        "JOIN chunks c ON c.rowid = o.owner JOIN units u ON u.checksum = o.checksum "
-        f"WHERE {where}"
-    )
-    if has_vec:  # sqlite-vec scores in SQL; the same blobs as the numpy path below
-        rows = conn.execute(
-            f"SELECT c.rowid, min(vec_distance_cosine(u.embedding, ?)) AS d {join} "
-            "GROUP BY c.rowid ORDER BY d LIMIT ?",
-            [blob, *params, POOL],
-        ).fetchall()
-        return [r[0] for r in rows]
-    rows = conn.execute(f"SELECT c.rowid, u.embedding {join}", params).fetchall()
-    if not rows:
-        return []
-    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
-    sims = matrix @ np.asarray(vector, dtype=np.float32)
-    best: dict[int, float] = {}
-    for (rowid, _), sim in zip(rows, sims.tolist(), strict=True):
-        best[rowid] = max(sim, best.get(rowid, -2.0))
-    return sorted(best, key=lambda r: -best[r])[:POOL]
+class _Dense:
+    """Each chunk's dense score for one query, computed once per search: its best unit's
+    cosine distance to the query (a chunk's units are its own, and for a parent its children
+    cover, also its children's).  Every ranking of the search (leaves, sections, the year's
+    letter) then only picks the chunks that pass its filter."""
+
+    def __init__(self, conn: Any, vector: Any, has_vec: bool) -> None:
+        np = load_numpy()
+        query = np.asarray(vector, dtype=np.float32)
+        if has_vec:  # sqlite-vec scores in SQL; the same blobs as the numpy path below
+            per_unit = conn.execute(
+                "SELECT checksum, vec_distance_cosine(embedding, ?) FROM units",
+                [query.astype("<f4").tobytes()],
+            ).fetchall()
+        else:
+            rows = conn.execute("SELECT checksum, embedding FROM units").fetchall()
+            per_unit = []
+            if rows:
+                matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4")
+                sims = matrix.reshape(len(rows), -1) @ query
+                per_unit = [(r[0], 1.0 - sim) for r, sim in zip(rows, sims.tolist(), strict=True)]
+        unit: dict[str, float] = {}
+        for checksum, distance in per_unit:
+            if distance < unit.get(checksum, 3.0):
+                unit[checksum] = distance
+        self.distance: dict[int, float] = {}
+        owners = conn.execute(
+            "SELECT rowid, checksum FROM chunks UNION ALL SELECT p.rowid, ch.checksum "
+            "FROM chunks p JOIN chunks ch ON ch.parent_chunk_id = p.chunk_id WHERE p.leaf = 0"
+        )
+        for rowid, checksum in owners:
+            if checksum in unit and unit[checksum] < self.distance.get(rowid, 3.0):
+                self.distance[rowid] = unit[checksum]
+
+    def rank(self, conn: Any, where: str, params: list[Any]) -> list[int]:
+        """Chunk rowids passing ``where`` (on alias ``c``) by distance, nearest first (exact)."""
+        rows = conn.execute(f"SELECT c.rowid FROM chunks c WHERE {where}", params)
+        found = [rowid for (rowid,) in rows if rowid in self.distance]
+        return sorted(found, key=lambda rowid: (self.distance[rowid], rowid))[:POOL]
 
 
 def _fuse(rankings: list[list[int]]) -> list[tuple[int, float]]:
@@ -601,12 +612,14 @@ def _search(
     _check_metadata(conn, db, filters)
     vector = _query_vector(conn, db, query, mode, embedder)
 
+    dense = _Dense(conn, vector, has_vec) if vector is not None else None
+
     def rank(condition: str, extra: Sequence[Any] = ()) -> dict[str, list[int]]:
         ranks: dict[str, list[int]] = {}
         if mode in ("hybrid", "bm25"):
             ranks["bm25"] = _bm25(conn, query, condition, [*params, *extra])
-        if vector is not None:
-            ranks["dense"] = _dense(conn, vector, condition, [*params, *extra], has_vec)
+        if dense is not None:
+            ranks["dense"] = dense.rank(conn, condition, [*params, *extra])
         return ranks
 
     # a year the query names (and no --year filter) is a soft signal: one more ranking,
