@@ -75,16 +75,17 @@ def pytest_unconfigure(config):
 
 
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto`` (addopts): one worker more than the cores this process may use.  The whole
-    suite waits about a quarter of its time on sleeps, child processes and servers (measured on
-    2 cores: 709 s of CPU in 481 s with 2 workers); a third worker fills those waits (461 s).
-    The inner loop (``-m "not slow ..."``) leaves the waiting tests out: CPU-bound, it is
-    fastest with a worker a core (53 s against 57-61 s with three).
+    """``-n auto`` (addopts): two workers a core for the whole suite.  It waits on sleeps, child
+    processes and servers much of its time (measured on 2 cores: 709 s of CPU in 481 s with two
+    workers, 461 s with three, and 543 s with three against 495 s with four on the same code
+    in one session), and the extra workers fill those waits.  The inner loop
+    (``-m "not slow ..."``) leaves the waiting tests out: CPU-bound, it is fastest with a worker
+    a core (53 s against 57-61 s with three).
     ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` still decide when given."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own hook reads it
     cores = len(os.sched_getaffinity(0))
-    return cores if "not slow" in (config.option.markexpr or "") else cores + 1
+    return cores if "not slow" in (config.option.markexpr or "") else 2 * cores
 
 
 # tests measured at 0.2 s or more (bench/suite_durations.py --write-slow): marked ``slow`` here,

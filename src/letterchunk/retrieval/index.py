@@ -53,6 +53,7 @@ import contextlib
 import hashlib
 import json
 import re
+import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,7 @@ from letterchunk.retrieval.store import (
     connect,
     index_errors,
 )
+from letterchunk.retrieval.vectors import GENERATION_KEY
 
 __all__ = [
     "IndexStats",
@@ -397,9 +399,15 @@ def build_index(
                 # links join chunks as they were: `letterchunk link` computes them anew
                 conn.execute("DELETE FROM links")
                 conn.execute("DELETE FROM meta WHERE key LIKE 'links%'")
+                # a fresh token each run: a process that keeps this index's vectors in memory
+                # never takes a rebuilt file for the one it read (retrieval.vectors)
                 conn.executemany(
                     "INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                    [("schema", SCHEMA_VERSION), ("embedder", name)],
+                    [
+                        ("schema", SCHEMA_VERSION),
+                        ("embedder", name),
+                        (GENERATION_KEY, secrets.token_hex(8)),
+                    ],
                 )
             committed = True
             embedded = reused = 0

@@ -56,9 +56,9 @@ from typing import Any
 
 from letterchunk.contract.rules import RELATED_YEAR_RANGE
 from letterchunk.errors import ConfigError
-from letterchunk.retrieval.embed import load_numpy
 from letterchunk.retrieval.query import fts_query
 from letterchunk.retrieval.store import check_index, connect, index_errors
+from letterchunk.retrieval.vectors import UnitVectors
 
 __all__ = [
     "LINKS_K",
@@ -186,43 +186,16 @@ def _load(conn: Any) -> list[_Chunk]:
     return out
 
 
-class _Vectors:
-    """Every unit vector of the index, and which chunks each one scores (its own chunk, and the
-    parent its children cover)."""
-
-    def __init__(self, conn: Any) -> None:
-        self.np = load_numpy()  # numpy is imported only here, with vectors
-        owners: dict[str, list[int]] = {}
-        for rowid, checksum in conn.execute(
-            "SELECT rowid, checksum FROM chunks UNION ALL SELECT p.rowid, ch.checksum "
-            "FROM chunks p JOIN chunks ch ON ch.parent_chunk_id = p.chunk_id WHERE p.leaf = 0"
-        ):
-            owners.setdefault(checksum, []).append(rowid)
-        rows = conn.execute("SELECT checksum, embedding FROM units ORDER BY id").fetchall()
-        self.matrix = self.np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(
-            len(rows), -1
-        )
-        self.unit_owners = [owners.get(checksum, []) for checksum, _ in rows]
-        self.of: dict[int, list[int]] = {}
-        for unit, chunk_rowids in enumerate(self.unit_owners):
-            for rowid in chunk_rowids:
-                self.of.setdefault(rowid, []).append(unit)
-
-    def ranking(self, source: int, candidates: Sequence[int]) -> list[int]:
-        """Candidate rowids by their best unit's cosine to the source's mean vector."""
-        units = self.of.get(source)
-        if not units:
-            return []
-        mean = self.matrix[units].mean(axis=0)
-        query = mean / max(float(self.np.linalg.norm(mean)), 1e-12)
-        sims = (self.matrix @ query).tolist()
-        wanted = set(candidates)
-        best: dict[int, float] = {}
-        for unit, sim in enumerate(sims):
-            for rowid in self.unit_owners[unit]:
-                if rowid in wanted and sim > best.get(rowid, -2.0):
-                    best[rowid] = sim
-        return sorted(best, key=lambda r: (-best[r], r))[:POOL]
+def _vector_ranking(vectors: UnitVectors, source: int, candidates: Sequence[int]) -> list[int]:
+    """Candidate rowids by their best unit's cosine to the source's mean vector."""
+    units = vectors.of.get(source)
+    if not units:
+        return []
+    np = vectors.np
+    mean = vectors.matrix[units].mean(axis=0)
+    best = vectors.best(mean / max(float(np.linalg.norm(mean)), 1e-12))
+    found = [rowid for rowid in set(candidates) if rowid in best]
+    return sorted(found, key=lambda r: (-best[r], r))[:POOL]
 
 
 def _bm25(conn: Any, source: _Chunk, candidates: Sequence[int]) -> list[int]:
@@ -261,7 +234,7 @@ class Linker:
         self.chunks = _load(conn)
         self.by_id = {c.chunk_id: c for c in self.chunks}
         has_vectors = conn.execute("SELECT 1 FROM units LIMIT 1").fetchone() is not None
-        self.vectors = _Vectors(conn) if has_vectors else None
+        self.vectors = UnitVectors(conn) if has_vectors else None
         self.signals = ("bm25", "dense") if self.vectors is not None else ("bm25",)
 
     def targets(
@@ -284,7 +257,7 @@ class Linker:
         order = sorted(pool)
         similar = [_bm25(self.conn, source, order)]
         if self.vectors is not None:
-            similar.append(self.vectors.ranking(source.rowid, order))
+            similar.append(_vector_ranking(self.vectors, source.rowid, order))
         scores: dict[int, float] = {}
         for ranking in similar:
             for rank, rowid in enumerate(ranking, 1):

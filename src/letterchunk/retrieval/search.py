@@ -84,6 +84,7 @@ from letterchunk.retrieval.links import LinkedChunk, linked_chunks, require_link
 from letterchunk.retrieval.marks import MarkedCounter
 from letterchunk.retrieval.query import YearSignal, fts_query, query_years, year_signal
 from letterchunk.retrieval.store import check_index, connect, index_errors
+from letterchunk.retrieval.vectors import UnitVectors, unit_vectors
 from letterchunk.retrieval.window import focus_window, grow_window, paragraph_edges
 from letterchunk.text.clean import FIRST_LETTER_YEAR
 
@@ -216,44 +217,18 @@ def _bm25(conn: Any, query: str, where: str, params: list[Any]) -> list[int]:
 
 
 class _Dense:
-    """Each chunk's dense score for one query, computed once per search: its best unit's
-    cosine distance to the query (a chunk's units are its own, and for a parent its children
-    cover, also its children's).  Every ranking of the search (leaves, sections, the year's
-    letter) then only picks the chunks that pass its filter."""
+    """Each chunk's dense score for one query (its best unit's cosine, see
+    :mod:`letterchunk.retrieval.vectors`), computed once per search: every ranking of the
+    search (leaves, sections, the year's letter) only picks the chunks that pass its filter."""
 
-    def __init__(self, conn: Any, vector: Any, has_vec: bool) -> None:
-        np = load_numpy()
-        query = np.asarray(vector, dtype=np.float32)
-        if has_vec:  # sqlite-vec scores in SQL; the same blobs as the numpy path below
-            per_unit = conn.execute(
-                "SELECT checksum, vec_distance_cosine(embedding, ?) FROM units",
-                [query.astype("<f4").tobytes()],
-            ).fetchall()
-        else:
-            rows = conn.execute("SELECT checksum, embedding FROM units").fetchall()
-            per_unit = []
-            if rows:
-                matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4")
-                sims = matrix.reshape(len(rows), -1) @ query
-                per_unit = [(r[0], 1.0 - sim) for r, sim in zip(rows, sims.tolist(), strict=True)]
-        unit: dict[str, float] = {}
-        for checksum, distance in per_unit:
-            if distance < unit.get(checksum, 3.0):
-                unit[checksum] = distance
-        self.distance: dict[int, float] = {}
-        owners = conn.execute(
-            "SELECT rowid, checksum FROM chunks UNION ALL SELECT p.rowid, ch.checksum "
-            "FROM chunks p JOIN chunks ch ON ch.parent_chunk_id = p.chunk_id WHERE p.leaf = 0"
-        )
-        for rowid, checksum in owners:
-            if checksum in unit and unit[checksum] < self.distance.get(rowid, 3.0):
-                self.distance[rowid] = unit[checksum]
+    def __init__(self, vectors: UnitVectors, vector: Any) -> None:
+        self.score = vectors.best(vector)
 
     def rank(self, conn: Any, where: str, params: list[Any]) -> list[int]:
-        """Chunk rowids passing ``where`` (on alias ``c``) by distance, nearest first (exact)."""
+        """Chunk rowids passing ``where`` (on alias ``c``) by score, best first (exact)."""
         rows = conn.execute(f"SELECT c.rowid FROM chunks c WHERE {where}", params)
-        found = [rowid for (rowid,) in rows if rowid in self.distance]
-        return sorted(found, key=lambda rowid: (self.distance[rowid], rowid))[:POOL]
+        found = [rowid for (rowid,) in rows if rowid in self.score]
+        return sorted(found, key=lambda rowid: (-self.score[rowid], rowid))[:POOL]
 
 
 def _fuse(rankings: list[list[int]]) -> list[tuple[int, float]]:
@@ -387,8 +362,12 @@ def _window(
     own = (leaf[0] - origin, leaf[1] - origin)
     ranked = [(m.start_char - origin, m.end_char - origin) for m in passages]
 
-    def grow(room: int, merge: list[tuple[int, int]]) -> tuple[int, int]:
-        return grow_window(text, own, room, steps=steps, tables=tables, passages=merge, count=count)
+    def grow(
+        room: int, merge: list[tuple[int, int]], bounds: tuple[int, int] | None = None
+    ) -> tuple[int, int]:
+        return grow_window(
+            text, own, room, steps=steps, tables=tables, passages=merge, count=count, bounds=bounds
+        )
 
     a, b = grow(allowance, ranked)
     left = [i for i, (pa, pb) in enumerate(ranked) if not (a <= pa and pb <= b)]
@@ -401,7 +380,12 @@ def _window(
                 beside.append(i)
                 room -= size
         taken = sum(count(*ranked[i]) for i in beside)
-        a, b = grow(allowance - taken, [p for i, p in enumerate(ranked) if i not in beside])
+        # the window stops short of the passages beside it: their text is returned once
+        bounds = (
+            max([0, *(ranked[i][1] for i in beside if ranked[i][1] <= own[0])]),
+            min([len(text), *(ranked[i][0] for i in beside if ranked[i][0] >= own[1])]),
+        )
+        a, b = grow(allowance - taken, [p for i, p in enumerate(ranked) if i not in beside], bounds)
     # the window's count: its span out to the step points it grew to (the blanks its ends
     # were trimmed of counted too), which the index keeps counts for
     points = sorted({0, len(text), *steps})
@@ -520,14 +504,16 @@ def search(
         window = None  # a budget is filled with ranked passages, not with the text around them
     check_index(db, write=False)
     with index_errors(db):
-        conn, has_vec = connect(db, vectors=mode != "bm25")
+        # dense scores are numpy's (retrieval.vectors): no sqlite-vec needed
+        conn, _ = connect(db, vectors=False)
     try:
         with index_errors(db):
+            # one read transaction: every query of the search sees the same index, and the
+            # kept unit vectors are checked against it (retrieval.vectors)
+            conn.execute("BEGIN")
             if expand_links:
                 require_links(conn, db)
-            hits = _search(
-                conn, has_vec, db, query, k, filters, mode, embedder, expand, tokens, window
-            )
+            hits = _search(conn, db, query, k, filters, mode, embedder, expand, tokens, window)
             if expand_links:
                 hits = [replace(hit, links=linked_chunks(conn, hit.chunk_id)) for hit in hits]
             return hits
@@ -597,7 +583,6 @@ def _shared_windows(
 
 def _search(
     conn: Any,
-    has_vec: bool,
     db: str | Path,
     query: str,
     k: int | None,
@@ -610,9 +595,9 @@ def _search(
 ) -> list[Hit]:
     where, params = filters.sql()
     _check_metadata(conn, db, filters)
-    vector = _query_vector(conn, db, query, mode, embedder)
+    dense_query = _query_vector(conn, db, query, mode, embedder)
 
-    dense = _Dense(conn, vector, has_vec) if vector is not None else None
+    dense = _Dense(*dense_query) if dense_query is not None else None
 
     def rank(condition: str, extra: Sequence[Any] = ()) -> dict[str, list[int]]:
         ranks: dict[str, list[int]] = {}
@@ -730,13 +715,10 @@ def _check_metadata(conn: Any, db: str | Path, filters: Filters) -> None:
             )
 
 
-def _warn_unembedded(conn: Any, db: str | Path) -> None:
+def _warn_unembedded(vectors: UnitVectors, db: str | Path) -> None:
     """A warning when some chunks have text to embed but no vectors: an ``index`` run was
     interrupted (or ran with --no-dense after the chunks changed); dense ranking misses them."""
-    missing, total = conn.execute(
-        "SELECT sum(NOT EXISTS (SELECT 1 FROM units u WHERE u.checksum = c.checksum)), count(*) "
-        "FROM chunks c WHERE c.summary != '' OR (c.leaf = 1 AND c.content != '')"
-    ).fetchone()
+    missing, total = vectors.unembedded
     if missing:
         log.warning(
             "%s: %d of %d chunk(s) have no vectors yet (an interrupted `letterchunk index`, or "
@@ -751,8 +733,9 @@ def _warn_unembedded(conn: Any, db: str | Path) -> None:
 
 def _query_vector(
     conn: Any, db: str | Path, query: str, mode: Mode, embedder: Callable[[str], Embedder] | None
-) -> Any:
-    """The query's vector for dense ranking, or None (BM25 mode, or an index with no vectors)."""
+) -> tuple[UnitVectors, Any] | None:
+    """The index's unit vectors and the query's vector for dense ranking, or None (BM25 mode,
+    or an index with no vectors)."""
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
     if mode == "bm25":
         return None
@@ -766,11 +749,12 @@ def _query_vector(
         return None
     if embedder is None:
         raise ConfigError(f"{db} holds {name} vectors; pass an embedder for them")
-    _warn_unembedded(conn, db)
+    kept = unit_vectors(conn, db)
+    _warn_unembedded(kept, db)
     model = embedder(name)
     # a query longer than the model's window is embedded window by window, and the mean of
     # the window vectors (normalised) stands for it; the model never sees a cut text
     vectors = model.embed([query[w.start : w.end] for w in windows(model, query)])
     np = load_numpy()
     mean = vectors.mean(axis=0)
-    return mean / max(float(np.linalg.norm(mean)), 1e-12)
+    return kept, mean / max(float(np.linalg.norm(mean)), 1e-12)

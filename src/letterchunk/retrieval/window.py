@@ -39,6 +39,7 @@ def grow_window(
     tables: Sequence[tuple[int, int]] = (),
     passages: Sequence[tuple[int, int]] = (),
     count: Callable[[int, int], int] | None = None,
+    bounds: tuple[int, int] | None = None,
 ) -> tuple[int, int]:
     """``(start, end)``: the window of ``text`` around the leaf ``text[leaf[0]:leaf[1]]``.
 
@@ -50,9 +51,12 @@ def grow_window(
     at the next of ``steps`` (or an end of ``text``), never strictly inside a ``tables`` span,
     so a table comes whole or not at all.  A side stops for good when its next step would pass
     the allowance or ``text`` ends.  The leaf is always inside, even when it alone is over the
-    allowance; the window neither starts nor ends with whitespace outside the leaf.
+    allowance; the window neither starts nor ends with whitespace outside the leaf.  With
+    ``bounds`` (around the leaf) the window stays inside them: what lies beyond is returned
+    apart from it (a ranked passage beside the window), and must not be returned twice.
     """
     count = count or SpanCounter(text).count
+    lo, hi = bounds or (0, len(text))
     start, end = leaf
     for a, b in passages:
         # the covering span; an edge it moves into a table moves to the table's edge
@@ -62,12 +66,10 @@ def grow_window(
             a = min([a, *(ta for ta, tb in tables if ta < a < tb)])
         if b > end:
             b = max([b, *(tb for ta, tb in tables if ta < b < tb)])
-        if count(a, b) <= allowance:
+        if lo <= a and b <= hi and count(a, b) <= allowance:
             start, end = a, b
-    points = {0, len(text), *steps}
-    edges = sorted(
-        p for p in points if 0 <= p <= len(text) and not any(a < p < b for a, b in tables)
-    )
+    points = {lo, hi, *steps}
+    edges = sorted(p for p in points if lo <= p <= hi and not any(a < p < b for a, b in tables))
     after = [p for p in reversed(edges) if p > end]  # nearest last: pop() takes the next step
     before = [p for p in edges if p < start]
     growing = {"after": True, "before": True}
