@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from shared_run import once
+
 PKG = Path(__file__).resolve().parents[1] / "src" / "letterchunk"
 MAX_MODULE_LINES = 800
 MAX_FUNCTION_LINES = 80
@@ -92,10 +94,15 @@ def _imports(module: str, path: Path) -> list[tuple[str, ast.stmt]]:
     return found
 
 
-# every import, the type-only ones (``if TYPE_CHECKING:``) included
-GRAPH = {
-    m: sorted({t for t, _ in _imports(m, p) if t in MODULES and t != m}) for m, p in MODULES.items()
-}
+def _graph() -> dict[str, list[str]]:
+    return {
+        m: sorted({t for t, _ in _imports(m, p) if t in MODULES and t != m})
+        for m, p in MODULES.items()
+    }
+
+
+# every import, the type-only ones (``if TYPE_CHECKING:``) included; parsed once a test run
+GRAPH = once("architecture-import-graph", _graph)
 
 
 def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
