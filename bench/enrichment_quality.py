@@ -63,15 +63,16 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from letterchunk.enrich.candidates import cued_concepts
 from letterchunk.enrich.context import PromptContext
+from letterchunk.llm.client import Usage
 from letterchunk.llm.replay import replayed_client
-from letterchunk.runner.pipeline import RunOptions, run_paths
+from letterchunk.runner.pipeline import LetterOutcome, RunOptions, run_paths
 from letterchunk.text.sentences import sentence_spans, sentences
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -245,15 +246,22 @@ def replay(year: int, out: Path | None = None) -> Replay:
                 RunOptions(on_failure="skip", report=False, source_label="cassette"),
             )
             unplayed = len(cassette) - cassette.play_count
-        records = read_jsonl(folder / f"{year}.jsonl")
-        evidence_path = folder / f"{year}.evidence.jsonl"
-        evidence = {r["chunk_id"]: r for r in read_jsonl(evidence_path)}
-        if out is not None:
-            out.mkdir(parents=True, exist_ok=True)
-            for name in (f"{year}.jsonl", f"{year}.evidence.jsonl", f"{year}_cleaned.txt"):
-                if (folder / name).is_file():
-                    shutil.copyfile(folder / name, out / name)
-    usage = client.usage
+        return replayed(year, letter, folder, client.usage, unplayed, out)
+
+
+def replayed(
+    year: int, letter: LetterOutcome, folder: Path, usage: Usage, unplayed: int, out: Path | None
+) -> Replay:
+    """The :class:`Replay` of a run of ``year`` that wrote ``folder`` (``letter``: its outcome;
+    ``usage``: its client's tokens); copies the letter's files into ``out``."""
+    records = read_jsonl(folder / f"{year}.jsonl")
+    evidence_path = folder / f"{year}.evidence.jsonl"
+    evidence = {r["chunk_id"]: r for r in read_jsonl(evidence_path)}
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        for name in (f"{year}.jsonl", f"{year}.evidence.jsonl", f"{year}_cleaned.txt"):
+            if (folder / name).is_file():
+                shutil.copyfile(folder / name, out / name)
     return Replay(
         year=year,
         records=records,
@@ -564,8 +572,13 @@ def gold_years() -> list[int]:
     return sorted(int(p.stem) for p in GOLD.glob("*.json") if p.stem.isdigit())
 
 
-def measure(years: Iterable[int] | None = None, out: Path | None = None) -> list[LetterResult]:
-    """Replay and score each gold letter in ``years`` (default: all); unrecorded ones say so."""
+def measure(
+    years: Iterable[int] | None = None,
+    out: Path | None = None,
+    replay: Callable[[int, Path | None], Replay] = replay,
+) -> list[LetterResult]:
+    """Replay (``replay(year, out)``) and score each gold letter in ``years`` (default: all);
+    unrecorded ones say so."""
     labels = load_concept_labels("test")
     results = []
     for year in years or gold_years():

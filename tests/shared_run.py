@@ -18,7 +18,6 @@ from __future__ import annotations
 import fcntl
 import os
 import pickle
-import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,23 +56,3 @@ def once(name: str, build: Callable[[], T]) -> T:
             partial.rename(path)
             return value
     return pickle.loads(path.read_bytes())
-
-
-def once_folder(name: str, fill: Callable[[Path], None], out: Path) -> Path:
-    """``out`` holding the files ``fill(folder)`` writes into an empty folder: ``fill`` runs
-    once per test run and every caller gets a copy of its files; returns ``out``."""
-    folder = run_dir()
-    if folder is None:
-        out.mkdir(parents=True, exist_ok=True)
-        fill(out)
-        return out
-    done = folder / name
-    with _locked(folder, name):
-        if not done.is_dir():
-            partial = done.with_name(name + ".partial")
-            shutil.rmtree(partial, ignore_errors=True)
-            partial.mkdir()
-            fill(partial)
-            partial.rename(done)
-    shutil.copytree(done, out, dirs_exist_ok=True)
-    return out

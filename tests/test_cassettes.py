@@ -45,10 +45,11 @@ from letterchunk.contract.validate import normalise_ws, validate_path  # noqa: E
 from letterchunk.contract.vocabulary import load_concepts  # noqa: E402
 from letterchunk.llm.backend import MODEL_ID  # noqa: E402
 from letterchunk.llm.connect import open_client  # noqa: E402
-from letterchunk.llm.replay import REPLAY_ENV, recorder  # noqa: E402
+from letterchunk.llm.replay import recorder  # noqa: E402
 from letterchunk.runner.pipeline import RunOptions, run_paths  # noqa: E402
 from letterchunk.text.clean import load_letter  # noqa: E402
 from letterchunk.text.segment import segment_letter  # noqa: E402
+from replayed import replay_letter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CASSETTES = ROOT / "cassettes"
@@ -72,25 +73,17 @@ REAL_MODEL_DIR = os.environ.get("LETTERCHUNK_MODEL_DIR") or str(
 )
 
 
-def _run(year: int, out: Path, env: dict[str, str], source: str | None = None):
-    # on replay a request missing from the cassette must fail at once, not be retried; when
-    # recording on a busy 2-core machine one answer may take minutes, and a timed-out request
-    # would keep the server busy while its retry waits behind it
-    retries = None if source is None else 0
-    timeout = 900.0 if source is None else None
+def _record(year: int, out: Path, env: dict[str, str]):
+    # when recording on a busy 2-core machine one answer may take minutes, and a timed-out
+    # request would keep the server busy while its retry waits behind it
     with open_client(
-        env=env,
-        cache="off",
-        model=MODEL_ID,
-        mode="JSON_SCHEMA",
-        transport_retries=retries,
-        timeout_s=timeout,
+        env=env, cache="off", model=MODEL_ID, mode="JSON_SCHEMA", timeout_s=900.0
     ) as client:
         [outcome] = run_paths(
             [ROOT / "corpus" / "letters" / f"{year}.txt"],
             out,
             client,
-            RunOptions(workers=1, on_failure="skip", source_label=source),
+            RunOptions(workers=1, on_failure="skip"),
         )
     return outcome
 
@@ -113,35 +106,38 @@ def test_recorded_letter_replays_end_to_end(year, tmp_path, monkeypatch):
         started = time.monotonic()
         with (
             embedded_server() as base_url,
-            recorder(RECORD_MODE).use_cassette(str(path), allow_playback_repeats=False) as cassette,
+            recorder(RECORD_MODE).use_cassette(str(path), allow_playback_repeats=False),
         ):
             env = {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-no-key-required"}
-            outcome = _run(year, out, env)
-        print(
-            f"\nrecorded {year}: {_recorded(path)} request(s) in {time.monotonic() - started:.0f}s"
-        )
+            outcome = _record(year, out, env)
+        recorded = _recorded(path)
+        print(f"\nrecorded {year}: {recorded} request(s) in {time.monotonic() - started:.0f}s")
     else:
         if not path.is_file():
             pytest.fail(
                 f"{path} is missing; record it: LETTERCHUNK_RECORD=1 python -m pytest "
                 "tests/test_cassettes.py"
             )
-        with recorder("none").use_cassette(str(path), allow_playback_repeats=False) as cassette:
-            outcome = _run(year, out, REPLAY_ENV, source="cassette")
-            assert cassette.all_played, (
-                f"{len(cassette) - cassette.play_count} recorded interaction(s) never requested: "
-                "the request sequence changed; re-record (see module docstring)"
-            )
-        assert cassette.play_count == len(cassette)
+        # replayed once a test run (tests/replayed.py): test_enrichment_quality scores the
+        # same replays of the gold letters, and the retrieval tests read 1977's and 1996's
+        replayed = replay_letter(year)
+        replayed.write(out)
+        outcome = replayed.outcome
+        assert replayed.played == replayed.recorded, (
+            f"{replayed.recorded - replayed.played} recorded interaction(s) never requested: "
+            "the request sequence changed; re-record (see module docstring)"
+        )
+        recorded = replayed.recorded
 
     # -- the recording answered every chunk, and every answer made a valid chunk
     segmented = segment_letter(load_letter(ROOT / "corpus" / "letters" / f"{year}.txt"))
     assert [o.chunk_id for o in outcome.outcomes] == [c.chunk_id for c in segmented]
     unrepaired = UNREPAIRED.get(year, set())
     assert {o.chunk_id for o in outcome.failed} == unrepaired
-    # every recorded request: structured calls and the yes/no follow-ups (enrich.judges); read
-    # from the file, since an update recording drops the unasked ones only when it saves
-    assert _recorded(path) == sum(o.calls + o.verdicts.calls for o in outcome.outcomes)
+    # every recorded request: structured calls and the yes/no follow-ups (enrich.judges); when
+    # recording, read from the file, since an update recording drops the unasked ones only when
+    # it saves
+    assert recorded == sum(o.calls + o.verdicts.calls for o in outcome.outcomes)
     for o in outcome.outcomes:  # exactly one request for a chunk the repair loop left alone
         reasked = any(r.kind == "reask" for r in o.records)
         assert o.calls == 1 or reasked, o.chunk_id

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ import pytest
 from letterchunk.contract.vocabulary import load_concepts
 from letterchunk.text.clean import load_letter
 from letterchunk.text.segment import segment_letter
+from replayed import replay_letter
 
 pytest.importorskip("vcr")
 
@@ -86,10 +88,20 @@ MAX_CALLS_PER_CHUNK = 1.3  # one structured call per chunk, re-asks included, st
 MAX_REQUESTS_PER_CHUNK = 19.0
 
 
+def _shared_replay(year: int, out: Path | None):
+    """The bench's Replay of ``year`` from the replay test_cassettes checks (tests/replayed.py:
+    once a test run); test_keyword_rule_on_1977... below runs the bench's own replay."""
+    replayed = replay_letter(year)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = replayed.write(Path(tmp))
+        unplayed = replayed.recorded - replayed.played
+        return eq.replayed(year, replayed.outcome, folder, replayed.usage, unplayed, out)
+
+
 def test_recorded_gold_letters_meet_their_floors(tmp_path):
     recorded = [y for y in eq.gold_years() if (eq.CASSETTES / f"{y}.yaml").is_file()]
     assert set(FLOORS) <= set(recorded), "a letter with floors lost its cassette"
-    results = eq.measure(out=tmp_path)
+    results = eq.measure(out=tmp_path, replay=_shared_replay)
     by_year = {r.year: r for r in results}
     assert sorted(by_year) == eq.gold_years()
     for year in recorded:
