@@ -21,7 +21,7 @@ at least one; a segment-only index (no concepts, no principles) gets none, and
 :class:`LinkStats` says so.
 
 **How candidates rank.**  Each candidate is ranked by up to three signals, fused by reciprocal
-rank (score = sum of 1 / (60 + rank), as search fuses):
+rank (score = sum of 1 / (60 + rank), the constant the links were measured with):
 
 * ``bm25``: the FTS5 BM25 rank of the candidate for a query made of the source chunk's section
   title, contextual summary and principle statements (its content words, see
@@ -79,7 +79,7 @@ __all__ = [
 ]
 
 LINKS_K = 3  # links per chunk: one to each of this many other letters
-RRF_K = 60  # the reciprocal-rank constant search fuses with
+RRF_K = 60  # the reciprocal-rank constant the links were measured with (bench/links.py)
 POOL = 50  # candidates each similarity signal ranks
 MAX_K = 100  # far past the letters one idea recurs in; only a typo meets it
 PRINCIPLE = "principle: "  # how a shared principle is named beside the concepts

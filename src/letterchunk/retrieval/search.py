@@ -1,7 +1,7 @@
 """``letterchunk search``: BM25 and dense ranking fused by reciprocal rank, filters, tier expansion.
 
 Each retriever ranks the chunks that pass the filters; hybrid mode fuses the two rankings with
-reciprocal-rank fusion (score = sum of 1 / (60 + rank)), which needs no score calibration between
+reciprocal-rank fusion (score = sum of 1 / (20 + rank)), which needs no score calibration between
 BM25 and cosine.  A chunk's dense score is its best unit (summary or content window); a parent
 its children cover is scored by its summary and its children's units.
 
@@ -106,7 +106,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Mode = Literal["hybrid", "bm25", "dense"]
-RRF_K = 60
+# the reciprocal-rank constant, chosen on the blind dev questions among 10, 20, 40 and 60
+# (docs/benchmarks.md, Retrieval): a smaller constant lets a passage both retrievers rank
+# near the top stand further out
+RRF_K = 20
 POOL = 50  # candidates each retriever contributes before fusion
 # o200k tokens a hit's window may hold: the chunk size of the peer chunkers letterchunk is
 # measured against (chonkie, semchunk, LangChain at 800), so a hit carries one chunk's worth
