@@ -4,9 +4,9 @@
 sqlite3 has FTS5 (BM25) everywhere we run, but often cannot load extensions
 (``enable_load_extension`` is missing from many builds), so sqlite-vec cannot be loaded into it.
 ``pysqlite3-binary`` (the search extra, Linux) can.  The index file is plain SQLite either way:
-vectors are float32 blobs in the ``units`` table, the format sqlite-vec's functions read; dense
-scoring uses sqlite-vec's ``vec_distance_cosine`` when it loaded, else numpy over the same blobs
-(exact in both cases).
+vectors are float32 blobs in the ``units`` table, the format sqlite-vec's functions read.  Search
+scores them with numpy (:mod:`letterchunk.retrieval.vectors`, exact; a test holds its scores to
+sqlite-vec's ``vec_distance_cosine``).
 
 **Identity.**  An index carries :data:`APPLICATION_ID` in its SQLite header (``PRAGMA
 application_id``; ``file(1)`` names it) and a ``meta`` table with its schema version.  An index
