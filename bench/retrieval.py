@@ -4,6 +4,7 @@
     python bench/retrieval.py --no-dense      # BM25 only: no embedding model is loaded
     python bench/retrieval.py --year-filter   # each question filtered to its letter's year
     python bench/retrieval.py --embedder all-MiniLM-L6-v2   # the float numpy encoder
+    python bench/retrieval.py --embed-url URL --embed-model NAME   # any /v1/embeddings model
 
 Two question sets over the same eight letters, both reported on every run (``--questions``
 picks others): ``bench/retrieval_questions.jsonl`` (72, written by reading the letters, often in
@@ -69,18 +70,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import chonkie
 import numpy as np
-import semchunk
-from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from letterchunk.contract.schema import Chunk, Metadata, SourceSpan, TemporalReferences, dump_chunk
 from letterchunk.llm.replay import replayed_client
 from letterchunk.retrieval.chunks import read_chunks
-from letterchunk.retrieval.embed import Embedder, MiniLM, MiniLMInt8
+from letterchunk.retrieval.embed import Embedder, MiniLM, MiniLMInt8, open_embedder
 from letterchunk.retrieval.index import build_index
 from letterchunk.retrieval.search import Filters, Hit, Mode, search
 from letterchunk.runner.pipeline import RunOptions, run_paths
+from letterchunk.settings import Settings
 from letterchunk.text.clean import CleanedLetter, load_letter
 from letterchunk.text.segment import segment_letter
 from letterchunk.tokens import count_tokens, encoding
@@ -177,12 +176,20 @@ def write_without_summary(src: Path, out: Path) -> None:
 Spans = list[tuple[int, int]]
 
 
+# the peer chunkers come with the bench extra; imported where used, so the rest of the bench
+# (its options, its embedder choice) loads with the test extra alone
+
+
 def chonkie_spans(text: str) -> Spans:
+    import chonkie
+
     chunker = chonkie.RecursiveChunker(tokenizer=encoding(), chunk_size=PEER_TOKENS)
     return [(c.start_index, c.end_index) for c in chunker.chunk(text)]
 
 
 def semchunk_spans(text: str) -> Spans:
+    import semchunk
+
     chunker = semchunk.chunkerify(encoding(), chunk_size=PEER_TOKENS)
     _, offsets = chunker(text, offsets=True)
     return list(offsets)
@@ -191,6 +198,8 @@ def semchunk_spans(text: str) -> Spans:
 def langchain_spans(text: str) -> Spans:
     # from_tiktoken_encoder(encoding_name="o200k_base") builds exactly this length function, but
     # through tiktoken.get_encoding, which downloads the BPE file; letterchunk ships it instead
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
     enc = encoding()
     splitter = RecursiveCharacterTextSplitter(
         chunk_size=PEER_TOKENS,
@@ -513,6 +522,19 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="the local dense embedder (default: letterchunk's default, the int8 MiniLM)",
     )
     p.add_argument(
+        "--embed-url",
+        metavar="URL",
+        help="measure the model at an OpenAI-compatible /v1/embeddings endpoint instead "
+        "(key in LETTERCHUNK_EMBED_API_KEY, as for `letterchunk index`); needs --embed-model",
+    )
+    p.add_argument("--embed-model", metavar="NAME", help="the model name at --embed-url")
+    p.add_argument(
+        "--embed-window",
+        type=int,
+        default=256,
+        help="o200k tokens per window sent to --embed-url (default 256, `index`'s default)",
+    )
+    p.add_argument(
         "--letters",
         type=Path,
         default=LETTERS,
@@ -526,7 +548,27 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=default_cache / "letterchunk" / "bench-retrieval",
         help="folder for the SQLite indexes (vectors reused by chunk checksum)",
     )
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if bool(args.embed_url) != bool(args.embed_model):
+        p.error("--embed-url and --embed-model go together")
+    if args.embed_url and args.no_dense:
+        p.error("--no-dense loads no model: drop --embed-url or --no-dense")
+    return args
+
+
+def dense_model(args: argparse.Namespace) -> Embedder | None:
+    """The embedder the indexes are built with: none (--no-dense), an endpoint's model, or a
+    local one."""
+    if args.no_dense:
+        return None
+    if args.embed_url:
+        return open_embedder(
+            f"{args.embed_model}@endpoint",
+            url=args.embed_url,
+            api_key=Settings.from_env().embed_api_key,
+            window=args.embed_window,
+        )
+    return EMBEDDERS[args.embedder]()
 
 
 def main(argv: list[str]) -> int:
@@ -535,7 +577,8 @@ def main(argv: list[str]) -> int:
     years = sorted({q.year for qs in sets.values() for q in qs})
     letters = [load_letter(args.letters / f"{y}.txt") for y in years]
     args.cache.mkdir(parents=True, exist_ok=True)
-    model = None if args.no_dense else CachedVectors(EMBEDDERS[args.embedder](), args.cache)
+    dense = dense_model(args)
+    model = None if dense is None else CachedVectors(dense, args.cache)
     with tempfile.TemporaryDirectory() as tmp:
         folders = {name: Path(tmp) / name.replace(" ", "") for name in (OURS, OURS_BARE, *PEERS)}
         for folder in folders.values():

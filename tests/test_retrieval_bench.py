@@ -3,16 +3,22 @@
 bench/retrieval.py counts a hit as correct when a question's evidence lies inside the returned
 text, so an evidence passage that is not in the letter (a typo, a changed quote mark) would make
 that question unanswerable for every chunker.  This checks the file only: no model, no index.
+The bench's own options are checked too: a model at an embeddings endpoint is measured through
+the same cached vectors as a local one.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from fake_openai import FakeOpenAI
 from letterchunk.text.clean import load_letter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,3 +80,50 @@ def test_questions_do_not_copy_their_evidence() -> None:
             if " ".join(words[i : i + 6]) in question
         ]
         assert not copied, (q["id"], copied)
+
+
+def _bench():
+    path = ROOT / "bench" / "retrieval.py"
+    spec = importlib.util.spec_from_file_location("retrieval_bench", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_options_for_an_endpoint_model_go_together(capsys) -> None:
+    bench = _bench()
+    for argv in (
+        ["--embed-url", "http://127.0.0.1:9/v1"],
+        ["--embed-model", "some-model"],
+        ["--embed-url", "http://127.0.0.1:9/v1", "--embed-model", "m", "--no-dense"],
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            bench.parse(argv)
+        assert exit_info.value.code == 2
+        assert "--embed-url" in capsys.readouterr().err
+
+
+def test_bench_measures_an_endpoint_model_through_its_vector_cache(tmp_path, monkeypatch) -> None:
+    """--embed-url/--embed-model: the indexes are built with that server's vectors, asked once
+    per text (the key from LETTERCHUNK_EMBED_API_KEY, as for `letterchunk index`)."""
+    bench = _bench()
+    assert bench.dense_model(bench.parse(["--no-dense"])) is None
+    monkeypatch.setenv("LETTERCHUNK_EMBED_API_KEY", "sk-bench-key")
+    with FakeOpenAI() as server:
+        args = bench.parse(
+            ["--embed-url", server.base_url, "--embed-model", "fake-embed", "--embed-window", "64"]
+        )
+        model = bench.CachedVectors(bench.dense_model(args), tmp_path)
+        assert (model.name, model.window) == ("fake-embed@endpoint", 64)
+        vectors = model.embed(["float", "book value", "float"])
+        asked = [r for r in server.requests if r.path.rstrip("/").endswith("/embeddings")]
+        assert len(asked) == 1
+        assert asked[0].headers.get("Authorization") == "Bearer sk-bench-key"
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+        assert np.array_equal(vectors[0], vectors[2])
+        assert not np.array_equal(vectors[0], vectors[1])
+        again = model.embed(["book value", "float"])  # both cached: no request
+        assert len([r for r in server.requests if r.path.rstrip("/").endswith("/embeddings")]) == 1
+        assert np.array_equal(again, vectors[[1, 0]])
