@@ -344,6 +344,10 @@ class FakeOpenAI:
     def start(self) -> FakeOpenAI:
         if self._httpd is not None:
             return self
+        # the usage of an answer is counted in o200k tokens; the first count loads the
+        # encoding (about 0.6 s), which would delay the first answer past a short client
+        # timeout, so it is loaded before any request: replies take their scripted time only
+        count_tokens("")
         handler = _make_handler(self)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True

@@ -55,6 +55,17 @@ def make_client(server: FakeOpenAI, **kw) -> LLMClient:
     )
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _client_code_loaded() -> None:
+    """Tests here give the client deadlines of 0.3 s.  The first answer a process handles
+    imports much of openai and instructor (over a second on two cores), which would count
+    against the deadline of whichever such test runs first in a worker; one answer before them
+    loads it all, so each test measures only what it scripts."""
+    with FakeOpenAI() as server:
+        server.enqueue(answer(GOOD))
+        assert make_client(server).complete(MESSAGES, Item, chunk_id="warm-up").ok
+
+
 def _files(folder: Path) -> dict[str, str]:
     return {
         str(p): p.read_text(encoding="utf-8", errors="replace")
