@@ -4,7 +4,7 @@
     python bench/retrieval.py --no-dense      # BM25 only: no embedding model is loaded
     python bench/retrieval.py --year-filter   # each question filtered to its letter's year
     python bench/retrieval.py --embedder all-MiniLM-L6-v2   # the float numpy encoder
-    python bench/retrieval.py --embed-url URL --embed-model NAME   # any /v1/embeddings model
+    python bench/retrieval.py --embed-url URL --embed-model NAME   # as `letterchunk index` takes
 
 Two question sets over the same eight letters, both reported on every run (``--questions``
 picks others): ``bench/retrieval_questions.jsonl`` (72, written by reading the letters, often in
@@ -72,14 +72,14 @@ from pathlib import Path
 
 import numpy as np
 
+from letterchunk.cli.index import add_embed_options, embedder_for
 from letterchunk.contract.schema import Chunk, Metadata, SourceSpan, TemporalReferences, dump_chunk
 from letterchunk.llm.replay import replayed_client
 from letterchunk.retrieval.chunks import read_chunks
-from letterchunk.retrieval.embed import Embedder, MiniLM, MiniLMInt8, open_embedder
+from letterchunk.retrieval.embed import Embedder, MiniLM, MiniLMInt8
 from letterchunk.retrieval.index import build_index
 from letterchunk.retrieval.search import Filters, Hit, Mode, search
 from letterchunk.runner.pipeline import RunOptions, run_paths
-from letterchunk.settings import Settings
 from letterchunk.text.clean import CleanedLetter, load_letter
 from letterchunk.text.segment import segment_letter
 from letterchunk.tokens import count_tokens, encoding
@@ -518,22 +518,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--embedder",
         choices=sorted(EMBEDDERS),
-        default=MiniLMInt8.name,
-        help="the local dense embedder (default: letterchunk's default, the int8 MiniLM)",
+        help="a local dense embedder, as --embed-model names it (default: letterchunk's "
+        "default, the int8 MiniLM)",
     )
-    p.add_argument(
-        "--embed-url",
-        metavar="URL",
-        help="measure the model at an OpenAI-compatible /v1/embeddings endpoint instead "
-        "(key in LETTERCHUNK_EMBED_API_KEY, as for `letterchunk index`); needs --embed-model",
-    )
-    p.add_argument("--embed-model", metavar="NAME", help="the model name at --embed-url")
-    p.add_argument(
-        "--embed-window",
-        type=int,
-        default=256,
-        help="o200k tokens per window sent to --embed-url (default 256, `index`'s default)",
-    )
+    # the embedding options of `letterchunk index` (--embed-model, --embed-url, --embed-window)
+    add_embed_options(p)
     p.add_argument(
         "--letters",
         type=Path,
@@ -549,26 +538,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="folder for the SQLite indexes (vectors reused by chunk checksum)",
     )
     args = p.parse_args(argv)
-    if bool(args.embed_url) != bool(args.embed_model):
-        p.error("--embed-url and --embed-model go together")
+    if args.embedder:
+        if args.embed_model or args.embed_url:
+            p.error("--embedder names a local model; for a model at --embed-url give --embed-model")
+        args.embed_model = args.embedder
+    if args.embed_url and not args.embed_model:
+        p.error("--embed-url needs --embed-model (the model name the server knows)")
     if args.embed_url and args.no_dense:
         p.error("--no-dense loads no model: drop --embed-url or --no-dense")
     return args
-
-
-def dense_model(args: argparse.Namespace) -> Embedder | None:
-    """The embedder the indexes are built with: none (--no-dense), an endpoint's model, or a
-    local one."""
-    if args.no_dense:
-        return None
-    if args.embed_url:
-        return open_embedder(
-            f"{args.embed_model}@endpoint",
-            url=args.embed_url,
-            api_key=Settings.from_env().embed_api_key,
-            window=args.embed_window,
-        )
-    return EMBEDDERS[args.embedder]()
 
 
 def main(argv: list[str]) -> int:
@@ -577,7 +555,7 @@ def main(argv: list[str]) -> int:
     years = sorted({q.year for qs in sets.values() for q in qs})
     letters = [load_letter(args.letters / f"{y}.txt") for y in years]
     args.cache.mkdir(parents=True, exist_ok=True)
-    dense = dense_model(args)
+    dense = embedder_for(args)
     model = None if dense is None else CachedVectors(dense, args.cache)
     with tempfile.TemporaryDirectory() as tmp:
         folders = {name: Path(tmp) / name.replace(" ", "") for name in (OURS, OURS_BARE, *PEERS)}

@@ -92,30 +92,34 @@ def _bench():
     return module
 
 
-def test_bench_options_for_an_endpoint_model_go_together(capsys) -> None:
+def test_bench_embedding_options_are_index_options(capsys) -> None:
     bench = _bench()
     for argv in (
         ["--embed-url", "http://127.0.0.1:9/v1"],
-        ["--embed-model", "some-model"],
         ["--embed-url", "http://127.0.0.1:9/v1", "--embed-model", "m", "--no-dense"],
+        ["--embedder", "all-MiniLM-L6-v2", "--embed-model", "all-MiniLM-L6-v2"],
+        ["--embedder", "all-MiniLM-L6-v2", "--embed-url", "http://127.0.0.1:9/v1"],
     ):
         with pytest.raises(SystemExit) as exit_info:
             bench.parse(argv)
         assert exit_info.value.code == 2
-        assert "--embed-url" in capsys.readouterr().err
+        assert "--embed" in capsys.readouterr().err
+    # --embedder (the bench's older option) names a local model as --embed-model does
+    assert bench.parse(["--embedder", "all-MiniLM-L6-v2"]).embed_model == "all-MiniLM-L6-v2"
+    assert bench.parse([]).embed_model is None  # the default: letterchunk's default model
 
 
 def test_bench_measures_an_endpoint_model_through_its_vector_cache(tmp_path, monkeypatch) -> None:
     """--embed-url/--embed-model: the indexes are built with that server's vectors, asked once
     per text (the key from LETTERCHUNK_EMBED_API_KEY, as for `letterchunk index`)."""
     bench = _bench()
-    assert bench.dense_model(bench.parse(["--no-dense"])) is None
+    assert bench.embedder_for(bench.parse(["--no-dense"])) is None
     monkeypatch.setenv("LETTERCHUNK_EMBED_API_KEY", "sk-bench-key")
     with FakeOpenAI() as server:
         args = bench.parse(
             ["--embed-url", server.base_url, "--embed-model", "fake-embed", "--embed-window", "64"]
         )
-        model = bench.CachedVectors(bench.dense_model(args), tmp_path)
+        model = bench.CachedVectors(bench.embedder_for(args), tmp_path)
         assert (model.name, model.window) == ("fake-embed@endpoint", 64)
         vectors = model.embed(["float", "book value", "float"])
         asked = [r for r in server.requests if r.path.rstrip("/").endswith("/embeddings")]

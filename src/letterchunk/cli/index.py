@@ -16,9 +16,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from letterchunk.cli import COMMAND_HELP, HelpFormatter
 from letterchunk.settings import Settings
+
+if TYPE_CHECKING:
+    from letterchunk.retrieval.embed import Embedder
 
 EXAMPLES = """\
 Examples:
@@ -82,6 +86,25 @@ def add_embed_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def embedder_for(args: argparse.Namespace) -> Embedder | None:
+    """The embedder the options of :func:`add_embed_options` (and ``--no-dense``) name: none,
+    a local model, or the model at ``--embed-url`` (its key from the settings)."""
+    # deferred: `search` imports this module for its options, and embeds nothing here
+    from letterchunk.retrieval.embed import open_embedder
+
+    if args.no_dense:
+        return None
+    name = args.embed_model  # a local model's name, or the model at --embed-url
+    if name and args.embed_url:
+        name += "@endpoint"
+    return open_embedder(
+        name,
+        url=args.embed_url,
+        api_key=Settings.from_env().embed_api_key,
+        window=args.embed_window,
+    )
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "index",
@@ -99,20 +122,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # deferred: `search` imports this module for its options, and builds no index
-    from letterchunk.retrieval.embed import open_embedder
-    from letterchunk.retrieval.index import build_index  # deferred: as open_embedder
+    from letterchunk.retrieval.index import build_index
 
-    embedder = None
-    if not args.no_dense:
-        name = args.embed_model  # a local model's name, or the model at --embed-url
-        if name and args.embed_url:
-            name += "@endpoint"
-        embedder = open_embedder(
-            name,
-            url=args.embed_url,
-            api_key=Settings.from_env().embed_api_key,
-            window=args.embed_window,
-        )
+    embedder = embedder_for(args)
 
     tty = sys.stderr.isatty()
     shown = [0]
