@@ -294,7 +294,7 @@ class Linker:
 def opened(db: str | Path) -> Iterator[Any]:
     check_index(db, write=False)
     with index_errors(db):
-        conn, _ = connect(db)
+        conn, _ = connect(db, vectors=False)  # dense scores are numpy's (retrieval.vectors)
     try:
         with index_errors(db):
             yield conn

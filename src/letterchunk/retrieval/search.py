@@ -219,19 +219,12 @@ def _bm25(conn: Any, query: str, where: str, params: list[Any]) -> list[int]:
     return [r[0] for r in rows]
 
 
-class _Dense:
-    """Each chunk's dense score for one query (its best unit's cosine, see
-    :mod:`letterchunk.retrieval.vectors`), computed once per search: every ranking of the
-    search (leaves, sections, the year's letter) only picks the chunks that pass its filter."""
-
-    def __init__(self, vectors: UnitVectors, vector: Any) -> None:
-        self.score = vectors.best(vector)
-
-    def rank(self, conn: Any, where: str, params: list[Any]) -> list[int]:
-        """Chunk rowids passing ``where`` (on alias ``c``) by score, best first (exact)."""
-        rows = conn.execute(f"SELECT c.rowid FROM chunks c WHERE {where}", params)
-        found = [rowid for (rowid,) in rows if rowid in self.score]
-        return sorted(found, key=lambda rowid: (-self.score[rowid], rowid))[:POOL]
+def _dense_rank(conn: Any, score: dict[int, float], where: str, params: list[Any]) -> list[int]:
+    """Chunk rowids passing ``where`` (on alias ``c``) by their dense ``score`` (each chunk's
+    best unit cosine, :meth:`UnitVectors.best`, computed once a search), best first."""
+    rows = conn.execute(f"SELECT c.rowid FROM chunks c WHERE {where}", params)
+    found = [rowid for (rowid,) in rows if rowid in score]
+    return sorted(found, key=lambda rowid: (-score[rowid], rowid))[:POOL]
 
 
 def _fuse(rankings: list[list[int]]) -> list[tuple[int, float]]:
@@ -599,15 +592,15 @@ def _search(
     where, params = filters.sql()
     _check_metadata(conn, db, filters)
     dense_query = _query_vector(conn, db, query, mode, embedder)
-
-    dense = _Dense(*dense_query) if dense_query is not None else None
+    # every ranking of the search (leaves, sections, the year's letter) picks from these
+    dense = dense_query[0].best(dense_query[1]) if dense_query is not None else None
 
     def rank(condition: str, extra: Sequence[Any] = ()) -> dict[str, list[int]]:
         ranks: dict[str, list[int]] = {}
         if mode in ("hybrid", "bm25"):
             ranks["bm25"] = _bm25(conn, query, condition, [*params, *extra])
         if dense is not None:
-            ranks["dense"] = dense.rank(conn, condition, [*params, *extra])
+            ranks["dense"] = _dense_rank(conn, dense, condition, [*params, *extra])
         return ranks
 
     # a year the query names (and no --year filter) is a soft signal: one more ranking,
