@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
             print(file=sys.stderr)
         vectors = (
             f"{stats.units_embedded} piece(s) embedded, {stats.units_reused} reused "
-            f"({stats.embedder}{', sqlite-vec' if stats.sqlite_vec else ', numpy scoring'})"
+            f"({stats.embedder})"
             if stats.embedder
             else "no vectors (--no-dense)"
         )

@@ -135,7 +135,6 @@ class IndexStats:
     units_embedded: int  # embedded by this run
     units_reused: int  # kept from an earlier run (unchanged chunks)
     embedder: str | None
-    sqlite_vec: bool
 
 
 def checksum(record: Record, embedder: str, covered: bool = False) -> str:
@@ -374,7 +373,7 @@ def build_index(
     name = embedder.name if embedder else ""
     found = check_index(db, write=True)
     with index_errors(db):
-        conn, has_vec = connect(db)
+        conn, _ = connect(db, vectors=False)  # writes vectors; search scores them (numpy)
     committed = False
     try:
         with index_errors(db):
@@ -413,9 +412,7 @@ def build_index(
             embedded = reused = 0
             if embedder:
                 embedded, reused = _embed_missing(conn, records, ranked, embedder, progress)
-        return IndexStats(
-            len(records), embedded, reused, embedder.name if embedder else None, has_vec
-        )
+        return IndexStats(len(records), embedded, reused, embedder.name if embedder else None)
     finally:
         conn.close()
         if not found.exists and not committed:

@@ -84,8 +84,9 @@ def _sqlite_errors() -> tuple[type[BaseException], ...]:
 def connect(path: str | Path, *, vectors: bool = True) -> tuple[Any, bool]:
     """An open connection to ``path`` and whether sqlite-vec is loaded into it.
 
-    ``vectors=False`` never loads it (nor numpy, which it imports): a BM25 search reads no
-    vector."""
+    letterchunk itself passes ``vectors=False`` (nor sqlite-vec nor numpy, which it imports, is
+    loaded): it scores vectors with numpy.  ``vectors=True`` serves a caller that wants SQL's
+    ``vec_*`` functions over the same blobs."""
     conn = _module().connect(str(path), timeout=LOCK_TIMEOUT_S)
     if not vectors:
         return conn, False
